@@ -1,0 +1,79 @@
+// Error: what a failure means, as the graph stores it and a report prints it.
+//
+// An Error is a kind plus a human message. The kind is what code branches on
+// (an OutOfMemory is retried after a cleanup, a TornDown is never seen by a
+// well-behaved caller); the message is what a person acts on, so producers
+// put every fact they have into it (kernel, allocation, byte range, sizes).
+//
+// Cost: one byte of kind plus one std::string. Error::torn_down() — the
+// provisional failure every write scope mints (§3.5, S1) — carries no message
+// and so constructs, moves and destroys without touching the heap; that is
+// part of the G10 zero-allocation success path.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <string_view>
+
+namespace taintpool {
+
+enum class ErrorKind : std::uint8_t {
+  Generic,        ///< Anything without a more specific kind.
+  Launch,         ///< A kernel failed to launch or reported failure.
+  OutOfMemory,    ///< A storage could not provide memory (P3).
+  BufferTooBig,   ///< No pool can ever hold the requested size (P3).
+  TornDown,       ///< Provisional: a write scope was entered and never finished (S1, S3).
+  Unwritten,      ///< A read found bytes with no successful writer (D1).
+  Skipped,        ///< A launch did not run because an input was stale (S1).
+  NotFound,       ///< A named allocation or failure no longer exists.
+  InvalidBinding, ///< A binding reaches past its allocation, or names none (P3).
+};
+
+/// The lower-case name of a kind, as printed: "out of memory", "torn down"...
+[[nodiscard]] std::string_view name(ErrorKind kind) noexcept;
+
+class Error {
+ public:
+  Error(ErrorKind kind, std::string message) noexcept
+      : message_(std::move(message))
+      , kind_(kind) {}
+
+  [[nodiscard]] static Error generic(std::string message) {
+    return {ErrorKind::Generic, std::move(message)};
+  }
+  [[nodiscard]] static Error launch(std::string message) {
+    return {ErrorKind::Launch, std::move(message)};
+  }
+  [[nodiscard]] static Error out_of_memory(std::string message) {
+    return {ErrorKind::OutOfMemory, std::move(message)};
+  }
+  [[nodiscard]] static Error buffer_too_big(std::string message) {
+    return {ErrorKind::BufferTooBig, std::move(message)};
+  }
+  [[nodiscard]] static Error not_found(std::string message) {
+    return {ErrorKind::NotFound, std::move(message)};
+  }
+  [[nodiscard]] static Error invalid_binding(std::string message) {
+    return {ErrorKind::InvalidBinding, std::move(message)};
+  }
+
+  /// The provisional failure of a write scope. Payload-free: no allocation.
+  [[nodiscard]] static Error torn_down() noexcept { return {ErrorKind::TornDown, std::string()}; }
+
+  [[nodiscard]] ErrorKind kind() const noexcept { return kind_; }
+  [[nodiscard]] const std::string& message() const noexcept { return message_; }
+
+  friend bool operator==(const Error&, const Error&) = default;
+
+ private:
+  std::string message_;
+  ErrorKind kind_;
+};
+
+/// "out of memory: <message>", or just the kind's name when the message is
+/// empty ("torn down").
+[[nodiscard]] std::string to_string(const Error& error);
+std::ostream& operator<<(std::ostream& out, const Error& error);
+
+} // namespace taintpool

@@ -1,0 +1,222 @@
+// ErrorGraph: what each failure means, refcounted by the allocations that
+// carry it (§3.3, rules G1–G10 and R1–R4).
+//
+// A failure is inserted when work fails (or provisionally, when a write scope
+// opens), tagged once by every allocation whose Taint claims bytes for it,
+// and removed the moment its last carrier lets go (G3). So a program that
+// frees its stale buffers frees the error state with them, and one that keeps
+// a stale buffer keeps exactly the failure that explains it.
+//
+// # The shape, and why
+//
+// The graph's hot path is the success path of every launch: mint a TornDown
+// failure, tag it once per written buffer, untag it once per buffer, prune
+// it. Two facts make that nearly free:
+//   * ids are monotonic, so the newest node is the one being worked on; and
+//   * provisional failures die young, almost always before the next insert.
+// So the newest node lives in one inline slot, and tag/untag/prune on it are
+// a compare and an increment. A node that is still alive when the next insert
+// comes — a real failure, carried by a stale buffer — moves to an
+// open-addressing table (detail/failure_table.hpp) that never allocates once
+// it has grown to the number of failures a program keeps around. Nothing here
+// allocates per insert (G10); the TornDown error itself has no payload.
+//
+// Cost: tag/untag/insert/prune on the newest node are a handful of
+// instructions, inline. On an older node they are a hash probe. Skip records
+// and reports allocate; they are the failure path.
+//
+// Thread safety: none. The device serialises access; a graph is never shared
+// between threads without a lock around it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include <taintpool/detail/failure_table.hpp>
+#include <taintpool/error.hpp>
+#include <taintpool/failure_id.hpp>
+#include <taintpool/report.hpp>
+
+namespace taintpool {
+
+class ErrorGraph {
+ public:
+  /// Skip records kept per root failure (G7); older ones are counted, not kept.
+  static constexpr std::size_t kept_skip_records = 16;
+
+  ErrorGraph() noexcept = default;
+  ErrorGraph(ErrorGraph&&) noexcept = default;
+  ErrorGraph& operator=(ErrorGraph&&) noexcept = default;
+  /// Not copyable: carriers hold tags on this graph's nodes by id, and a copy
+  /// would hold nodes nobody tags.
+  ErrorGraph(const ErrorGraph&) = delete;
+  ErrorGraph& operator=(const ErrorGraph&) = delete;
+  ~ErrorGraph() = default;
+
+  /// G1: a new node with 0 tags, and its id — the previous id plus one,
+  /// starting at 1, never reused. Throws std::overflow_error instead of
+  /// minting past UINT64_MAX (never, in practice). Allocation-free unless an
+  /// older node must move to the table and the table must grow.
+  FailureId insert(Error error) {
+    if (hot_.id != 0) [[unlikely]] {
+      retire_hot();
+    }
+    if (next_id_ == UINT64_MAX) [[unlikely]] {
+      throw_ids_exhausted();
+    }
+    hot_.id = next_id_++;
+    hot_.tags = 0;
+    hot_.error = std::move(error);
+    ++size_;
+    return FailureId::from_raw(hot_.id);
+  }
+
+  /// G2: one more carrier. Throws std::logic_error if `failure` has no node
+  /// (R2: a claim must point at a live node); nothing changes then.
+  void tag(FailureId failure) {
+    detail::FailureNode* node = find(failure.raw());
+    if (node == nullptr) [[unlikely]] {
+      throw_missing("tag", failure);
+    }
+    ++node->tags;
+  }
+
+  /// G3: one carrier fewer; at 0 the node is removed. An empty optional does
+  /// nothing. Throws std::logic_error, changing nothing, if the node is
+  /// missing or already has 0 tags (an untag with no matching tag).
+  void untag(std::optional<FailureId> failure) {
+    if (!failure) {
+      return;
+    }
+    detail::FailureNode* node = find(failure->raw());
+    if (node == nullptr || node->tags == 0) [[unlikely]] {
+      throw_bad_untag(*failure, node != nullptr);
+    }
+    if (--node->tags == 0) {
+      remove(node);
+    }
+  }
+
+  /// G4: swap the failure's error (the provisional TornDown becomes the real
+  /// cause). A failure that no longer exists is ignored.
+  void replace(FailureId failure, Error error) {
+    if (detail::FailureNode* node = find(failure.raw())) {
+      node->error = std::move(error);
+    }
+  }
+
+  /// G5: remove the node if nothing carries it — the end of a write scope,
+  /// for a provisional failure that claimed nothing or was fully released.
+  /// A missing failure is ignored.
+  void prune(FailureId failure) noexcept {
+    detail::FailureNode* node = find(failure.raw());
+    if (node != nullptr && node->tags == 0) {
+      remove(node);
+    }
+  }
+
+  /// G6: the failure's error, or null once it is gone. The pointer is valid
+  /// until the next call that inserts or removes a node.
+  [[nodiscard]] const Error* error(FailureId failure) const noexcept {
+    const detail::FailureNode* node = find(failure.raw());
+    return node != nullptr ? &node->error : nullptr;
+  }
+
+  /// The failure's tag count (R1), 0 once it is gone.
+  [[nodiscard]] std::uint64_t tags(FailureId failure) const noexcept {
+    const detail::FailureNode* node = find(failure.raw());
+    return node != nullptr ? node->tags : 0;
+  }
+
+  [[nodiscard]] bool contains(FailureId failure) const noexcept {
+    return find(failure.raw()) != nullptr;
+  }
+
+  /// Live nodes.
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+
+  /// The id the next insert will return.
+  [[nodiscard]] FailureId next_id() const noexcept { return FailureId::from_raw(next_id_); }
+
+  /// G7: a launch was skipped because of `root`. The newest kept_skip_records
+  /// records are kept and all are counted. Throws std::logic_error if `root`
+  /// has no node (a skip is only decided on a live failure, S1).
+  void skipped(FailureId root, SkipRecord record);
+
+  /// Every skip recorded on the failure (kept or dropped); 0 once it is gone.
+  [[nodiscard]] std::uint64_t skips_recorded(FailureId failure) const noexcept;
+
+  /// The kept skip records, oldest first; empty once the failure is gone.
+  [[nodiscard]] std::vector<SkipRecord> skip_records(FailureId failure) const;
+
+  /// G8: why `read` carries `failure`: the root error and the chain of
+  /// skipped launches that led from the origin to `read`, newest first. The
+  /// walk starts at the newest kept record that produced `read`, steps to the
+  /// allocation that record needed, and continues among strictly older
+  /// records; it ends where no kept record produced the current allocation,
+  /// which is then the origin. Throws std::logic_error if `failure` is gone.
+  [[nodiscard]] Report report(FailureId failure, AllocationId read) const;
+
+  /// G9: one report per distinct failure among `claims` (failure, allocation
+  /// read), in first-seen order; a repeated failure keeps its first
+  /// allocation.
+  [[nodiscard]] std::vector<Report>
+  reports(std::span<const std::pair<FailureId, AllocationId>> claims) const;
+
+  /// Visits (FailureId, const Error&, tags) for every live node, in no
+  /// particular order.
+  template <class Fn>
+  void for_each(Fn&& fn) const {
+    if (hot_.id != 0) {
+      fn(FailureId::from_raw(hot_.id), hot_.error, hot_.tags);
+    }
+    cold_.for_each([&](const detail::FailureNode& node) {
+      fn(FailureId::from_raw(node.id), node.error, node.tags);
+    });
+  }
+
+  /// The graph's own shape: the count matches the nodes, every id is below
+  /// next_id and present once, skip logs hold at most kept_skip_records.
+  /// Tag counts against carriers (R1) need the carriers: check_refcounts()
+  /// in taint.hpp. Throws std::logic_error naming the first violation.
+  void check_invariants() const;
+
+ private:
+  [[nodiscard]] detail::FailureNode* find(std::uint64_t id) noexcept {
+    if (hot_.id == id) {
+      return &hot_;
+    }
+    return cold_.find(id);
+  }
+  [[nodiscard]] const detail::FailureNode* find(std::uint64_t id) const noexcept {
+    return const_cast<ErrorGraph*>(this)->find(id);
+  }
+
+  void remove(detail::FailureNode* node) noexcept {
+    --size_;
+    if (node == &hot_) {
+      hot_.vacate();
+    } else {
+      cold_.erase(node);
+    }
+  }
+
+  /// Moves the live newest node into the table; out of line (allocates on growth).
+  void retire_hot();
+
+  [[noreturn]] static void throw_missing(const char* operation, FailureId failure);
+  [[noreturn]] static void throw_bad_untag(FailureId failure, bool exists);
+  [[noreturn]] static void throw_ids_exhausted();
+
+  detail::FailureNode hot_;   ///< The newest node, while it lives (id 0 = vacant).
+  detail::FailureTable cold_; ///< Every other live node.
+  std::size_t size_ = 0;
+  std::uint64_t next_id_ = 1;
+};
+
+} // namespace taintpool

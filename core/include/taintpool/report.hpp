@@ -1,0 +1,70 @@
+// SkipRecord and Report: how a failure explains itself at the read.
+//
+// When a launch is skipped because an input was stale, the root failure gets
+// a SkipRecord (G7): which kernel did not run, which allocation it needed,
+// which allocations it would have written (they now carry the root). A read
+// of a stale allocation later walks those records backwards from the
+// allocation it read to the allocation the root failure left unwritten, and
+// hands the caller a Report (G8): the root error plus that path.
+//
+// Records live on the failure's node and die with it (R1), so the path costs
+// memory exactly as long as some allocation still carries the failure. Only
+// the newest records are kept (ErrorGraph::kept_skip_records); a path that
+// runs into the cap ends early and says so, but the root is always there.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <taintpool/byte_range.hpp>
+#include <taintpool/error.hpp>
+#include <taintpool/failure_id.hpp>
+
+namespace taintpool {
+
+/// One launch that did not run because an input carried a failure (S1).
+struct SkipRecord {
+  std::string kernel;                 ///< The launch's name, as the caller gave it.
+  AllocationId needed;                ///< The input whose stale bytes stopped it.
+  std::vector<AllocationId> produced; ///< The outputs that took the failure instead.
+
+  friend bool operator==(const SkipRecord&, const SkipRecord&) = default;
+};
+
+/// Why the bytes of one allocation cannot be trusted: the root error, and the
+/// chain of skipped launches that carried it from the allocation the failure
+/// left unwritten (the origin) to the allocation that was read (G8).
+struct Report {
+  FailureId failure; ///< The root failure.
+  Error root;        ///< What the root failure was (a copy, so the report outlives the node).
+  AllocationId read; ///< The allocation whose bytes were asked for.
+  /// Stale bytes of `read` this failure claims, when the caller knows them
+  /// (the device fills this in; ErrorGraph::report leaves it empty).
+  std::optional<ByteRange> stale;
+  /// Skipped launches, newest first: path[0] produced `read` and needed
+  /// path[1]'s output, and so on back to the origin.
+  std::vector<SkipRecord> path;
+  /// The allocation the root failure claimed directly: the last record's
+  /// `needed`, or `read` itself when the path is empty.
+  AllocationId origin;
+  /// Every skip ever recorded on the failure, kept or not.
+  std::uint64_t skips_recorded = 0;
+  /// Records were dropped by the cap and the walk ended without reaching a
+  /// launch that could not have been dropped; the origin may lie further back.
+  bool path_may_be_incomplete = false;
+
+  friend bool operator==(const Report&, const Report&) = default;
+};
+
+/// A multi-line account a person can act on, root cause first:
+///   allocation 15 cannot be read: failure 3 (launch: load_weights ...)
+///     softmax was skipped: it needed allocation 12
+///     linear was skipped: it needed allocation 7
+///     allocation 7 was left unwritten by failure 3
+[[nodiscard]] std::string to_string(const Report& report);
+std::ostream& operator<<(std::ostream& out, const Report& report);
+
+} // namespace taintpool

@@ -1,0 +1,253 @@
+// Taint: the bytes of one allocation that have no writer, and which failure
+// left each of them so (§3.2, rules T1–T6).
+//
+// Whole-buffer taint is the wrong grain: a host write that fills one row
+// would clear the whole tensor, and a launch that failed on one tile would
+// poison reads of all the others — and once skips change control flow, a
+// write that over-clears un-skips every launch downstream of garbage that no
+// longer carries a failure to report. So a Taint is a set of claims, each a
+// failure over some byte ranges, and every operation moves exactly the bytes
+// it names.
+//
+// # Refcounting
+//
+// A Taint owns the carrier side of R1: it holds one tag on each failure that
+// claims at least one of its bytes, taken when the failure's first byte
+// arrives (T1) and given back the moment its last byte leaves (T1, T2, T4) —
+// never deferred. It does not hold a reference to the graph; every operation
+// that can tag or untag takes the graph as an argument, so one graph serves
+// every allocation of a device and a Taint costs nothing to move.
+//
+// # Storage (T6)
+//
+// The case to price is not the clean slice but one failure over one range:
+// every launch's write scope claims each written buffer that way on entry and
+// releases it on exit. That case is stored inline — failure id and both
+// offsets in 24 bytes, no heap — and so is the clean state. Anything else (a
+// claim split by a partial write, a second failure) spills to a heap array of
+// segments {failure, begin, end}, sorted by offset. Claims of different
+// failures never share a byte (T5), so one sorted array holds them all, and
+// an operation is a binary search plus a splice of the few segments it
+// touches. The array keeps its capacity while spilled and is freed when the
+// taint shrinks back to one segment (which moves inline) or none.
+//
+// Build with TAINTPOOL_TAINT_INLINE_CLAIMS=0 to disable the inline case, so
+// every claim takes the spill path: the fuzzers do, to reach it sooner.
+//
+// # Contract
+//
+// Every operation either completes or, if it throws (a missing failure, out
+// of memory), leaves the taint and the graph as they were. A Taint destroyed
+// while it still holds claims would leak tags (R4 would never hold), so it
+// aborts with a message: clear() it first, as the pool does on every P1 point.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include <taintpool/byte_range.hpp>
+#include <taintpool/error_graph.hpp>
+#include <taintpool/failure_id.hpp>
+
+#ifndef TAINTPOOL_TAINT_INLINE_CLAIMS
+#define TAINTPOOL_TAINT_INLINE_CLAIMS 1
+#endif
+
+namespace taintpool {
+
+namespace detail {
+/// One claimed range of one failure, as the spilled array stores it.
+struct ClaimSegment {
+  std::uint64_t failure; ///< Raw FailureId, never 0.
+  std::uint64_t begin;
+  std::uint64_t end; ///< begin < end.
+};
+} // namespace detail
+
+class Taint {
+ public:
+  /// Whether one failure over one range is stored inline (T6).
+  static constexpr bool inline_claims = TAINTPOOL_TAINT_INLINE_CLAIMS != 0;
+
+  Taint() noexcept = default;
+
+  /// A Taint with claims is a carrier: copying it would duplicate tags
+  /// behind the graph's back.
+  Taint(const Taint&) = delete;
+  Taint& operator=(const Taint&) = delete;
+
+  /// Moves the claims and their tags; `other` is left clean.
+  Taint(Taint&& other) noexcept
+      : failure_(other.failure_)
+      , storage_(other.storage_) {
+    other.failure_ = 0;
+    other.storage_.spill = {};
+  }
+  /// Throws std::logic_error if this taint still holds claims (they would be
+  /// dropped without their untags); clear() it first.
+  Taint& operator=(Taint&& other);
+
+  ~Taint() {
+    if (!is_clean()) [[unlikely]] {
+      abandoned();
+    }
+  }
+
+  /// T1: `failure` is now the last writer of every byte of `range`. Other
+  /// failures lose those bytes (untagged if that was their last); the claim
+  /// of `failure` grows to cover them, fusing with ranges it touches (T5);
+  /// `failure` is tagged if it had no claim here. Set, never add: bytes it
+  /// already claims change nothing. An empty range does nothing.
+  /// Throws std::logic_error if `failure` has no node (nothing changes).
+  void taint(ByteRange range, FailureId failure, ErrorGraph& graph) {
+    if (range.empty()) {
+      return;
+    }
+    if constexpr (inline_claims) {
+      if (failure_ == 0 && storage_.spill.data == nullptr) {
+        graph.tag(failure);
+        set_inline(failure.raw(), range);
+        return;
+      }
+      if (failure_ == failure.raw() && inline_range().touches(range)) {
+        set_inline(failure_, hull(inline_range(), range));
+        return;
+      }
+    }
+    taint_slow(range, failure, graph);
+  }
+
+  /// T2: the bytes of `range` have a successful writer: every claim loses
+  /// them, and a failure left with no bytes here is untagged at once. Bytes
+  /// outside `range` are untouched. An empty range does nothing.
+  void written(ByteRange range, ErrorGraph& graph) {
+    if (range.empty() || is_clean()) {
+      return;
+    }
+    if constexpr (inline_claims) {
+      if (failure_ != 0 && range.contains(inline_range())) {
+        const FailureId released = FailureId::from_raw(failure_);
+        failure_ = 0;
+        storage_.spill = {};
+        graph.untag(released);
+        return;
+      }
+    }
+    written_slow(range, graph);
+  }
+
+  /// T3: a failure claiming at least one byte of `range`, or none. When
+  /// several do, which one is unspecified; failures() gives them all.
+  /// Never true for an empty range.
+  [[nodiscard]] std::optional<FailureId> failure(ByteRange range) const noexcept {
+    if (failure_ != 0) {
+      if (inline_range().overlaps(range)) {
+        return FailureId::from_raw(failure_);
+      }
+      return std::nullopt;
+    }
+    return failure_spilled(range);
+  }
+
+  /// T3: every failure claiming a byte of `range`, each once, ascending.
+  [[nodiscard]] std::vector<FailureId> failures(ByteRange range) const;
+
+  /// T4: give back every tag; the taint is clean after.
+  void clear(ErrorGraph& graph) noexcept;
+
+  /// No byte is claimed.
+  [[nodiscard]] bool is_clean() const noexcept {
+    return failure_ == 0 && storage_.spill.data == nullptr;
+  }
+
+  /// Whether the claims live on the heap (T6: one failure over one range
+  /// never does, unless built with TAINTPOOL_TAINT_INLINE_CLAIMS=0).
+  [[nodiscard]] bool is_spilled() const noexcept {
+    return failure_ == 0 && storage_.spill.data != nullptr;
+  }
+
+  /// Visits (FailureId, ByteRange) for every claimed range, in ascending
+  /// byte order. Ranges of one failure never touch; ranges of different
+  /// failures may.
+  template <class Fn>
+  void for_each_claim(Fn&& fn) const {
+    if (failure_ != 0) {
+      fn(FailureId::from_raw(failure_), inline_range());
+      return;
+    }
+    for (const detail::ClaimSegment& segment : segments()) {
+      fn(FailureId::from_raw(segment.failure), ByteRange::of(segment.begin, segment.end));
+    }
+  }
+
+  /// Distinct failures with a claim here (each holds one tag, R1).
+  [[nodiscard]] std::size_t claim_count() const;
+
+  /// Whether `failure` claims any byte here.
+  [[nodiscard]] bool carries(FailureId failure) const noexcept;
+
+  /// T5 and T6: ranges non-empty, sorted, disjoint; one failure's ranges
+  /// never touch; no segment has id 0; a spilled taint holds more than
+  /// inline capacity. Throws std::logic_error naming the first violation.
+  void check_invariants() const;
+
+ private:
+  struct InlineClaim {
+    std::uint64_t begin;
+    std::uint64_t end;
+  };
+  struct SpilledClaims {
+    detail::ClaimSegment* data = nullptr;
+    std::uint32_t size = 0;
+    std::uint32_t capacity = 0;
+  };
+  /// Active member: `inline_claim` iff failure_ != 0, else `spill` (a null
+  /// `spill.data` meaning clean).
+  union Storage {
+    InlineClaim inline_claim;
+    SpilledClaims spill = {};
+  };
+
+  [[nodiscard]] ByteRange inline_range() const noexcept {
+    return ByteRange::of(storage_.inline_claim.begin, storage_.inline_claim.end);
+  }
+  void set_inline(std::uint64_t failure, ByteRange range) noexcept {
+    failure_ = failure;
+    storage_.inline_claim = {range.begin(), range.end()};
+  }
+  static ByteRange hull(ByteRange a, ByteRange b) noexcept {
+    return ByteRange::of(a.begin() < b.begin() ? a.begin() : b.begin(),
+                         a.end() < b.end() ? b.end() : a.end());
+  }
+  [[nodiscard]] std::span<const detail::ClaimSegment> segments() const noexcept {
+    return {storage_.spill.data, storage_.spill.size};
+  }
+
+  struct Work;
+  [[nodiscard]] Work begin_work(detail::ClaimSegment& stack_slot) const noexcept;
+  void apply(Work work, const detail::ClaimSegment* replacement, ErrorGraph& graph,
+             std::uint64_t claimant, bool tag_claimant, std::uint32_t lo, std::uint32_t hi,
+             std::uint32_t count);
+  void taint_slow(ByteRange range, FailureId failure, ErrorGraph& graph);
+  void written_slow(ByteRange range, ErrorGraph& graph);
+  [[nodiscard]] std::optional<FailureId> failure_spilled(ByteRange range) const noexcept;
+  [[noreturn]] void abandoned() const noexcept;
+
+  std::uint64_t failure_ = 0; ///< Inline claim's failure; 0 when spilled or clean.
+  Storage storage_;
+};
+
+static_assert(sizeof(Taint) <= 24, "T6: every slice pays for a Taint; keep it three words");
+
+/// R1–R3 across a set of carriers: every live node's tag count equals the
+/// number of `carriers` claiming it; every claimed failure has a node (R2);
+/// a node with no tags is in `held` (R3: only an operation in progress, such
+/// as an open write scope, may hold an untagged node). Throws
+/// std::logic_error naming the first violation.
+void check_refcounts(const ErrorGraph& graph, std::span<const Taint* const> carriers,
+                     std::span<const FailureId> held = {});
+
+} // namespace taintpool

@@ -1,0 +1,44 @@
+#include <ostream>
+
+#include <taintpool/error.hpp>
+
+namespace taintpool {
+
+std::string_view name(ErrorKind kind) noexcept {
+  switch (kind) {
+  case ErrorKind::Generic:
+    return "error";
+  case ErrorKind::Launch:
+    return "launch failed";
+  case ErrorKind::OutOfMemory:
+    return "out of memory";
+  case ErrorKind::BufferTooBig:
+    return "buffer too big";
+  case ErrorKind::TornDown:
+    return "torn down";
+  case ErrorKind::Unwritten:
+    return "unwritten";
+  case ErrorKind::Skipped:
+    return "skipped";
+  case ErrorKind::NotFound:
+    return "not found";
+  case ErrorKind::InvalidBinding:
+    return "invalid binding";
+  }
+  return "unknown error kind";
+}
+
+std::string to_string(const Error& error) {
+  std::string text(name(error.kind()));
+  if (!error.message().empty()) {
+    text += ": ";
+    text += error.message();
+  }
+  return text;
+}
+
+std::ostream& operator<<(std::ostream& out, const Error& error) {
+  return out << to_string(error);
+}
+
+} // namespace taintpool

@@ -1,0 +1,149 @@
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include <taintpool/error_graph.hpp>
+
+namespace taintpool {
+
+void ErrorGraph::retire_hot() {
+  cold_.insert(std::move(hot_));
+}
+
+void ErrorGraph::throw_missing(const char* operation, FailureId failure) {
+  throw std::logic_error(std::string("ErrorGraph::") + operation + ": " + to_string(failure) +
+                         " has no node (R2: a claim or skip must point at a live failure)");
+}
+
+void ErrorGraph::throw_bad_untag(FailureId failure, bool exists) {
+  throw std::logic_error("ErrorGraph::untag: " + to_string(failure) +
+                         (exists ? " has no tags left (an untag without a matching tag)"
+                                 : " has no node (R2: untag of a failure no carrier holds)"));
+}
+
+void ErrorGraph::throw_ids_exhausted() {
+  throw std::overflow_error("ErrorGraph::insert: every 64-bit failure id has been used (G1)");
+}
+
+void ErrorGraph::skipped(FailureId root, SkipRecord record) {
+  detail::FailureNode* node = find(root.raw());
+  if (node == nullptr) {
+    throw_missing("skipped", root);
+  }
+  if (node->skips == nullptr) {
+    auto* log = new detail::SkipLog();
+    try {
+      log->ring.reserve(kept_skip_records);
+    } catch (...) {
+      delete log;
+      throw;
+    }
+    node->skips = log;
+  }
+  detail::SkipLog& log = *node->skips;
+  if (log.ring.size() < kept_skip_records) {
+    log.ring.push_back(std::move(record));
+  } else {
+    log.ring[log.recorded % kept_skip_records] = std::move(record);
+  }
+  ++log.recorded;
+}
+
+std::uint64_t ErrorGraph::skips_recorded(FailureId failure) const noexcept {
+  const detail::FailureNode* node = find(failure.raw());
+  return node != nullptr && node->skips != nullptr ? node->skips->recorded : 0;
+}
+
+std::vector<SkipRecord> ErrorGraph::skip_records(FailureId failure) const {
+  const detail::FailureNode* node = find(failure.raw());
+  if (node == nullptr || node->skips == nullptr) {
+    return {};
+  }
+  const detail::SkipLog& log = *node->skips;
+  std::vector<SkipRecord> oldest_first(log.ring.begin(), log.ring.end());
+  if (log.recorded > kept_skip_records) {
+    // The ring's next write position holds the oldest kept record.
+    const auto oldest = static_cast<std::ptrdiff_t>(log.recorded % kept_skip_records);
+    std::rotate(oldest_first.begin(), oldest_first.begin() + oldest, oldest_first.end());
+  }
+  return oldest_first;
+}
+
+Report ErrorGraph::report(FailureId failure, AllocationId read) const {
+  const detail::FailureNode* node = find(failure.raw());
+  if (node == nullptr) {
+    throw std::logic_error("ErrorGraph::report: " + to_string(failure) +
+                           " has no node; only a live failure can explain a read (G8)");
+  }
+  Report report{failure, node->error, read, std::nullopt, {}, read, skips_recorded(failure), false};
+  const std::vector<SkipRecord> records = skip_records(failure);
+  // Walk backwards: each step is the newest record, strictly older than the
+  // last step, that produced the allocation we are explaining.
+  std::size_t older_than = records.size();
+  while (older_than > 0) {
+    std::size_t found = older_than;
+    for (std::size_t at = older_than; at-- > 0;) {
+      const auto& produced = records[at].produced;
+      if (std::find(produced.begin(), produced.end(), report.origin) != produced.end()) {
+        found = at;
+        break;
+      }
+    }
+    if (found == older_than) {
+      break;
+    }
+    report.path.push_back(records[found]);
+    report.origin = records[found].needed;
+    older_than = found;
+  }
+  report.path_may_be_incomplete = report.skips_recorded > kept_skip_records;
+  return report;
+}
+
+std::vector<Report>
+ErrorGraph::reports(std::span<const std::pair<FailureId, AllocationId>> claims) const {
+  std::vector<Report> out;
+  for (const auto& claim : claims) {
+    const bool seen = std::any_of(out.begin(), out.end(),
+                                  [&](const Report& done) { return done.failure == claim.first; });
+    if (!seen) {
+      out.push_back(report(claim.first, claim.second));
+    }
+  }
+  return out;
+}
+
+void ErrorGraph::check_invariants() const {
+  cold_.check_invariants();
+  const std::size_t live = cold_.size() + (hot_.id != 0 ? 1 : 0);
+  if (live != size_) {
+    throw std::logic_error("ErrorGraph: size() is " + std::to_string(size_) + " but " +
+                           std::to_string(live) + " nodes are live");
+  }
+  auto check_node = [&](const detail::FailureNode& node) {
+    if (node.id >= next_id_) {
+      throw std::logic_error("ErrorGraph: failure " + std::to_string(node.id) +
+                             " was never minted (G1: next id is " + std::to_string(next_id_) + ")");
+    }
+    if (hot_.id != 0 && &node != &hot_ && node.id >= hot_.id) {
+      throw std::logic_error("ErrorGraph: the newest-node slot holds failure " +
+                             std::to_string(hot_.id) + " but failure " + std::to_string(node.id) +
+                             " is newer");
+    }
+    if (node.skips != nullptr) {
+      const auto kept = node.skips->ring.size();
+      const auto expected = std::min<std::uint64_t>(node.skips->recorded, kept_skip_records);
+      if (kept != expected) {
+        throw std::logic_error("ErrorGraph: failure " + std::to_string(node.id) + " keeps " +
+                               std::to_string(kept) + " skip records, expected " +
+                               std::to_string(expected) + " (G7)");
+      }
+    }
+  };
+  if (hot_.id != 0) {
+    check_node(hot_);
+  }
+  cold_.for_each(check_node);
+}
+
+} // namespace taintpool

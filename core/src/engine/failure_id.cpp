@@ -1,0 +1,27 @@
+#include <ostream>
+#include <stdexcept>
+
+#include <taintpool/failure_id.hpp>
+
+namespace taintpool {
+
+namespace detail {
+void throw_zero_id(const char* what) {
+  throw std::invalid_argument(std::string(what) + " id 0 is never minted; ids start at 1");
+}
+} // namespace detail
+
+std::string to_string(FailureId id) {
+  return "failure " + std::to_string(id.raw());
+}
+std::string to_string(AllocationId id) {
+  return "allocation " + std::to_string(id.raw());
+}
+std::ostream& operator<<(std::ostream& out, FailureId id) {
+  return out << to_string(id);
+}
+std::ostream& operator<<(std::ostream& out, AllocationId id) {
+  return out << to_string(id);
+}
+
+} // namespace taintpool
