@@ -1,0 +1,98 @@
+// EngineModel: the reference model of the taint engine — several Taints and
+// one ErrorGraph — written to be obviously right rather than fast (§4).
+//
+// It shares only public value types with core (ByteRange, FailureId, Error,
+// SkipRecord, Report); none of core's algorithms. Each allocation is an
+// OwnerMap (per-byte owner, rebuilt from scratch on every update). Tag counts
+// are never maintained: tags(F) recounts the allocations whose map holds F.
+// A failure is alive from insert until either
+//   * prune() finds it with no carrier (G5), or
+//   * an operation takes the last byte any allocation held for it (G3) —
+//     detected by recounting every live failure before and after the
+//     operation.
+// Skip records are all kept; the graph's cap (G7) is applied when read.
+//
+// Contract errors the core reports (tagging a failure with no node, a skip
+// or report of a failure that is gone) are thrown here as std::logic_error
+// too, after checking and before changing anything, so a fuzzer can demand
+// that core throws exactly when the model does, and that both are unchanged.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include <taintpool/byte_range.hpp>
+#include <taintpool/error.hpp>
+#include <taintpool/failure_id.hpp>
+#include <taintpool/model/owner_map.hpp>
+#include <taintpool/report.hpp>
+
+namespace taintpool::model {
+
+class EngineModel {
+ public:
+  /// The number of skip records the graph keeps per failure (G7).
+  static constexpr std::size_t kept_skip_records = 16;
+
+  /// A new, clean allocation; returns its index (0, 1, 2 …).
+  std::size_t add_allocation();
+  [[nodiscard]] std::size_t allocations() const { return bytes_.size(); }
+
+  /// G1: a live failure with the next id (1, 2, 3 …).
+  FailureId insert(Error error);
+
+  /// T1: bytes of `range` now owned by `failure`. Throws std::logic_error,
+  /// changing nothing, when the range is non-empty and `failure` is not live.
+  void taint(std::size_t allocation, ByteRange range, FailureId failure);
+  /// T2: bytes of `range` owned by nobody.
+  void written(std::size_t allocation, ByteRange range);
+  /// T4: every byte owned by nobody.
+  void clear(std::size_t allocation);
+  /// G4: a live failure's error; a dead one is ignored.
+  void replace(FailureId failure, Error error);
+  /// G5: a live failure with no carrier dies.
+  void prune(FailureId failure);
+  /// G7: throws std::logic_error when `root` is not live.
+  void skipped(FailureId root, SkipRecord record);
+
+  /// T3: owners of a byte of `range`, ascending.
+  [[nodiscard]] std::vector<FailureId> failures(std::size_t allocation, ByteRange range) const;
+  /// Maximal (failure, range) runs, ascending by offset.
+  [[nodiscard]] std::vector<std::pair<FailureId, ByteRange>> claims(std::size_t allocation) const;
+
+  [[nodiscard]] bool live(FailureId failure) const;
+  /// Null when the failure is not live.
+  [[nodiscard]] const Error* error(FailureId failure) const;
+  /// R1, recounted: allocations owning at least one byte for `failure`; 0 if dead.
+  [[nodiscard]] std::uint64_t tags(FailureId failure) const;
+  /// Live failures, ascending.
+  [[nodiscard]] std::vector<FailureId> live_failures() const;
+  [[nodiscard]] std::size_t size() const { return live_failures().size(); }
+  [[nodiscard]] FailureId next_id() const { return FailureId::from_raw(failures_.size() + 1); }
+
+  /// Every record ever added to a live failure; 0 when dead.
+  [[nodiscard]] std::uint64_t skips_recorded(FailureId failure) const;
+  /// The newest kept_skip_records records of a live failure, oldest first.
+  [[nodiscard]] std::vector<SkipRecord> skip_records(FailureId failure) const;
+  /// G8 as DESIGN.md states it. Throws std::logic_error when not live.
+  [[nodiscard]] Report report(FailureId failure, AllocationId read) const;
+
+ private:
+  struct Failure {
+    Error error;
+    bool live = true;
+    std::vector<SkipRecord> records; ///< All of them, oldest first.
+  };
+
+  [[nodiscard]] const Failure* find_live(FailureId failure) const;
+  [[nodiscard]] std::vector<std::uint64_t> recount() const;
+  /// Kills every live failure that had a carrier in `before` and has none now.
+  void bury(const std::vector<std::uint64_t>& before);
+
+  std::vector<OwnerMap> bytes_;
+  std::vector<Failure> failures_; ///< Index = id - 1; dead ones stay, marked.
+};
+
+} // namespace taintpool::model

@@ -1,0 +1,189 @@
+#include <algorithm>
+#include <stdexcept>
+
+#include <taintpool/model/engine_model.hpp>
+
+namespace taintpool::model {
+
+std::size_t EngineModel::add_allocation() {
+  bytes_.emplace_back();
+  return bytes_.size() - 1;
+}
+
+FailureId EngineModel::insert(Error error) {
+  failures_.push_back(Failure{std::move(error), true, {}});
+  return FailureId::from_raw(failures_.size());
+}
+
+const EngineModel::Failure* EngineModel::find_live(FailureId failure) const {
+  if (failure.raw() > failures_.size()) {
+    return nullptr;
+  }
+  const Failure& found = failures_[failure.raw() - 1];
+  return found.live ? &found : nullptr;
+}
+
+std::vector<std::uint64_t> EngineModel::recount() const {
+  std::vector<std::uint64_t> counts(failures_.size(), 0);
+  for (std::size_t index = 0; index < failures_.size(); ++index) {
+    for (const OwnerMap& allocation : bytes_) {
+      if (allocation.holds(index + 1)) {
+        ++counts[index];
+      }
+    }
+  }
+  return counts;
+}
+
+void EngineModel::bury(const std::vector<std::uint64_t>& before) {
+  const std::vector<std::uint64_t> after = recount();
+  for (std::size_t index = 0; index < failures_.size(); ++index) {
+    if (failures_[index].live && before[index] > 0 && after[index] == 0) {
+      failures_[index].live = false;
+      failures_[index].records.clear();
+    }
+  }
+}
+
+void EngineModel::taint(std::size_t allocation, ByteRange range, FailureId failure) {
+  if (range.empty()) {
+    return;
+  }
+  if (find_live(failure) == nullptr) {
+    throw std::logic_error("model: taint with " + to_string(failure) + ", which is not live");
+  }
+  const auto before = recount();
+  bytes_.at(allocation).assign(range.begin(), range.end(), failure.raw());
+  bury(before);
+}
+
+void EngineModel::written(std::size_t allocation, ByteRange range) {
+  const auto before = recount();
+  bytes_.at(allocation).assign(range.begin(), range.end(), 0);
+  bury(before);
+}
+
+void EngineModel::clear(std::size_t allocation) {
+  const auto before = recount();
+  bytes_.at(allocation).reset();
+  bury(before);
+}
+
+void EngineModel::replace(FailureId failure, Error error) {
+  if (find_live(failure) != nullptr) {
+    failures_[failure.raw() - 1].error = std::move(error);
+  }
+}
+
+void EngineModel::prune(FailureId failure) {
+  if (find_live(failure) != nullptr && tags(failure) == 0) {
+    failures_[failure.raw() - 1].live = false;
+    failures_[failure.raw() - 1].records.clear();
+  }
+}
+
+void EngineModel::skipped(FailureId root, SkipRecord record) {
+  if (find_live(root) == nullptr) {
+    throw std::logic_error("model: skip recorded on " + to_string(root) + ", which is not live");
+  }
+  failures_[root.raw() - 1].records.push_back(std::move(record));
+}
+
+std::vector<FailureId> EngineModel::failures(std::size_t allocation, ByteRange range) const {
+  std::vector<FailureId> found;
+  for (std::uint64_t owner : bytes_.at(allocation).owners_in(range.begin(), range.end())) {
+    found.push_back(FailureId::from_raw(owner));
+  }
+  return found;
+}
+
+std::vector<std::pair<FailureId, ByteRange>> EngineModel::claims(std::size_t allocation) const {
+  std::vector<std::pair<FailureId, ByteRange>> found;
+  for (const OwnedRun& run : bytes_.at(allocation).runs()) {
+    found.emplace_back(FailureId::from_raw(run.owner), ByteRange::of(run.begin, run.end));
+  }
+  return found;
+}
+
+bool EngineModel::live(FailureId failure) const {
+  return find_live(failure) != nullptr;
+}
+
+const Error* EngineModel::error(FailureId failure) const {
+  const Failure* found = find_live(failure);
+  return found != nullptr ? &found->error : nullptr;
+}
+
+std::uint64_t EngineModel::tags(FailureId failure) const {
+  if (!live(failure)) {
+    return 0;
+  }
+  std::uint64_t carriers = 0;
+  for (const OwnerMap& allocation : bytes_) {
+    if (allocation.holds(failure.raw())) {
+      ++carriers;
+    }
+  }
+  return carriers;
+}
+
+std::vector<FailureId> EngineModel::live_failures() const {
+  std::vector<FailureId> found;
+  for (std::size_t index = 0; index < failures_.size(); ++index) {
+    if (failures_[index].live) {
+      found.push_back(FailureId::from_raw(index + 1));
+    }
+  }
+  return found;
+}
+
+std::uint64_t EngineModel::skips_recorded(FailureId failure) const {
+  const Failure* found = find_live(failure);
+  return found != nullptr ? found->records.size() : 0;
+}
+
+std::vector<SkipRecord> EngineModel::skip_records(FailureId failure) const {
+  const Failure* found = find_live(failure);
+  if (found == nullptr) {
+    return {};
+  }
+  const std::size_t total = found->records.size();
+  const std::size_t first = total > kept_skip_records ? total - kept_skip_records : 0;
+  return {found->records.begin() + static_cast<std::ptrdiff_t>(first), found->records.end()};
+}
+
+Report EngineModel::report(FailureId failure, AllocationId read) const {
+  const Failure* found = find_live(failure);
+  if (found == nullptr) {
+    throw std::logic_error("model: report of " + to_string(failure) + ", which is not live");
+  }
+  Report expected{failure,
+                  found->error,
+                  read,
+                  std::nullopt,
+                  {},
+                  read,
+                  found->records.size(),
+                  found->records.size() > kept_skip_records};
+  // G8: from the read allocation, repeatedly take the newest kept record
+  // older than the last one taken that produced the current allocation.
+  const std::vector<SkipRecord> kept = skip_records(failure);
+  std::size_t older_than = kept.size();
+  bool stepped = true;
+  while (stepped) {
+    stepped = false;
+    for (std::size_t index = older_than; index > 0; --index) {
+      const SkipRecord& record = kept[index - 1];
+      if (std::count(record.produced.begin(), record.produced.end(), expected.origin) > 0) {
+        expected.path.push_back(record);
+        expected.origin = record.needed;
+        older_than = index - 1;
+        stepped = true;
+        break;
+      }
+    }
+  }
+  return expected;
+}
+
+} // namespace taintpool::model

@@ -1,0 +1,64 @@
+#include <algorithm>
+
+#include <taintpool/model/owner_map.hpp>
+
+namespace taintpool::model {
+
+void OwnerMap::assign(std::uint64_t begin, std::uint64_t end, std::uint64_t owner) {
+  if (begin >= end) {
+    return;
+  }
+  std::vector<OwnedRun> rebuilt;
+  // Keep what lies outside [begin, end) of every run.
+  for (const OwnedRun& run : runs_) {
+    if (run.begin < begin) {
+      rebuilt.push_back({run.begin, std::min(run.end, begin), run.owner});
+    }
+    if (run.end > end) {
+      rebuilt.push_back({std::max(run.begin, end), run.end, run.owner});
+    }
+  }
+  if (owner != 0) {
+    rebuilt.push_back({begin, end, owner});
+  }
+  std::sort(rebuilt.begin(), rebuilt.end(),
+            [](const OwnedRun& a, const OwnedRun& b) { return a.begin < b.begin; });
+  // Merge neighbours of one owner that touch.
+  runs_.clear();
+  for (const OwnedRun& run : rebuilt) {
+    if (!runs_.empty() && runs_.back().owner == run.owner && runs_.back().end == run.begin) {
+      runs_.back().end = run.end;
+    } else {
+      runs_.push_back(run);
+    }
+  }
+}
+
+std::vector<std::uint64_t> OwnerMap::owners_in(std::uint64_t begin, std::uint64_t end) const {
+  std::vector<std::uint64_t> found;
+  for (const OwnedRun& run : runs_) {
+    if (std::max(run.begin, begin) < std::min(run.end, end)) {
+      found.push_back(run.owner);
+    }
+  }
+  std::sort(found.begin(), found.end());
+  found.erase(std::unique(found.begin(), found.end()), found.end());
+  return found;
+}
+
+bool OwnerMap::holds(std::uint64_t owner) const {
+  return std::any_of(runs_.begin(), runs_.end(),
+                     [&](const OwnedRun& run) { return run.owner == owner; });
+}
+
+std::vector<std::uint64_t> OwnerMap::owners() const {
+  std::vector<std::uint64_t> found;
+  for (const OwnedRun& run : runs_) {
+    found.push_back(run.owner);
+  }
+  std::sort(found.begin(), found.end());
+  found.erase(std::unique(found.begin(), found.end()), found.end());
+  return found;
+}
+
+} // namespace taintpool::model
