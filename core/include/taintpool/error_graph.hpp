@@ -29,17 +29,17 @@
 // between threads without a lock around it.
 #pragma once
 
+#include <taintpool/detail/failure_table.hpp>
+#include <taintpool/error.hpp>
+#include <taintpool/failure_id.hpp>
+#include <taintpool/report.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <utility>
 #include <vector>
-
-#include <taintpool/detail/failure_table.hpp>
-#include <taintpool/error.hpp>
-#include <taintpool/failure_id.hpp>
-#include <taintpool/report.hpp>
 
 namespace taintpool {
 

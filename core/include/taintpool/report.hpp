@@ -13,15 +13,15 @@
 // runs into the cap ends early and says so, but the root is always there.
 #pragma once
 
+#include <taintpool/byte_range.hpp>
+#include <taintpool/error.hpp>
+#include <taintpool/failure_id.hpp>
+
 #include <cstdint>
 #include <iosfwd>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <taintpool/byte_range.hpp>
-#include <taintpool/error.hpp>
-#include <taintpool/failure_id.hpp>
 
 namespace taintpool {
 

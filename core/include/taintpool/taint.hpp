@@ -42,15 +42,15 @@
 // aborts with a message: clear() it first, as the pool does on every P1 point.
 #pragma once
 
+#include <taintpool/byte_range.hpp>
+#include <taintpool/error_graph.hpp>
+#include <taintpool/failure_id.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <vector>
-
-#include <taintpool/byte_range.hpp>
-#include <taintpool/error_graph.hpp>
-#include <taintpool/failure_id.hpp>
 
 #ifndef TAINTPOOL_TAINT_INLINE_CLAIMS
 #define TAINTPOOL_TAINT_INLINE_CLAIMS 1

@@ -1,7 +1,7 @@
+#include <taintpool/byte_range.hpp>
+
 #include <ostream>
 #include <stdexcept>
-
-#include <taintpool/byte_range.hpp>
 
 namespace taintpool {
 

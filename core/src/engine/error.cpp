@@ -1,6 +1,6 @@
-#include <ostream>
-
 #include <taintpool/error.hpp>
+
+#include <ostream>
 
 namespace taintpool {
 

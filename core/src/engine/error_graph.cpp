@@ -1,8 +1,8 @@
+#include <taintpool/error_graph.hpp>
+
 #include <algorithm>
 #include <stdexcept>
 #include <string>
-
-#include <taintpool/error_graph.hpp>
 
 namespace taintpool {
 
@@ -114,7 +114,7 @@ ErrorGraph::reports(std::span<const std::pair<FailureId, AllocationId>> claims) 
 }
 
 void ErrorGraph::check_invariants() const {
-  cold_.check_invariants();
+  cold_.check_invariants("ErrorGraph failure table");
   const std::size_t live = cold_.size() + (hot_.id != 0 ? 1 : 0);
   if (live != size_) {
     throw std::logic_error("ErrorGraph: size() is " + std::to_string(size_) + " but " +

@@ -1,7 +1,7 @@
+#include <taintpool/failure_id.hpp>
+
 #include <ostream>
 #include <stdexcept>
-
-#include <taintpool/failure_id.hpp>
 
 namespace taintpool {
 

@@ -1,6 +1,6 @@
-#include <ostream>
-
 #include <taintpool/report.hpp>
+
+#include <ostream>
 
 namespace taintpool {
 

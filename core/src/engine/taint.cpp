@@ -9,6 +9,8 @@
 //      before touching the taint, so a throw leaves it as it was;
 //   3. untag the failures that lost their last byte, splice the window, and
 //      settle the representation (inline for one segment, clean for none).
+#include <taintpool/taint.hpp>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -18,8 +20,6 @@
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
-
-#include <taintpool/taint.hpp>
 
 namespace taintpool {
 
