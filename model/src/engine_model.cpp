@@ -1,7 +1,7 @@
+#include <taintpool/model/engine_model.hpp>
+
 #include <algorithm>
 #include <stdexcept>
-
-#include <taintpool/model/engine_model.hpp>
 
 namespace taintpool::model {
 

@@ -1,6 +1,6 @@
-#include <algorithm>
-
 #include <taintpool/model/owner_map.hpp>
+
+#include <algorithm>
 
 namespace taintpool::model {
 

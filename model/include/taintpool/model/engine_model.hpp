@@ -18,16 +18,16 @@
 // that core throws exactly when the model does, and that both are unchanged.
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
-#include <utility>
-#include <vector>
-
 #include <taintpool/byte_range.hpp>
 #include <taintpool/error.hpp>
 #include <taintpool/failure_id.hpp>
 #include <taintpool/model/owner_map.hpp>
 #include <taintpool/report.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
 
 namespace taintpool::model {
 
