@@ -1,0 +1,132 @@
+// Checker: how a differential fuzzer says "core and the model disagree".
+//
+// A fuzz crash is only as useful as the message next to it. Every failed
+// check here prints, before aborting:
+//   * the rule it checks (a DESIGN.md id: T1, G8, R1 ...) and what differed,
+//     with the core and the model value side by side;
+//   * the context the harness registered — the op index, the op, the ops
+//     before it, and both engines' whole observable state.
+// Then it aborts (SIGABRT), which libFuzzer reports as a crash and writes the
+// reproducer for; the replay driver dies the same way under ctest.
+//
+// Exceptions thrown by the code under test are not failures by themselves:
+// harnesses catch them and compare outcomes (an op must throw in core exactly
+// when it throws in the model). Outcome captures that comparison.
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "show.hpp"
+
+namespace taintpool::fuzz {
+
+/// How an operation ended, at the grain the contract specifies: a contract
+/// violation (std::logic_error and its subclasses other than
+/// invalid_argument), a bad argument (std::invalid_argument), an arithmetic
+/// overflow (std::overflow_error), or anything else.
+enum class Ending { returned, logic_error, invalid_argument, overflow_error, other_exception };
+
+inline std::string show(Ending ending) {
+  switch (ending) {
+  case Ending::returned:
+    return "returned";
+  case Ending::logic_error:
+    return "threw std::logic_error";
+  case Ending::invalid_argument:
+    return "threw std::invalid_argument";
+  case Ending::overflow_error:
+    return "threw std::overflow_error";
+  case Ending::other_exception:
+    return "threw something else";
+  }
+  return "?";
+}
+
+struct Outcome {
+  Ending ending = Ending::returned;
+  std::string what; ///< The exception's message, for the crash report.
+
+  [[nodiscard]] bool threw() const noexcept { return ending != Ending::returned; }
+  friend bool operator==(const Outcome& a, const Outcome& b) noexcept {
+    return a.ending == b.ending; // Messages differ between core and model by design.
+  }
+};
+
+inline std::string show(const Outcome& outcome) {
+  return outcome.what.empty() ? show(outcome.ending)
+                              : show(outcome.ending) + " (" + outcome.what + ")";
+}
+
+/// Runs `fn`, classifying how it ended. Never lets an exception out.
+template <class Fn>
+Outcome run_op(Fn&& fn) noexcept {
+  try {
+    std::forward<Fn>(fn)();
+    return {};
+  } catch (const std::invalid_argument& error) {
+    return {Ending::invalid_argument, error.what()};
+  } catch (const std::overflow_error& error) {
+    return {Ending::overflow_error, error.what()};
+  } catch (const std::logic_error& error) {
+    return {Ending::logic_error, error.what()};
+  } catch (const std::exception& error) {
+    return {Ending::other_exception, error.what()};
+  } catch (...) {
+    return {Ending::other_exception, "a non-std exception"};
+  }
+}
+
+class Checker {
+ public:
+  /// Prints the harness's context (op, history, both states) on failure.
+  using Context = std::function<std::string()>;
+
+  explicit Checker(std::string target)
+      : target_(std::move(target)) {}
+
+  void set_context(Context context) { context_ = std::move(context); }
+
+  /// Prints `[rule] what` and the context, then aborts.
+  [[noreturn]] void fail(std::string_view rule, std::string_view what) const noexcept {
+    std::string text = "\n==== " + target_ + ": CHECK FAILED [" + std::string(rule) + "] " +
+                       std::string(what) + "\n";
+    if (context_) {
+      try {
+        text += context_();
+      } catch (...) {
+        text += "(the context could not be printed)\n";
+      }
+    }
+    std::fputs(text.c_str(), stderr);
+    std::fflush(stderr);
+    std::abort();
+  }
+
+  void expect(bool ok, std::string_view rule, std::string_view what) const noexcept {
+    if (!ok) [[unlikely]] {
+      fail(rule, what);
+    }
+  }
+
+  /// Core and model agree on `what`, or the check fails showing both.
+  template <class T>
+  void expect_equal(std::string_view rule, std::string_view what, const T& core,
+                    const T& model) const noexcept {
+    if (!(core == model)) [[unlikely]] {
+      fail(rule, std::string(what) + "\n  core:  " + show(core) + "\n  model: " + show(model));
+    }
+  }
+
+ private:
+  std::string target_;
+  Context context_;
+};
+
+} // namespace taintpool::fuzz

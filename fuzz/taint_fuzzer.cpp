@@ -1,0 +1,981 @@
+// taint_fuzzer: the taint engine (Taint + ErrorGraph) against the reference
+// EngineModel, side by side, compared after every operation (DESIGN.md §4).
+//
+// # What is checked
+//
+// Four allocations (four core Taints, four model allocations) share one
+// ErrorGraph. After EVERY operation the whole observable state must agree:
+//   * every allocation's claims — core for_each_claim against model claims(),
+//     both canonical and ascending (T1, T2, T4, T5);
+//   * for every failure id ever minted: alive or not (G3, G5), tags (R1),
+//     error (G4, G6), skips_recorded and the kept skip_records (G7), and for a
+//     live one its reports (G8); graph size and next_id (G1);
+//   * per allocation: failures() over everything equals the model's owners,
+//     failure() is one of them and none iff there are none (T3); is_clean,
+//     is_spilled (T6: one failure over one range is inline), claim_count and
+//     carries (R1);
+//   * graph.for_each agrees with the model; graph.check_invariants(), every
+//     taint.check_invariants() (T5, T6), and check_refcounts(graph, carriers,
+//     held) (R1–R3), where `held` is the live failures the fuzzer inserted and
+//     has not yet given a carrier — the only untagged nodes R3 allows.
+// Operations that break the contract are generated on purpose (taint with a
+// dead or never-minted failure, skipped/report of one, untag of an untagged
+// node, tag of a dead one, move-assigning over a taint that holds claims,
+// checked constructors fed inverted or overflowing bounds, id 0): core and
+// model must end the same way (the same exception class), and the state must
+// be exactly what it was before.
+//
+// At the end of every input each taint is cleared and every held failure
+// pruned: the graph must then be empty (R4).
+//
+// # How the input is decoded (fuzz/common/byte_reader.hpp: past the end,
+// # every byte reads as 0, so every input is a valid op sequence)
+//
+// Ops are decoded until the input runs out. Each op starts with one byte:
+// the low 5 bits pick the op from a weighted table (kOpTable), bits 5–6 the
+// allocation it works on. Then, per op:
+//   failure  — 1 mode byte: 3 in 4 pick a live failure (1 index byte); else
+//              any id ever minted or the next, never-minted one (so dead and
+//              unknown ids occur) — 1 or 2 index bytes.
+//   range    — 1 mode byte: bit 4 chooses ByteRange::sized over ::of; the low
+//              4 bits the space: mostly [0, 64] so claims collide, sometimes
+//              the top window [2^64-64, 2^64), a range spanning both, one
+//              ending at 2^64-1, or bad bounds (inverted for ::of, overflowing
+//              for ::sized) that must throw and change nothing. Then 2 bytes.
+//   error    — kind byte, message byte (from a small table: empty, short,
+//              longer than the small-string buffer).
+//   record   — kernel byte, needed-allocation byte, count byte, produced ids.
+// Allocation ids in skip records and reports range over 1..6: 1..4 are the
+// fuzzed allocations, 5 and 6 inputs nobody tracks.
+//
+// Built twice: taint_fuzzer (core as shipped) and taint_fuzzer_spill (core
+// compiled with TAINTPOOL_TAINT_INLINE_CLAIMS=0, so every claim takes the
+// spill path and check_invariants demands it).
+#include <taintpool/byte_range.hpp>
+#include <taintpool/error.hpp>
+#include <taintpool/error_graph.hpp>
+#include <taintpool/failure_id.hpp>
+#include <taintpool/model/engine_model.hpp>
+#include <taintpool/report.hpp>
+#include <taintpool/taint.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/byte_reader.hpp"
+#include "common/check.hpp"
+#include "common/show.hpp"
+
+namespace {
+
+using taintpool::AllocationId;
+using taintpool::ByteRange;
+using taintpool::Error;
+using taintpool::ErrorGraph;
+using taintpool::ErrorKind;
+using taintpool::FailureId;
+using taintpool::Report;
+using taintpool::SkipRecord;
+using taintpool::Taint;
+using taintpool::fuzz::ByteReader;
+using taintpool::fuzz::Checker;
+using taintpool::fuzz::Ending;
+using taintpool::fuzz::Outcome;
+using taintpool::fuzz::run_op;
+using taintpool::fuzz::show;
+using taintpool::fuzz::show_offset;
+using taintpool::model::EngineModel;
+
+constexpr std::size_t kAllocations = 4;
+/// Allocation ids skip records and reports name: 1..4 are the fuzzed
+/// allocations, the rest are buffers nobody tracks here.
+constexpr std::uint64_t kAllocationIds = 6;
+/// The small space: offsets 0..64, so claims land on each other.
+constexpr std::uint64_t kSmallSpace = 64;
+/// The top window [2^64-64, 2^64): its first offset.
+constexpr std::uint64_t kHighBase = UINT64_MAX - 63;
+/// A report per read id is compared only when the failure has skip records;
+/// without any, every read gives the same report, so one read stands for all.
+constexpr std::uint64_t kPlainReportRead = 1;
+
+constexpr std::array<const char*, 5> kMessages = {
+    "", "oom", "load_weights ran out of memory",
+    "a message long enough to live on the heap, past any small-string buffer", "x"};
+constexpr std::array<const char*, 5> kKernels = {"softmax", "linear", "",
+                                                 "a_kernel_name_long_enough_for_the_heap", "k"};
+constexpr std::size_t kErrorKinds = 9; // ErrorKind::Generic .. InvalidBinding
+
+enum class Kind : std::uint8_t {
+  insert,
+  taint,
+  written,
+  clear,
+  query,
+  replace,
+  prune,
+  skipped,
+  report,
+  reports,
+  move,
+  graph_contract,
+  // Not decodable: the end-of-input cleanup, logged like an op for messages.
+  final_clear,
+  final_prune,
+};
+
+/// The op of an input's op byte (low 5 bits). Weighted towards the ops that
+/// move claims, which is where the engine's cases are.
+constexpr std::array<Kind, 32> kOpTable = {
+    Kind::insert,  Kind::insert,         Kind::insert,  Kind::insert,  Kind::taint,   Kind::taint,
+    Kind::taint,   Kind::taint,          Kind::taint,   Kind::taint,   Kind::taint,   Kind::taint,
+    Kind::written, Kind::written,        Kind::written, Kind::written, Kind::written, Kind::clear,
+    Kind::query,   Kind::query,          Kind::replace, Kind::prune,   Kind::prune,   Kind::skipped,
+    Kind::skipped, Kind::skipped,        Kind::report,  Kind::report,  Kind::reports, Kind::move,
+    Kind::move,    Kind::graph_contract,
+};
+
+/// A range as decoded: the bounds passed to a checked constructor, which may
+/// be bad on purpose (§3.1).
+struct RangeSpec {
+  bool sized = false; ///< ByteRange::sized(a, b) rather than ByteRange::of(a, b).
+  std::uint64_t a = 0;
+  std::uint64_t b = 0;
+
+  [[nodiscard]] bool valid() const noexcept { return sized ? b <= UINT64_MAX - a : a <= b; }
+};
+
+struct Op {
+  Kind kind = Kind::insert;
+  std::size_t offset = 0; ///< Where in the input the op began.
+  std::size_t alloc = 0;
+  std::size_t other = 0; ///< move: the destination.
+  RangeSpec range;
+  std::uint64_t failure = 1; ///< Raw id; may be dead or never minted.
+  ErrorKind error_kind = ErrorKind::Generic;
+  std::size_t text = 0; ///< Index into kMessages or kKernels.
+  std::uint64_t needed = 1;
+  std::vector<std::uint64_t> produced;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> pairs; ///< reports: (failure, read).
+  std::uint8_t variant = 0;
+};
+
+std::string show_spec(const RangeSpec& spec) {
+  return std::string(spec.sized ? "sized(" : "of(") + show_offset(spec.a) + ", " +
+         (spec.sized ? std::to_string(spec.b) : show_offset(spec.b)) + ")";
+}
+
+std::string describe(const Op& op) {
+  const std::string alloc = "alloc " + std::to_string(op.alloc);
+  const std::string failure = "F" + std::to_string(op.failure);
+  const std::string error = "{" + show(op.error_kind) + " " +
+                            show(std::string(kMessages[op.text % kMessages.size()])) + "}";
+  switch (op.kind) {
+  case Kind::insert:
+    return "insert(" + error + ")";
+  case Kind::taint:
+    return "taint(" + alloc + ", " + show_spec(op.range) + ", " + failure + ")";
+  case Kind::written:
+    return "written(" + alloc + ", " + show_spec(op.range) + ")";
+  case Kind::clear:
+    return "clear(" + alloc + ")";
+  case Kind::query:
+    return "failure/failures(" + alloc + ", " + show_spec(op.range) + ")";
+  case Kind::replace:
+    return "replace(" + failure + ", " + error + ")";
+  case Kind::prune:
+    return "prune(" + failure + ")";
+  case Kind::skipped: {
+    std::string produced;
+    for (const std::uint64_t id : op.produced) {
+      produced += (produced.empty() ? "A" : " A") + std::to_string(id);
+    }
+    return "skipped(" + failure + ", {" + show(std::string(kKernels[op.text % kKernels.size()])) +
+           " needed A" + std::to_string(op.needed) + " produced [" + produced + "]})";
+  }
+  case Kind::report:
+    return "report(" + failure + ", A" + std::to_string(op.needed) + ")";
+  case Kind::reports: {
+    std::string pairs;
+    for (const auto& [f, read] : op.pairs) {
+      pairs +=
+          (pairs.empty() ? "(F" : ", (F") + std::to_string(f) + " A" + std::to_string(read) + ")";
+    }
+    return "reports([" + pairs + "])";
+  }
+  case Kind::move:
+    return std::string(op.variant == 0 ? "move-assign" : "move-construct then move-assign") +
+           "(alloc " + std::to_string(op.other) + " = alloc " + std::to_string(op.alloc) + ")";
+  case Kind::graph_contract:
+    switch (op.variant) {
+    case 0:
+      return "graph.untag(none)";
+    case 1:
+      return "graph.untag(" + failure + ") [untagged: must throw]";
+    case 2:
+      return "graph.tag(" + failure + ") [no node: must throw]";
+    default:
+      return "FailureId/AllocationId::from_raw(0) [must throw]";
+    }
+  case Kind::final_clear:
+    return "end of input: clear every taint";
+  case Kind::final_prune:
+    return "end of input: prune every held failure (R4)";
+  }
+  return "?";
+}
+
+Error make_error(ErrorKind kind, std::size_t text) {
+  return Error(kind, kMessages[text % kMessages.size()]);
+}
+
+// ---------------------------------------------------------------------------
+// Observable state, read the same way from core and from the model.
+
+using Claims = std::vector<std::pair<FailureId, ByteRange>>;
+
+struct FailureState {
+  std::uint64_t id = 0;
+  bool live = false;
+  std::uint64_t tags = 0;
+  std::optional<Error> error;
+  std::uint64_t skips = 0;
+  std::vector<SkipRecord> records;
+  std::vector<Report> reports; ///< Live only: per read id (one when there are no records).
+  std::string report_threw;    ///< Why a live failure's report threw, if it did (G8).
+};
+
+struct EngineState {
+  std::array<Claims, kAllocations> claims;
+  std::vector<FailureState> failures; ///< Every id ever minted, ascending.
+  std::size_t size = 0;
+  std::uint64_t next_id = 1;
+};
+
+std::string show(const FailureState& failure) {
+  std::string text = "F" + std::to_string(failure.id) + (failure.live ? " live" : " dead");
+  if (!failure.live && failure.tags == 0 && !failure.error && failure.skips == 0 &&
+      failure.records.empty()) {
+    return text;
+  }
+  text += " tags " + std::to_string(failure.tags) + " error " + show(failure.error) + " skips " +
+          std::to_string(failure.skips) + " records " + show(failure.records);
+  if (!failure.report_threw.empty()) {
+    text += " report threw: " + failure.report_threw;
+  }
+  return text;
+}
+
+std::string show(const EngineState& state) {
+  std::string text;
+  for (std::size_t at = 0; at < kAllocations; ++at) {
+    text += "    alloc " + std::to_string(at) + ": " + show(state.claims[at]) + "\n";
+  }
+  for (const FailureState& failure : state.failures) {
+    text += "    " + show(failure) + "\n";
+  }
+  text += "    size " + std::to_string(state.size) + ", next id " + std::to_string(state.next_id) +
+          "\n";
+  return text;
+}
+
+/// The reads a live failure's reports are compared for.
+std::vector<std::uint64_t> report_reads(const std::vector<SkipRecord>& records) {
+  if (records.empty()) {
+    return {kPlainReportRead};
+  }
+  std::vector<std::uint64_t> reads;
+  for (std::uint64_t read = 1; read <= kAllocationIds; ++read) {
+    reads.push_back(read);
+  }
+  return reads;
+}
+
+Claims core_claims(const Taint& taint) {
+  Claims claims;
+  taint.for_each_claim(
+      [&](FailureId failure, ByteRange range) { claims.emplace_back(failure, range); });
+  return claims;
+}
+
+EngineState observe(const ErrorGraph& graph, const std::array<Taint, kAllocations>& taints) {
+  EngineState state;
+  for (std::size_t at = 0; at < kAllocations; ++at) {
+    state.claims[at] = core_claims(taints[at]);
+  }
+  state.size = graph.size();
+  state.next_id = graph.next_id().raw();
+  for (std::uint64_t raw = 1; raw < state.next_id; ++raw) {
+    const FailureId id = FailureId::from_raw(raw);
+    FailureState failure;
+    failure.id = raw;
+    failure.live = graph.contains(id);
+    failure.tags = graph.tags(id);
+    if (const Error* error = graph.error(id)) {
+      failure.error = *error;
+    }
+    failure.skips = graph.skips_recorded(id);
+    failure.records = graph.skip_records(id);
+    if (failure.live) {
+      for (const std::uint64_t read : report_reads(failure.records)) {
+        const Outcome outcome = run_op(
+            [&] { failure.reports.push_back(graph.report(id, AllocationId::from_raw(read))); });
+        if (outcome.threw()) {
+          failure.report_threw = show(outcome);
+        }
+      }
+    }
+    state.failures.push_back(std::move(failure));
+  }
+  return state;
+}
+
+EngineState observe(const EngineModel& model) {
+  EngineState state;
+  for (std::size_t at = 0; at < kAllocations; ++at) {
+    state.claims[at] = model.claims(at);
+  }
+  state.size = model.size();
+  state.next_id = model.next_id().raw();
+  for (std::uint64_t raw = 1; raw < state.next_id; ++raw) {
+    const FailureId id = FailureId::from_raw(raw);
+    FailureState failure;
+    failure.id = raw;
+    failure.live = model.live(id);
+    failure.tags = model.tags(id);
+    if (const Error* error = model.error(id)) {
+      failure.error = *error;
+    }
+    failure.skips = model.skips_recorded(id);
+    failure.records = model.skip_records(id);
+    if (failure.live) {
+      for (const std::uint64_t read : report_reads(failure.records)) {
+        const Outcome outcome = run_op(
+            [&] { failure.reports.push_back(model.report(id, AllocationId::from_raw(read))); });
+        if (outcome.threw()) {
+          failure.report_threw = show(outcome);
+        }
+      }
+    }
+    state.failures.push_back(std::move(failure));
+  }
+  return state;
+}
+
+/// Which rules an op's effect on claims is checked against, for messages.
+const char* claims_rule(Kind kind) {
+  switch (kind) {
+  case Kind::taint:
+    return "T1/T5";
+  case Kind::written:
+    return "T2/T5";
+  case Kind::clear:
+  case Kind::final_clear:
+    return "T4";
+  case Kind::move:
+    return "T1/T4 (a move carries claims and tags over)";
+  default:
+    return "T1-T5 (an op that must not touch claims)";
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The harness: core and model, one op at a time.
+
+class Harness {
+ public:
+  Harness()
+      : check_("taint_fuzzer") {
+    for (std::size_t at = 0; at < kAllocations; ++at) {
+      model_.add_allocation();
+    }
+    check_.set_context([this] { return context(); });
+  }
+
+  Harness(const Harness&) = delete;
+  Harness& operator=(const Harness&) = delete;
+
+  /// A Taint destroyed with claims aborts (R4); an input that ends early on
+  /// a failed check never gets here, and every other path cleans up first.
+  ~Harness() {
+    for (Taint& taint : taints_) {
+      taint.clear(graph_);
+    }
+  }
+
+  void run(ByteReader& in) {
+    while (!in.empty()) {
+      Op op = decode(in);
+      execute(std::move(op));
+    }
+    finish();
+  }
+
+ private:
+  // -- decoding -------------------------------------------------------------
+
+  Op decode(ByteReader& in) {
+    Op op;
+    op.offset = in.position();
+    const std::uint8_t head = in.byte();
+    op.kind = kOpTable[head & 31u];
+    op.alloc = (head >> 5) & 3u;
+    switch (op.kind) {
+    case Kind::insert:
+    case Kind::replace:
+      if (op.kind == Kind::replace) {
+        op.failure = pick_failure(in);
+      }
+      op.error_kind = static_cast<ErrorKind>(in.below(kErrorKinds));
+      op.text = static_cast<std::size_t>(in.below(kMessages.size()));
+      break;
+    case Kind::taint:
+      op.range = pick_range(in);
+      op.failure = pick_failure(in);
+      break;
+    case Kind::written:
+    case Kind::query:
+      op.range = pick_range(in);
+      break;
+    case Kind::clear:
+      break;
+    case Kind::prune:
+      op.failure = pick_failure(in);
+      break;
+    case Kind::skipped: {
+      op.failure = pick_failure(in);
+      op.text = static_cast<std::size_t>(in.below(kKernels.size()));
+      op.needed = 1 + in.below(kAllocationIds);
+      const std::uint64_t count = in.below(4);
+      for (std::uint64_t at = 0; at < count; ++at) {
+        op.produced.push_back(1 + in.below(kAllocationIds));
+      }
+      break;
+    }
+    case Kind::report:
+      op.failure = pick_failure(in);
+      op.needed = 1 + in.below(kAllocationIds);
+      break;
+    case Kind::reports: {
+      const std::uint64_t count = 1 + in.below(4);
+      for (std::uint64_t at = 0; at < count; ++at) {
+        const std::uint64_t failure = pick_failure(in);
+        op.pairs.emplace_back(failure, 1 + in.below(kAllocationIds));
+      }
+      break;
+    }
+    case Kind::move:
+      op.other = static_cast<std::size_t>(in.below(kAllocations));
+      op.variant = static_cast<std::uint8_t>(in.below(2));
+      break;
+    case Kind::graph_contract:
+      op.variant = static_cast<std::uint8_t>(in.below(4));
+      if (op.variant == 1) {
+        op.failure = pick_untagged(in, /*include_live=*/true);
+      } else if (op.variant == 2) {
+        op.failure = pick_untagged(in, /*include_live=*/false);
+      }
+      break;
+    case Kind::final_clear:
+    case Kind::final_prune:
+      break;
+    }
+    return op;
+  }
+
+  /// Mostly a live failure; else any id ever minted or the next, never-minted
+  /// one, so dead and unknown ids reach every op that takes one.
+  std::uint64_t pick_failure(ByteReader& in) const {
+    const std::uint8_t mode = in.byte();
+    const std::vector<FailureId> live = model_.live_failures();
+    if (mode % 4 != 0 && !live.empty()) {
+      return live[static_cast<std::size_t>(in.below(live.size()))].raw();
+    }
+    const std::uint64_t minted = model_.next_id().raw() - 1;
+    return 1 + in.below(minted + 1);
+  }
+
+  /// A failure no carrier holds a tag on: a held one (live, never tagged)
+  /// when `include_live`, a dead one, or the never-minted next id.
+  std::uint64_t pick_untagged(ByteReader& in, bool include_live) const {
+    std::vector<std::uint64_t> candidates;
+    for (std::uint64_t raw = 1; raw < model_.next_id().raw(); ++raw) {
+      const FailureId id = FailureId::from_raw(raw);
+      if (model_.live(id) ? include_live && model_.tags(id) == 0 : true) {
+        candidates.push_back(raw);
+      }
+    }
+    candidates.push_back(model_.next_id().raw());
+    return candidates[static_cast<std::size_t>(in.below(candidates.size()))];
+  }
+
+  static RangeSpec pick_range(ByteReader& in) {
+    const std::uint8_t mode = in.byte();
+    const bool sized = (mode & 0x10u) != 0;
+    auto make = [&](std::uint64_t begin, std::uint64_t end) {
+      return sized ? RangeSpec{true, begin, end - begin} : RangeSpec{false, begin, end};
+    };
+    switch (mode & 0x0fu) {
+    case 11:
+    case 12: { // Inside the top window.
+      const std::uint64_t begin = kHighBase + in.below(64);
+      return make(begin, begin + in.below(UINT64_MAX - begin + 1));
+    }
+    case 13: { // Ending at the last representable offset.
+      return make(kHighBase + in.below(64), UINT64_MAX);
+    }
+    case 14: { // From the small space into the top window.
+      const std::uint64_t begin = in.below(kSmallSpace + 1);
+      return make(begin, UINT64_MAX - in.below(64));
+    }
+    case 15: { // Bad bounds: the checked constructor must throw (§3.1).
+      const bool high = (mode & 0x20u) != 0;
+      if (!sized) {
+        const std::uint64_t begin = high ? kHighBase + in.below(64) : 1 + in.below(kSmallSpace);
+        const std::uint64_t end = begin - 1 - in.below(std::min<std::uint64_t>(begin, 64));
+        return {false, begin, end};
+      }
+      const std::uint64_t offset = high ? kHighBase + in.below(64) : 1 + in.below(kSmallSpace);
+      return {true, offset, (UINT64_MAX - offset + 1) + in.below(offset)};
+    }
+    default: { // The small space, where claims collide.
+      const std::uint64_t begin = in.below(kSmallSpace + 1);
+      return make(begin, begin + in.below(kSmallSpace + 1 - begin));
+    }
+    }
+  }
+
+  // -- execution ------------------------------------------------------------
+
+  /// Builds the op's range through the checked constructor; a bad spec must
+  /// throw the documented exception (§3.1) and yields none.
+  std::optional<ByteRange> build_range(const RangeSpec& spec) const {
+    ByteRange range;
+    const Outcome outcome = run_op([&] {
+      range = spec.sized ? ByteRange::sized(spec.a, spec.b) : ByteRange::of(spec.a, spec.b);
+    });
+    const Ending expected = spec.valid()
+                                ? Ending::returned
+                                : (spec.sized ? Ending::overflow_error : Ending::invalid_argument);
+    if (outcome.ending != expected) {
+      check_.fail("§3.1", "checked ByteRange constructor " + show_spec(spec) + " " + show(outcome) +
+                              ", expected: " + show(expected));
+    }
+    if (!spec.valid()) {
+      return std::nullopt;
+    }
+    const std::uint64_t end = spec.sized ? spec.a + spec.b : spec.b;
+    check_.expect(range.begin() == spec.a && range.end() == end && range.size() == end - spec.a &&
+                      range.empty() == (spec.a == end),
+                  "§3.1", "ByteRange bounds differ from " + show_spec(spec) + ": " + show(range));
+    return range;
+  }
+
+  void execute(Op op) {
+    ops_.push_back(std::move(op));
+    const Op& current = ops_.back();
+    Outcome core;
+    Outcome model;
+    bool contract_violation = false; // Both ended by throwing: nothing may have changed.
+    switch (current.kind) {
+    case Kind::insert: {
+      const Error error = make_error(current.error_kind, current.text);
+      const FailureId expected = graph_.next_id();
+      const FailureId core_id = graph_.insert(error);
+      const FailureId model_id = model_.insert(error);
+      check_.expect_equal("G1", "insert's id", core_id, model_id);
+      check_.expect_equal("G1", "insert's id against next_id() before it", core_id, expected);
+      held_.push_back(core_id);
+      break;
+    }
+    case Kind::taint: {
+      const std::optional<ByteRange> range = build_range(current.range);
+      if (!range) {
+        break;
+      }
+      const FailureId failure = FailureId::from_raw(current.failure);
+      Taint& taint = taints_[current.alloc];
+      core = run_op([&] { taint.taint(*range, failure, graph_); });
+      model = run_op([&] { model_.taint(current.alloc, *range, failure); });
+      check_.expect_equal("T1/R2", "how taint ended (a dead failure must be refused)", core, model);
+      contract_violation = core.threw();
+      if (!core.threw() && !range->empty()) {
+        forget_held(failure); // It has a carrier now: its tag count speaks for it (R3).
+      }
+      break;
+    }
+    case Kind::written: {
+      const std::optional<ByteRange> range = build_range(current.range);
+      if (!range) {
+        break;
+      }
+      core = run_op([&] { taints_[current.alloc].written(*range, graph_); });
+      model = run_op([&] { model_.written(current.alloc, *range); });
+      check_.expect_equal("T2", "how written ended", core, model);
+      break;
+    }
+    case Kind::clear:
+      taints_[current.alloc].clear(graph_);
+      model_.clear(current.alloc);
+      break;
+    case Kind::query: {
+      const std::optional<ByteRange> range = build_range(current.range);
+      if (range) {
+        check_query(current.alloc, *range);
+      }
+      break;
+    }
+    case Kind::replace: {
+      const Error error = make_error(current.error_kind, current.text);
+      const FailureId failure = FailureId::from_raw(current.failure);
+      core = run_op([&] { graph_.replace(failure, error); });
+      model = run_op([&] { model_.replace(failure, error); });
+      check_.expect_equal("G4", "how replace ended (a missing failure is ignored)", core, model);
+      break;
+    }
+    case Kind::prune: {
+      const FailureId failure = FailureId::from_raw(current.failure);
+      graph_.prune(failure);
+      model_.prune(failure);
+      break;
+    }
+    case Kind::skipped: {
+      const FailureId failure = FailureId::from_raw(current.failure);
+      SkipRecord record{
+          kKernels[current.text % kKernels.size()], AllocationId::from_raw(current.needed), {}};
+      for (const std::uint64_t id : current.produced) {
+        record.produced.push_back(AllocationId::from_raw(id));
+      }
+      core = run_op([&] { graph_.skipped(failure, record); });
+      model = run_op([&] { model_.skipped(failure, record); });
+      check_.expect_equal("G7", "how skipped ended (only a live root may record a skip)", core,
+                          model);
+      contract_violation = core.threw();
+      break;
+    }
+    case Kind::report: {
+      const FailureId failure = FailureId::from_raw(current.failure);
+      const AllocationId read = AllocationId::from_raw(current.needed);
+      std::optional<Report> core_report;
+      std::optional<Report> model_report;
+      core = run_op([&] { core_report = graph_.report(failure, read); });
+      model = run_op([&] { model_report = model_.report(failure, read); });
+      check_.expect_equal("G8", "how report ended (only a live failure explains a read)", core,
+                          model);
+      check_.expect_equal("G8", "report", core_report, model_report);
+      if (core_report) {
+        // The printer must hold up on whatever the walk produced.
+        const std::string text = to_string(*core_report);
+        check_.expect(text.find("cannot be read") != std::string::npos, "G8",
+                      "to_string(report) lacks the headline: " + text);
+      }
+      contract_violation = core.threw();
+      break;
+    }
+    case Kind::reports: {
+      std::vector<std::pair<FailureId, AllocationId>> claims;
+      for (const auto& [failure, read] : current.pairs) {
+        claims.emplace_back(FailureId::from_raw(failure), AllocationId::from_raw(read));
+      }
+      std::vector<Report> core_reports;
+      std::vector<Report> model_reports;
+      core = run_op([&] { core_reports = graph_.reports(claims); });
+      // G9 as stated: one report per distinct failure, first-seen order, a
+      // repeated failure keeps its first allocation.
+      model = run_op([&] {
+        for (const auto& claim : claims) {
+          const bool seen =
+              std::any_of(model_reports.begin(), model_reports.end(),
+                          [&](const Report& done) { return done.failure == claim.first; });
+          if (!seen) {
+            model_reports.push_back(model_.report(claim.first, claim.second));
+          }
+        }
+      });
+      check_.expect_equal("G9", "how reports ended", core, model);
+      if (!core.threw()) {
+        check_.expect_equal("G9", "reports", core_reports, model_reports);
+      }
+      contract_violation = core.threw();
+      break;
+    }
+    case Kind::move:
+      execute_move(current, core, model);
+      contract_violation = core.threw();
+      break;
+    case Kind::graph_contract:
+      execute_graph_contract(current, core, model);
+      contract_violation = core.threw();
+      break;
+    case Kind::final_clear:
+      for (std::size_t at = 0; at < kAllocations; ++at) {
+        taints_[at].clear(graph_);
+        model_.clear(at);
+      }
+      break;
+    case Kind::final_prune:
+      for (const FailureId failure : std::vector<FailureId>(held_)) {
+        graph_.prune(failure);
+        model_.prune(failure);
+      }
+      break;
+    }
+    // A failure that died (pruned, or its last carrier let go) is no longer
+    // held by anyone.
+    std::erase_if(held_, [&](FailureId failure) { return !model_.live(failure); });
+    compare(current, contract_violation);
+  }
+
+  /// Taint is move-only: moving carries claims and their tags (R1 unchanged);
+  /// move-assigning over a taint that still holds claims must throw and leave
+  /// both as they were. The model has no move: it re-taints the destination
+  /// with the source's claims and clears the source.
+  void execute_move(const Op& op, Outcome& core, Outcome& model) {
+    const std::size_t from = op.alloc;
+    const std::size_t to = op.other;
+    const bool must_throw = from != to && !model_.claims(to).empty();
+    core = run_op([&] {
+      if (op.variant == 0) {
+        taints_[to] = std::move(taints_[from]);
+        return;
+      }
+      Taint moved(std::move(taints_[from]));
+      check_.expect(taints_[from].is_clean(), "T4", "a moved-from taint still holds claims");
+      try {
+        taints_[to] = std::move(moved);
+      } catch (...) {
+        taints_[from] = std::move(moved); // `from` is clean now: this cannot throw.
+        throw;
+      }
+    });
+    if (must_throw) {
+      model = {Ending::logic_error, "model: destination holds claims"};
+      return;
+    }
+    model = run_op([&] {
+      if (from == to) {
+        return;
+      }
+      for (const auto& [failure, range] : model_.claims(from)) {
+        model_.taint(to, range, failure);
+      }
+      model_.clear(from);
+    });
+    check_.expect_equal("T4", "how the move ended", core, model);
+  }
+
+  /// Contract violations the ErrorGraph API offers directly, none of which
+  /// may change anything: untag of a node no carrier tags, tag of a node that
+  /// does not exist (G2, G3, R2), and id 0 (never minted).
+  void execute_graph_contract(const Op& op, Outcome& core, Outcome& model) {
+    const FailureId failure = FailureId::from_raw(op.failure);
+    switch (op.variant) {
+    case 0:
+      core = run_op([&] { graph_.untag(std::nullopt); });
+      check_.expect_equal("G3", "untag(none) must do nothing", core, Outcome{});
+      model = core;
+      return;
+    case 1:
+      check_.expect(model_.tags(failure) == 0, "fuzzer", "picked a tagged failure to untag");
+      core = run_op([&] { graph_.untag(failure); });
+      model = {Ending::logic_error, "untag without a matching tag"};
+      check_.expect_equal("G3", "untag of a failure nobody tagged", core, model);
+      return;
+    case 2:
+      check_.expect(!model_.live(failure), "fuzzer", "picked a live failure to tag");
+      core = run_op([&] { graph_.tag(failure); });
+      model = {Ending::logic_error, "tag of a failure with no node"};
+      check_.expect_equal("G2/R2", "tag of a failure with no node", core, model);
+      return;
+    default: {
+      const Outcome zero_failure = run_op([] { (void)FailureId::from_raw(0); });
+      const Outcome zero_allocation = run_op([] { (void)AllocationId::from_raw(0); });
+      const Outcome expected{Ending::invalid_argument, {}};
+      check_.expect_equal("G1", "FailureId::from_raw(0)", zero_failure, expected);
+      check_.expect_equal("G1", "AllocationId::from_raw(0)", zero_allocation, expected);
+      core = zero_failure;
+      model = expected;
+      return;
+    }
+    }
+  }
+
+  /// T3 for one range, and ByteRange's algebra against the claims it meets.
+  void check_query(std::size_t alloc, ByteRange range) const {
+    const Taint& taint = taints_[alloc];
+    const std::vector<FailureId> expected = model_.failures(alloc, range);
+    check_.expect_equal("T3", "failures(" + show(range) + ") of alloc " + std::to_string(alloc),
+                        taint.failures(range), expected);
+    const std::optional<FailureId> one = taint.failure(range);
+    check_.expect(one.has_value() == !expected.empty() &&
+                      (!one || std::find(expected.begin(), expected.end(), *one) != expected.end()),
+                  "T3",
+                  "failure(" + show(range) + ") of alloc " + std::to_string(alloc) + " is " +
+                      show(one) + ", owners are " + show(expected));
+    for (const auto& [failure, claimed] : model_.claims(alloc)) {
+      const std::uint64_t lo = std::max(range.begin(), claimed.begin());
+      const std::uint64_t hi = std::min(range.end(), claimed.end());
+      const ByteRange common = range.intersect(claimed);
+      check_.expect(range.overlaps(claimed) == (lo < hi) &&
+                        common == (lo < hi ? ByteRange::of(lo, hi) : ByteRange()) &&
+                        range.touches(claimed) ==
+                            (range.begin() <= claimed.end() && claimed.begin() <= range.end()) &&
+                        range.contains(claimed) ==
+                            (claimed.empty() ||
+                             (range.begin() <= claimed.begin() && claimed.end() <= range.end())),
+                    "§3.1",
+                    "ByteRange algebra on " + show(range) + " and " + show(claimed) + " (of " +
+                        show(failure) + ")");
+    }
+  }
+
+  void forget_held(FailureId failure) { std::erase(held_, failure); }
+
+  // -- comparison -----------------------------------------------------------
+
+  void compare(const Op& op, bool contract_violation) {
+    EngineState core = observe(graph_, taints_);
+    const EngineState model = observe(model_);
+    compare_states(op, core, model);
+    if (contract_violation) {
+      compare_states(op, core, last_, "a refused op must change nothing: ");
+    }
+    check_core_shape(core);
+    last_ = std::move(core);
+  }
+
+  void compare_states(const Op& op, const EngineState& core, const EngineState& model,
+                      const std::string& prefix = {}) const {
+    for (std::size_t at = 0; at < kAllocations; ++at) {
+      check_.expect_equal(claims_rule(op.kind), prefix + "claims of alloc " + std::to_string(at),
+                          core.claims[at], model.claims[at]);
+    }
+    check_.expect_equal("G1", prefix + "next_id", core.next_id, model.next_id);
+    for (std::size_t at = 0; at < core.failures.size(); ++at) {
+      const FailureState& mine = core.failures[at];
+      const FailureState& theirs = model.failures[at];
+      const std::string who = prefix + "F" + std::to_string(mine.id) + " ";
+      check_.expect_equal("G3/G5/R3", who + "is live", mine.live, theirs.live);
+      check_.expect_equal("R1", who + "tags", mine.tags, theirs.tags);
+      check_.expect_equal("G4/G6", who + "error", mine.error, theirs.error);
+      check_.expect_equal("G7", who + "skips_recorded", mine.skips, theirs.skips);
+      check_.expect_equal("G7", who + "skip_records (newest 16, oldest first)", mine.records,
+                          theirs.records);
+      check_.expect_equal("G8", who + "report threw", mine.report_threw, theirs.report_threw);
+      check_.expect_equal("G8", who + "reports", mine.reports, theirs.reports);
+    }
+    check_.expect_equal("G1/G3", prefix + "graph size", core.size, model.size);
+  }
+
+  /// What only core has: representation, invariants, refcounts.
+  void check_core_shape(const EngineState& core) const {
+    const ByteRange everything = ByteRange::of(0, UINT64_MAX);
+    std::vector<const Taint*> carriers;
+    for (std::size_t at = 0; at < kAllocations; ++at) {
+      const Taint& taint = taints_[at];
+      const Claims& claims = core.claims[at];
+      const std::string who = "alloc " + std::to_string(at) + " ";
+      carriers.push_back(&taint);
+      std::vector<FailureId> owners;
+      for (const auto& [failure, range] : claims) {
+        owners.push_back(failure);
+      }
+      std::sort(owners.begin(), owners.end());
+      owners.erase(std::unique(owners.begin(), owners.end()), owners.end());
+      check_.expect_equal("T4", who + "is_clean", taint.is_clean(), claims.empty());
+      check_.expect_equal("T6", who + "is_spilled (one failure over one range lives inline)",
+                          taint.is_spilled(),
+                          Taint::inline_claims ? claims.size() >= 2 : !claims.empty());
+      check_.expect_equal("R1", who + "claim_count", taint.claim_count(), owners.size());
+      check_.expect_equal("T3", who + "failures(everything)", taint.failures(everything), owners);
+      const std::optional<FailureId> one = taint.failure(everything);
+      check_.expect(one.has_value() == !owners.empty() &&
+                        (!one || std::binary_search(owners.begin(), owners.end(), *one)),
+                    "T3", who + "failure(everything) is " + show(one));
+      for (const FailureState& failure : core.failures) {
+        const FailureId id = FailureId::from_raw(failure.id);
+        check_.expect_equal("R1", who + "carries(" + show(id) + ")", taint.carries(id),
+                            std::binary_search(owners.begin(), owners.end(), id));
+      }
+      const Outcome shape = run_op([&] { taint.check_invariants(); });
+      check_.expect(!shape.threw(), "T5/T6", who + "check_invariants: " + show(shape));
+    }
+    const Outcome graph_shape = run_op([&] { graph_.check_invariants(); });
+    check_.expect(!graph_shape.threw(), "G1/G7", "graph.check_invariants: " + show(graph_shape));
+    const Outcome refcounts = run_op([&] { taintpool::check_refcounts(graph_, carriers, held_); });
+    check_.expect(!refcounts.threw(), "R1-R3",
+                  "check_refcounts (held " + show(held_) + "): " + show(refcounts));
+    std::size_t visited = 0;
+    graph_.for_each([&](FailureId id, const Error& error, std::uint64_t tags) {
+      ++visited;
+      check_.expect(model_.live(id), "G3", "graph.for_each visits " + show(id) + ", which is dead");
+      const Error* expected = model_.error(id);
+      check_.expect_equal("G6", "graph.for_each error of " + show(id), std::optional<Error>(error),
+                          expected != nullptr ? std::optional<Error>(*expected) : std::nullopt);
+      check_.expect_equal("R1", "graph.for_each tags of " + show(id), tags, model_.tags(id));
+    });
+    check_.expect_equal("G1", "nodes graph.for_each visits against size()", visited, graph_.size());
+  }
+
+  /// The end of the input: every carrier lets go, every held failure is
+  /// pruned, and nothing may be left (R4).
+  void finish() {
+    for (const Kind kind : {Kind::final_clear, Kind::final_prune}) {
+      Op op;
+      op.kind = kind;
+      execute(std::move(op));
+    }
+    check_.expect(held_.empty(), "R4", "held failures survived their prune: " + show(held_));
+    check_.expect(graph_.empty() && graph_.size() == 0, "R4",
+                  "the graph holds " + std::to_string(graph_.size()) +
+                      " nodes with every carrier cleared and every held failure pruned");
+    check_.expect(model_.size() == 0, "R4", "the model has live failures at the end");
+  }
+
+  std::string context() const {
+    std::string text;
+    if (!ops_.empty()) {
+      const Op& op = ops_.back();
+      text += "  at op #" + std::to_string(ops_.size() - 1) + " (input offset " +
+              std::to_string(op.offset) + "): " + describe(op) + "\n";
+    }
+    text += "  ops:\n";
+    const std::size_t shown = 200;
+    const std::size_t first = ops_.size() > shown ? ops_.size() - shown : 0;
+    if (first > 0) {
+      text += "    ... " + std::to_string(first) + " earlier ops\n";
+    }
+    for (std::size_t at = first; at < ops_.size(); ++at) {
+      text += "    #" + std::to_string(at) + " " + describe(ops_[at]) + "\n";
+    }
+    text += "  core state:\n" + show(observe(graph_, taints_));
+    text += "  model state:\n" + show(observe(model_));
+    text += "  held: " + show(held_) + "\n";
+    return text;
+  }
+
+  // The graph outlives the taints (declared first, destroyed last).
+  ErrorGraph graph_;
+  std::array<Taint, kAllocations> taints_;
+  EngineModel model_;
+  std::vector<FailureId> held_;
+  std::vector<Op> ops_;
+  EngineState last_;
+  Checker check_;
+};
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  ByteReader in(data, size);
+  Harness harness;
+  harness.run(in);
+  return 0;
+}
