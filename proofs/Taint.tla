@@ -40,7 +40,7 @@ CONSTANTS Size,      \* bytes of the allocation: offsets 0..Size-1
 ASSUME Size \in Nat /\ Failures \subseteq Nat \ {0}
 
 Offsets == 0..(Size - 1)
-Ranges  == {<<lo, hi>> : lo \in 0..Size, hi \in 0..Size}   \* empty ones too
+Ranges  == {<<lo, hi>> \in (0..Size) \X (0..Size) : lo <= hi}   \* empty ones too
 Proper  == {r \in Ranges : r[1] < r[2]}
 
 VARIABLES claims, tags, owner
