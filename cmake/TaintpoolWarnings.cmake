@@ -7,7 +7,7 @@
 function(taintpool_set_warnings target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic
     -Wshadow -Wnon-virtual-dtor -Wold-style-cast -Wcast-align -Woverloaded-virtual
-    -Wconversion -Wsign-conversion -Wnull-dereference -Wdouble-promotion -Wformat=2
+    -Wconversion -Wsign-conversion -Wdouble-promotion -Wformat=2
     -Wimplicit-fallthrough)
   if(TAINTPOOL_WARNINGS_AS_ERRORS)
     target_compile_options(${target} PRIVATE -Werror)

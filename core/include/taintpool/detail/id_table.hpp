@@ -67,6 +67,14 @@ class IdTable {
     return &slots_[at];
   }
 
+  /// Grows now if one more insert would, so that insert cannot throw. Lets
+  /// a caller do every fallible step before it changes anything.
+  void reserve_one() {
+    if ((size_ + 1) * 2 > slots_.size()) {
+      grow();
+    }
+  }
+
   /// Removes the node `slot` points at (a pointer find() or insert() gave).
   void erase(Node* slot) noexcept {
     // Backward shift: walk the cluster after the hole and pull back every

@@ -1,0 +1,199 @@
+// MemoryManager: device memory with taint on every slice (§3.4, P1–P3).
+//
+// The manager owns the pools of one storage, hands out Allocations, and keeps
+// each allocation's Taint on the slice that holds it. It is the only place
+// slices are bound and unbound, so it is the only place the P1 clear points
+// live:
+//   * an allocation's slice is cleared when the manager discovers its last
+//     handle gone (the allocation has ended for good) — at the start of the
+//     next call, or at sweep();
+//   * on bind, a reused slice starts clean; a split's remainder and a merged
+//     slice start clean;
+//   * reset() and the destructor tombstone every live allocation — its taint
+//     is cleared and its handles, which may live on, see NotFound — and give
+//     every page back.
+// So with every handle dropped and sweep() called, no slice carries a claim
+// and the ErrorGraph holds only what something else keeps alive (R4).
+//
+// Routing: MemoryConfig's ladder of sliced pools, then an exclusive pool,
+// then BufferTooBig. Reserve is O(1) with no scan and no heap allocation in
+// steady state (size bins with bitmaps; recycled slice records; an
+// open-addressing table from allocation id to slice).
+//
+// Errors (P3): a size no pool can hold throws Exception(BufferTooBig); a
+// storage failure — after giving free pages back and retrying once — throws
+// Exception(OutOfMemory) with requested, in use, reserved and largest free
+// block; a binding to an allocation that is gone is NotFound, past its end
+// InvalidBinding. Nothing changes when they throw.
+//
+// Threading: one thread (or one lock) drives a manager; handles may be
+// copied and dropped on any thread. Every non-const call first discovers
+// released allocations.
+#pragma once
+
+#include <taintpool/byte_range.hpp>
+#include <taintpool/detail/id_table.hpp>
+#include <taintpool/error_graph.hpp>
+#include <taintpool/failure_id.hpp>
+#include <taintpool/pool/allocation.hpp>
+#include <taintpool/pool/memory_config.hpp>
+#include <taintpool/pool/memory_stats.hpp>
+#include <taintpool/pool/storage.hpp>
+#include <taintpool/taint.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace taintpool {
+
+namespace detail {
+struct ReleaseInbox;
+class SliceCache;
+class Pool;
+
+/// The id table's node: a live allocation and the slice holding it.
+struct LiveAllocation {
+  std::uint64_t id = 0;
+  Slice* slice = nullptr;
+
+  LiveAllocation() noexcept = default;
+  LiveAllocation(std::uint64_t allocation, Slice* holder) noexcept
+      : id(allocation)
+      , slice(holder) {}
+  LiveAllocation(LiveAllocation&& other) noexcept
+      : id(std::exchange(other.id, 0))
+      , slice(std::exchange(other.slice, nullptr)) {}
+  LiveAllocation& operator=(LiveAllocation&& other) noexcept {
+    id = std::exchange(other.id, 0);
+    slice = std::exchange(other.slice, nullptr);
+    return *this;
+  }
+  void vacate() noexcept {
+    id = 0;
+    slice = nullptr;
+  }
+};
+} // namespace detail
+
+/// The memory a binding names, checked: where its bytes are and the taint of
+/// its allocation. Valid until the next call to the manager.
+struct BoundBytes {
+  AllocationId allocation;
+  ByteRange range;    ///< Allocation-relative, within its size.
+  std::byte* data;    ///< The allocation's byte 0 (storage address space).
+  std::uint64_t size; ///< The allocation's size.
+  Taint* taint;       ///< The allocation's taint.
+  std::uint32_t pool; ///< Which pool holds it (ladder index; the exclusive pool is last).
+};
+
+/// One live allocation, for tests, fuzzers and diagnostics.
+struct AllocationInfo {
+  AllocationId id;
+  std::uint64_t size;    ///< Requested bytes.
+  std::uint64_t extent;  ///< Bytes of page it occupies (size + padding).
+  const std::byte* data; ///< Its address.
+  std::uint32_t pool;
+  const Taint* taint;
+};
+
+class MemoryManager {
+ public:
+  /// Throws std::invalid_argument if the config does not fit the storage.
+  MemoryManager(Storage& storage, ErrorGraph& graph, MemoryConfig config = {});
+  /// Tombstones every live allocation and gives every page back (P1).
+  ~MemoryManager();
+  MemoryManager(const MemoryManager&) = delete;
+  MemoryManager& operator=(const MemoryManager&) = delete;
+
+  /// Reserve-then-bind: a fresh AllocationId on a clean slice of at least
+  /// `size` bytes, aligned to config().alignment. Size 0 is valid.
+  [[nodiscard]] Allocation allocate(std::uint64_t size);
+
+  /// T1 on the binding's bytes. Throws Exception(NotFound/InvalidBinding)
+  /// for a bad binding, std::logic_error for a dead failure; nothing changes.
+  void taint(const Binding& binding, FailureId failure);
+  /// T2 on the binding's bytes.
+  void written(const Binding& binding);
+  /// T3 on the binding's bytes.
+  [[nodiscard]] std::optional<FailureId> failure(const Binding& binding);
+  [[nodiscard]] std::vector<FailureId> failures(const Binding& binding);
+
+  /// Checks the binding and returns its bytes and taint (P3).
+  [[nodiscard]] BoundBytes resolve(const Binding& binding);
+
+  /// Whether the allocation is live (not dropped-and-discovered, not reset).
+  [[nodiscard]] bool contains(AllocationId allocation);
+
+  /// Discovers every allocation whose last handle is gone: clears its taint
+  /// (P1) and returns its slice to its pool.
+  void sweep();
+
+  /// sweep(), then gives every page holding no allocation back to storage.
+  void cleanup();
+
+  /// Ends every live allocation now — for a device whose memory is lost
+  /// (a poisoned CUDA context). Tombstones them (taint cleared, handles see
+  /// NotFound) and gives every page back (P1).
+  void reset();
+
+  /// Exact figures (P2). Discovers releases first.
+  [[nodiscard]] MemoryStats stats();
+
+  /// Visits every live allocation, in no particular order. Does not sweep.
+  template <class Fn>
+  void for_each_allocation(Fn&& fn) const {
+    live_.for_each([&](const detail::LiveAllocation& entry) { fn(describe(entry.slice)); });
+  }
+
+  /// Every slice's taint that holds a claim: the carriers for
+  /// check_refcounts (R1). Does not sweep.
+  [[nodiscard]] std::vector<const Taint*> carriers() const;
+
+  [[nodiscard]] const MemoryConfig& config() const noexcept { return config_; }
+  [[nodiscard]] Storage& storage() const noexcept { return storage_; }
+  [[nodiscard]] ErrorGraph& graph() const noexcept { return graph_; }
+  /// Number of pools: the sliced ladder, then the exclusive pool.
+  [[nodiscard]] std::size_t pool_count() const noexcept { return pools_.size(); }
+
+  /// P1 and P2 from scratch: pages tiled exactly, every live allocation
+  /// aligned and within its slice and in the id table, free slices clean,
+  /// filed and (sliced pools) coalesced, tombstoned slices clean, every
+  /// taint well-shaped, and the maintained stats equal to a recount. Does
+  /// not sweep. Throws std::logic_error naming the first violation.
+  void check_invariants() const;
+
+ private:
+  void discover_released() {
+    if (detail::Slice* released = take_released()) {
+      end_allocations(released);
+    }
+  }
+  [[nodiscard]] detail::Slice* take_released() noexcept;
+  void end_allocations(detail::Slice* released) noexcept;
+  [[nodiscard]] detail::Slice& lookup(const Binding& binding);
+  [[nodiscard]] std::uint32_t route(std::uint64_t size) const noexcept;
+  [[nodiscard]] detail::Slice* reserve_or_throw(std::uint32_t pool, std::uint64_t size,
+                                                std::uint64_t extent);
+  void tombstone_all() noexcept;
+  [[nodiscard]] AllocationInfo describe(const detail::Slice* slice) const noexcept;
+  [[nodiscard]] std::uint32_t pool_index(const detail::Slice* slice) const noexcept;
+  [[noreturn]] void throw_not_found(AllocationId allocation) const;
+  [[noreturn]] void throw_out_of_memory(std::uint64_t size, const std::string& cause);
+
+  Storage& storage_;
+  ErrorGraph& graph_;
+  MemoryConfig config_;
+  detail::ReleaseInbox* inbox_;
+  std::unique_ptr<detail::SliceCache> cache_;
+  std::vector<std::unique_ptr<detail::Pool>> pools_;
+  detail::IdTable<detail::LiveAllocation> live_;
+  detail::Slice* tombstoned_ = nullptr; ///< Ended while handles remain; linked via bin links.
+  MemoryStats stats_;
+  std::uint64_t next_allocation_ = 1;
+};
+
+} // namespace taintpool

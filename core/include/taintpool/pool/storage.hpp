@@ -1,0 +1,66 @@
+// Storage: where pages of memory come from (§3.4).
+//
+// The smallest interface a pool needs, in the spirit of RMM's memory
+// resources: allocate a page, free it, turn its handle into a pointer, and
+// say what alignment every page has. Everything else — statistics, fault
+// injection, capacity limits — is an adaptor that wraps a Storage
+// (CountingStorage, FaultInjectingStorage), never a flag inside one, so the
+// real backends stay small: HostStorage (aligned host memory, the default)
+// and CudaStorage (device memory; taintpool::cuda).
+//
+// A storage is asked for pages only — large, rare requests — so a virtual
+// call per request costs nothing measurable; the pool carves pages into
+// slices without calling the storage at all on its fast path.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace taintpool {
+
+/// An opaque page handle. The storage decides what it holds (a host address,
+/// a device address); 0 never names a page.
+struct StorageHandle {
+  std::uint64_t value = 0;
+
+  [[nodiscard]] explicit operator bool() const noexcept { return value != 0; }
+  friend bool operator==(StorageHandle, StorageHandle) = default;
+};
+
+/// Thrown by Storage::allocate when it cannot provide the page: out of
+/// memory, or a driver error. The message says which. The pool turns it
+/// into an OutOfMemory error with its own breakdown (P3).
+class StorageExhausted : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Storage {
+ public:
+  virtual ~Storage() = default;
+
+  /// Every page's base address is a multiple of this power of two.
+  [[nodiscard]] virtual std::uint64_t alignment() const noexcept = 0;
+
+  /// A page of exactly `size` bytes (size > 0). Throws StorageExhausted when
+  /// the page cannot be had; nothing is allocated then.
+  [[nodiscard]] virtual StorageHandle allocate(std::uint64_t size) = 0;
+
+  /// Returns a page. `size` is what allocate was asked for.
+  virtual void deallocate(StorageHandle handle, std::uint64_t size) noexcept = 0;
+
+  /// The page's base address, in the storage's address space (host or device).
+  [[nodiscard]] virtual void* resolve(StorageHandle handle) const noexcept = 0;
+
+  /// For messages: "host", "cuda device 0 (stream-ordered)".
+  [[nodiscard]] virtual std::string name() const = 0;
+
+ protected:
+  Storage() = default;
+  Storage(const Storage&) = default;
+  Storage& operator=(const Storage&) = default;
+};
+
+} // namespace taintpool

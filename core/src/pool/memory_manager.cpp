@@ -1,0 +1,352 @@
+#include <taintpool/exception.hpp>
+#include <taintpool/pool/memory_manager.hpp>
+
+#include <stdexcept>
+#include <string>
+
+#include "pools.hpp"
+#include "slice.hpp"
+
+namespace taintpool {
+
+using detail::Slice;
+using detail::SliceState;
+
+namespace {
+
+std::uint64_t round_up(std::uint64_t size, std::uint64_t unit) noexcept {
+  // Callers keep size <= 2^63, so this cannot wrap.
+  return (size + unit - 1) & ~(unit - 1);
+}
+
+std::string bytes(std::uint64_t count) {
+  return std::to_string(count) + " bytes";
+}
+
+} // namespace
+
+MemoryManager::MemoryManager(Storage& storage, ErrorGraph& graph, MemoryConfig config)
+    : storage_(storage)
+    , graph_(graph)
+    , config_(std::move(config))
+    , inbox_(nullptr) {
+  config_.validate(storage_.alignment());
+  inbox_ = new detail::ReleaseInbox();
+  try {
+    cache_ = std::make_unique<detail::SliceCache>(*inbox_);
+    for (const SlicedPoolConfig& pool : config_.sliced) {
+      pools_.push_back(std::make_unique<detail::SlicedPool>(storage_, *cache_, stats_,
+                                                            config_.alignment, pool.page_size));
+    }
+    pools_.push_back(std::make_unique<detail::ExclusivePool>(
+        storage_, *cache_, stats_, config_.alignment, config_.exclusive_reuse_slack_eighths,
+        config_.exclusive_release_after));
+  } catch (...) {
+    pools_.clear();
+    cache_.reset();
+    inbox_->release();
+    throw;
+  }
+}
+
+MemoryManager::~MemoryManager() {
+  reset();
+  // Tombstoned slices with handles still out: drop the manager's reference.
+  // The last handle frees the record (detail::release); one whose handles
+  // are already gone is freed here.
+  for (Slice* slice = tombstoned_; slice != nullptr;) {
+    Slice* next = slice->bin_next;
+    slice->bin_prev = nullptr;
+    slice->bin_next = nullptr;
+    if (slice->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      delete slice;
+    }
+    slice = next;
+  }
+  tombstoned_ = nullptr;
+  pools_.clear();
+  cache_.reset();
+  inbox_->release();
+}
+
+// ------------------------------------------------------------ discovery
+
+Slice* MemoryManager::take_released() noexcept {
+  return inbox_->take_all();
+}
+
+void MemoryManager::end_allocations(Slice* released) noexcept {
+  while (released != nullptr) {
+    Slice* slice = released;
+    released = slice->next_released;
+    slice->next_released = nullptr;
+    if (slice->state == SliceState::Tombstoned) {
+      // Its last handle is gone too: the record can be reused.
+      if (slice->bin_prev != nullptr) {
+        slice->bin_prev->bin_next = slice->bin_next;
+      } else {
+        tombstoned_ = slice->bin_next;
+      }
+      if (slice->bin_next != nullptr) {
+        slice->bin_next->bin_prev = slice->bin_prev;
+      }
+      cache_->give(slice);
+      continue;
+    }
+    // P1: the allocation has ended for good; no tag outlives it.
+    live_.erase(live_.find(slice->allocation));
+    stats_.in_use -= slice->size;
+    stats_.padding -= slice->extent - slice->size;
+    stats_.allocations -= 1;
+    slice->taint.clear(graph_);
+    slice->state = SliceState::Free;
+    slice->allocation = 0;
+    slice->size = 0;
+    slice->page->pool->release(slice);
+  }
+}
+
+void MemoryManager::sweep() {
+  discover_released();
+}
+
+// ------------------------------------------------------------ allocation
+
+std::uint32_t MemoryManager::route(std::uint64_t size) const noexcept {
+  for (std::uint32_t index = 0; index < config_.sliced.size(); ++index) {
+    if (size <= config_.sliced[index].max_slice) {
+      return index;
+    }
+  }
+  return static_cast<std::uint32_t>(config_.sliced.size());
+}
+
+void MemoryManager::throw_out_of_memory(std::uint64_t size, const std::string& cause) {
+  const MemoryStats now = stats();
+  throw Exception(Error::out_of_memory(
+      "cannot allocate " + bytes(size) + " from " + storage_.name() + ": in use " +
+      bytes(now.in_use) + ", reserved " + bytes(now.reserved) + " in " + std::to_string(now.pages) +
+      " pages, largest free block " + bytes(now.largest_free_block) + " (" + cause + ")"));
+}
+
+Slice* MemoryManager::reserve_or_throw(std::uint32_t pool, std::uint64_t size,
+                                       std::uint64_t extent) {
+  try {
+    return pools_[pool]->reserve(extent);
+  } catch (const StorageExhausted& first) {
+    // Memory cached in free pages is memory the storage could give us: hand
+    // it back and try once more before calling it out of memory.
+    const std::uint64_t before = stats_.reserved;
+    for (auto& each : pools_) {
+      each->release_free_pages();
+    }
+    if (stats_.reserved == before) {
+      throw_out_of_memory(size, first.what());
+    }
+    try {
+      return pools_[pool]->reserve(extent);
+    } catch (const StorageExhausted& second) {
+      throw_out_of_memory(size, second.what());
+    }
+  } catch (const std::bad_alloc&) {
+    throw_out_of_memory(size, "the host could not allocate the pool's own records");
+  }
+}
+
+Allocation MemoryManager::allocate(std::uint64_t size) {
+  discover_released();
+  if (size > config_.max_allocation) {
+    throw Exception(
+        Error::buffer_too_big("cannot allocate " + bytes(size) + ": no pool holds more than " +
+                              bytes(config_.max_allocation) + " (MemoryConfig::max_allocation)"));
+  }
+  const std::uint64_t extent = size == 0 ? config_.alignment : round_up(size, config_.alignment);
+  const std::uint32_t pool = route(size);
+  try {
+    live_.reserve_one();
+  } catch (const std::bad_alloc&) {
+    throw_out_of_memory(size, "the host could not grow the allocation table");
+  }
+  Slice* slice = reserve_or_throw(pool, size, extent);
+
+  // Bind: nothing below can fail.
+  const std::uint64_t id = next_allocation_++;
+  slice->taint.clear(graph_); // P1: a new allocation on an old slice starts clean.
+  slice->state = SliceState::Bound;
+  slice->allocation = id;
+  slice->size = size;
+  live_.insert(detail::LiveAllocation(id, slice));
+  slice->refs.fetch_add(1, std::memory_order_relaxed);
+  stats_.in_use += size;
+  stats_.padding += slice->extent - size;
+  stats_.allocations += 1;
+  stats_.peak_in_use = stats_.in_use > stats_.peak_in_use ? stats_.in_use : stats_.peak_in_use;
+  return Allocation(slice, AllocationId::from_raw(id), size);
+}
+
+// ------------------------------------------------------------ bindings
+
+void MemoryManager::throw_not_found(AllocationId allocation) const {
+  throw Exception(
+      Error::not_found(to_string(allocation) +
+                       " no longer exists: its last handle was dropped, or the memory was reset"));
+}
+
+Slice& MemoryManager::lookup(const Binding& binding) {
+  discover_released();
+  detail::LiveAllocation* entry = live_.find(binding.allocation.raw());
+  if (entry == nullptr) {
+    throw_not_found(binding.allocation);
+  }
+  Slice& slice = *entry->slice;
+  if (binding.range.end() > slice.size) {
+    throw Exception(Error::invalid_binding(
+        "bytes " + to_string(binding.range) + " reach past the end of " +
+        to_string(binding.allocation) + " (size " + std::to_string(slice.size) + ")"));
+  }
+  return slice;
+}
+
+void MemoryManager::taint(const Binding& binding, FailureId failure) {
+  lookup(binding).taint.taint(binding.range, failure, graph_);
+}
+
+void MemoryManager::written(const Binding& binding) {
+  lookup(binding).taint.written(binding.range, graph_);
+}
+
+std::optional<FailureId> MemoryManager::failure(const Binding& binding) {
+  return lookup(binding).taint.failure(binding.range);
+}
+
+std::vector<FailureId> MemoryManager::failures(const Binding& binding) {
+  return lookup(binding).taint.failures(binding.range);
+}
+
+BoundBytes MemoryManager::resolve(const Binding& binding) {
+  Slice& slice = lookup(binding);
+  return BoundBytes{binding.allocation, binding.range, slice.page->base + slice.offset,
+                    slice.size,         &slice.taint,  pool_index(&slice)};
+}
+
+bool MemoryManager::contains(AllocationId allocation) {
+  discover_released();
+  return live_.find(allocation.raw()) != nullptr;
+}
+
+std::uint32_t MemoryManager::pool_index(const Slice* slice) const noexcept {
+  for (std::uint32_t index = 0; index < pools_.size(); ++index) {
+    if (pools_[index].get() == slice->page->pool) {
+      return index;
+    }
+  }
+  return 0;
+}
+
+AllocationInfo MemoryManager::describe(const Slice* slice) const noexcept {
+  return AllocationInfo{
+      AllocationId::from_raw(slice->allocation), slice->size,       slice->extent,
+      slice->page->base + slice->offset,         pool_index(slice), &slice->taint};
+}
+
+std::vector<const Taint*> MemoryManager::carriers() const {
+  std::vector<const Taint*> found;
+  live_.for_each([&](const detail::LiveAllocation& entry) {
+    if (!entry.slice->taint.is_clean()) {
+      found.push_back(&entry.slice->taint);
+    }
+  });
+  return found;
+}
+
+// ------------------------------------------------------------ cleanup, reset
+
+void MemoryManager::cleanup() {
+  discover_released();
+  for (auto& pool : pools_) {
+    pool->release_free_pages();
+  }
+}
+
+void MemoryManager::tombstone_all() noexcept {
+  // Every live slice: clear (P1), unbind, and move onto the tombstone list
+  // until its handles are gone.
+  live_.for_each([&](const detail::LiveAllocation& entry) {
+    Slice* slice = entry.slice;
+    slice->taint.clear(graph_);
+    slice->state = SliceState::Tombstoned;
+    stats_.in_use -= slice->size;
+    stats_.padding -= slice->extent - slice->size;
+    stats_.allocations -= 1;
+    slice->bin_prev = nullptr;
+    slice->bin_next = tombstoned_;
+    if (tombstoned_ != nullptr) {
+      tombstoned_->bin_prev = slice;
+    }
+    tombstoned_ = slice;
+  });
+  live_ = detail::IdTable<detail::LiveAllocation>();
+}
+
+void MemoryManager::reset() {
+  discover_released();
+  tombstone_all();
+  for (auto& pool : pools_) {
+    pool->release_all_pages();
+  }
+}
+
+MemoryStats MemoryManager::stats() {
+  discover_released();
+  MemoryStats now = stats_;
+  now.largest_free_block = 0;
+  for (const auto& pool : pools_) {
+    const std::uint64_t largest = pool->largest_free();
+    now.largest_free_block = largest > now.largest_free_block ? largest : now.largest_free_block;
+  }
+  return now;
+}
+
+void MemoryManager::check_invariants() const {
+  auto fail = [](const std::string& what) { throw std::logic_error("MemoryManager: " + what); };
+  MemoryStats seen;
+  for (const auto& pool : pools_) {
+    pool->check_invariants(seen);
+  }
+  live_.check_invariants("MemoryManager allocation table");
+  if (live_.size() != seen.allocations) {
+    fail(std::to_string(seen.allocations) + " bound slices but " + std::to_string(live_.size()) +
+         " allocations in the table");
+  }
+  live_.for_each([&](const detail::LiveAllocation& entry) {
+    if (entry.slice->state != SliceState::Bound || entry.slice->allocation != entry.id) {
+      fail("allocation " + std::to_string(entry.id) + " points at a slice not bound to it");
+    }
+    if (entry.id >= next_allocation_) {
+      fail("allocation " + std::to_string(entry.id) + " was never minted");
+    }
+  });
+  const Slice* previous = nullptr;
+  for (const Slice* slice = tombstoned_; slice != nullptr; slice = slice->bin_next) {
+    if (slice->state != SliceState::Tombstoned || slice->page != nullptr ||
+        !slice->taint.is_clean() || slice->bin_prev != previous) {
+      fail("a tombstoned slice is still on a page, carries taint, or is mislinked (P1)");
+    }
+    previous = slice;
+  }
+  if (seen.in_use != stats_.in_use || seen.padding != stats_.padding ||
+      seen.allocations != stats_.allocations || seen.reserved != stats_.reserved ||
+      seen.pages != stats_.pages) {
+    fail("usage figures drifted (P2): counted in use " + std::to_string(seen.in_use) +
+         ", padding " + std::to_string(seen.padding) + ", allocations " +
+         std::to_string(seen.allocations) + ", reserved " + std::to_string(seen.reserved) +
+         ", pages " + std::to_string(seen.pages) + "; maintained " + std::to_string(stats_.in_use) +
+         ", " + std::to_string(stats_.padding) + ", " + std::to_string(stats_.allocations) + ", " +
+         std::to_string(stats_.reserved) + ", " + std::to_string(stats_.pages));
+  }
+  if (stats_.peak_in_use < stats_.in_use || stats_.peak_reserved < stats_.reserved) {
+    fail("a peak is below the current figure");
+  }
+}
+
+} // namespace taintpool

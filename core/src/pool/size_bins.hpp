@@ -1,0 +1,66 @@
+// SizeBins: the free index of a pool — free slices by extent, found in O(1)
+// without scanning. Internal.
+//
+// Why segregated bins with bitmaps (the TLSF scheme) rather than an ordered
+// tree or a best-fit scan: the reserve path must not scan slices or pages
+// and must not allocate (issue 3). Bins are intrusive doubly-linked lists
+// through the slices themselves (no allocation); two levels of bitmaps find
+// the first non-empty bin at or above a size with two count-trailing-zeros
+// (no scan). Each power of two is split into 16 bins, so a request is never
+// served from a bin whose smallest member is more than 1/16 above the
+// request's bin — the waste is bounded — and the head of the request's own
+// bin is tried first, which often fits exactly.
+//
+// Extents are multiples of the pool's unit (its alignment) and are indexed
+// in units: the first row holds 1..15 units one bin each; row r ≥ 1 holds
+// [2^(r+3), 2^(r+4)) units in 16 equal bins.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+namespace taintpool::detail {
+
+struct Slice;
+
+class SizeBins {
+ public:
+  explicit SizeBins(std::uint64_t unit) noexcept;
+
+  void insert(Slice* slice) noexcept;
+  void remove(Slice* slice) noexcept;
+
+  /// A free slice with extent >= `extent`, good fit, or null. Does not
+  /// remove it.
+  [[nodiscard]] Slice* find(std::uint64_t extent) const noexcept;
+
+  /// The largest extent held, or 0. Scans one bin.
+  [[nodiscard]] std::uint64_t largest() const noexcept;
+
+  /// Free slices held.
+  [[nodiscard]] std::uint64_t count() const noexcept { return count_; }
+
+  /// Every listed slice is Free, filed in the bin its extent maps to, linked
+  /// both ways; bitmaps match the lists; the count matches. Throws
+  /// std::logic_error.
+  void check_invariants() const;
+
+ private:
+  static constexpr unsigned columns_log2 = 4;
+  static constexpr unsigned columns = 1u << columns_log2;
+  static constexpr unsigned rows = 64;
+
+  /// The bin holding blocks of `units` (rounded down).
+  [[nodiscard]] static std::uint32_t bin_of(std::uint64_t units) noexcept;
+  /// The first bin whose every block holds at least `units`.
+  [[nodiscard]] static std::uint32_t bin_at_least(std::uint64_t units) noexcept;
+  [[nodiscard]] Slice* first_nonempty_from(std::uint32_t bin) const noexcept;
+
+  std::uint64_t unit_log2_;
+  std::uint64_t row_map_ = 0;
+  std::array<std::uint16_t, rows> column_maps_{};
+  std::array<Slice*, rows * columns> heads_{};
+  std::uint64_t count_ = 0;
+};
+
+} // namespace taintpool::detail

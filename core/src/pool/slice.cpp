@@ -1,0 +1,98 @@
+#include "slice.hpp"
+
+#include <taintpool/exception.hpp>
+#include <taintpool/pool/allocation.hpp>
+
+#include <new>
+
+namespace taintpool {
+
+namespace detail {
+
+Slice::Slice(ReleaseInbox& owner_inbox) noexcept
+    : inbox(&owner_inbox) {
+  inbox->retain();
+}
+
+Slice::~Slice() {
+  inbox->release();
+}
+
+void retain(Slice* slice) noexcept {
+  slice->refs.fetch_add(1, std::memory_order_relaxed);
+}
+
+void release(Slice* slice) noexcept {
+  const std::uint64_t before = slice->refs.fetch_sub(1, std::memory_order_acq_rel);
+  if (before == 2) {
+    // Only the manager's reference is left: tell it the allocation ended.
+    slice->inbox->push(slice);
+  } else if (before == 1) {
+    // The manager is gone (it dropped its reference when it tombstoned this
+    // slice): the last handle frees the record.
+    delete slice;
+  }
+}
+
+SliceCache::~SliceCache() {
+  while (spares_ != nullptr) {
+    Slice* next = spares_->page_next;
+    delete spares_;
+    spares_ = next;
+  }
+}
+
+void SliceCache::ensure(std::size_t count) {
+  while (count_ < count) {
+    auto* slice = new Slice(inbox_);
+    slice->page_next = spares_;
+    spares_ = slice;
+    ++count_;
+  }
+}
+
+Slice* SliceCache::take() noexcept {
+  Slice* slice = spares_;
+  spares_ = slice->page_next;
+  --count_;
+  slice->page_next = nullptr;
+  return slice;
+}
+
+void SliceCache::give(Slice* slice) noexcept {
+  slice->page = nullptr;
+  slice->offset = 0;
+  slice->extent = 0;
+  slice->size = 0;
+  slice->allocation = 0;
+  slice->page_prev = nullptr;
+  slice->bin_prev = nullptr;
+  slice->bin_next = nullptr;
+  slice->bin = 0;
+  slice->state = SliceState::Free;
+  slice->page_next = spares_;
+  spares_ = slice;
+  ++count_;
+}
+
+} // namespace detail
+
+AllocationId Allocation::id() const {
+  if (slice_ == nullptr) {
+    throw std::logic_error("Allocation::id: the handle is empty (default-constructed, moved "
+                           "from, or reset)");
+  }
+  return AllocationId::from_raw(id_);
+}
+
+Binding Allocation::bind(ByteRange range) const {
+  const AllocationId allocation = id();
+  if (range.end() > size_) {
+    throw Exception(Error::invalid_binding("bytes " + to_string(range) + " reach past the end of " +
+                                           to_string(allocation) + " (size " +
+                                           std::to_string(size_) + ")"));
+  }
+  return Binding{allocation, range};
+}
+
+} // namespace taintpool

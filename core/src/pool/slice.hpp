@@ -1,0 +1,134 @@
+// Slice, Page and ReleaseInbox: the records a MemoryManager keeps. Internal.
+//
+// A Page is one block from storage. Slices tile it exactly — offsets run from
+// 0 with no gap, extents sum to the page size (P2) — and each slice is Free,
+// Bound to one allocation, or Tombstoned (its allocation was ended by the
+// manager while handles still pointed at it, and its page is gone).
+//
+// A Slice outlives many allocations: it is the record a handle points at, so
+// it is where the handle count lives, and it is recycled rather than freed
+// when splits and merges come and go (SliceCache), so the steady state
+// allocates nothing.
+//
+// Threading: `refs` and `next_released` are touched by whichever thread
+// drops a handle; everything else only by the manager's thread. The two
+// meet in ReleaseInbox, a lock-free stack: a handle that leaves only the
+// manager's own reference pushes the slice; the manager takes the whole
+// stack at the start of its next call. Push-only plus take-all has no ABA
+// problem, so a plain CAS loop suffices.
+#pragma once
+
+#include <taintpool/pool/storage.hpp>
+#include <taintpool/taint.hpp>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace taintpool::detail {
+
+struct Page;
+struct ReleaseInbox;
+class Pool;
+
+enum class SliceState : std::uint8_t { Free, Bound, Tombstoned };
+
+struct Slice {
+  explicit Slice(ReleaseInbox& owner_inbox) noexcept;
+  ~Slice();
+  Slice(const Slice&) = delete;
+  Slice& operator=(const Slice&) = delete;
+
+  // Shared with handles, on any thread.
+  std::atomic<std::uint64_t> refs{1}; ///< The manager's own reference, plus one per handle.
+  Slice* next_released = nullptr;     ///< Link in the inbox; written by the pusher before its CAS.
+  ReleaseInbox* inbox;                ///< Outlives the slice (it is refcounted by slices).
+
+  // The manager's thread only.
+  Page* page = nullptr;         ///< Null once Tombstoned and its page is gone.
+  std::uint64_t offset = 0;     ///< From the page's base.
+  std::uint64_t extent = 0;     ///< Bytes of the page this slice covers: size + padding.
+  std::uint64_t size = 0;       ///< Bytes the bound allocation asked for.
+  std::uint64_t allocation = 0; ///< Raw AllocationId while Bound (or Tombstoned), else 0.
+  Slice* page_prev = nullptr;   ///< Address order within the page; tombstone list after.
+  Slice* page_next = nullptr;
+  Slice* bin_prev = nullptr; ///< Free-index list, while Free.
+  Slice* bin_next = nullptr;
+  std::uint32_t bin = 0; ///< Free-index bin, while Free.
+  SliceState state = SliceState::Free;
+  Taint taint; ///< The bound allocation's stale bytes (allocation-relative).
+};
+
+struct Page {
+  StorageHandle handle;
+  std::byte* base = nullptr;
+  std::uint64_t size = 0;
+  Pool* pool = nullptr;
+  Slice* first = nullptr; ///< Lowest-offset slice.
+  Page* prev = nullptr;   ///< The owning pool's list of pages.
+  Page* next = nullptr;
+  Page* idle_prev = nullptr; ///< Exclusive pool: free pages, oldest first.
+  Page* idle_next = nullptr;
+  std::uint64_t idle_since = 0; ///< Exclusive pool: reserve count when it became free.
+};
+
+struct ReleaseInbox {
+  std::atomic<Slice*> head{nullptr};
+  /// The manager's reference plus one per Slice object in existence, so the
+  /// inbox outlives every slice a stray handle might still push.
+  std::atomic<std::uint64_t> refs{1};
+
+  void push(Slice* slice) noexcept {
+    Slice* top = head.load(std::memory_order_relaxed);
+    do {
+      slice->next_released = top;
+    } while (!head.compare_exchange_weak(top, slice, std::memory_order_release,
+                                         std::memory_order_relaxed));
+  }
+
+  /// Every slice pushed since the last call, newest first.
+  [[nodiscard]] Slice* take_all() noexcept {
+    if (head.load(std::memory_order_relaxed) == nullptr) {
+      return nullptr;
+    }
+    return head.exchange(nullptr, std::memory_order_acquire);
+  }
+
+  void retain() noexcept { refs.fetch_add(1, std::memory_order_relaxed); }
+  void release() noexcept {
+    if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      delete this;
+    }
+  }
+};
+
+/// Spare Slice objects, so splits take one and merges give one back without
+/// touching the heap once warmed up.
+class SliceCache {
+ public:
+  explicit SliceCache(ReleaseInbox& inbox) noexcept
+      : inbox_(inbox) {}
+  ~SliceCache();
+  SliceCache(const SliceCache&) = delete;
+  SliceCache& operator=(const SliceCache&) = delete;
+
+  /// Makes sure `count` spares exist, allocating the shortfall; the only
+  /// step here that can throw, so callers do it before changing anything.
+  void ensure(std::size_t count);
+
+  /// A clean Free slice with no page. ensure() must have provided it.
+  [[nodiscard]] Slice* take() noexcept;
+
+  /// Back to the spares. The slice must be clean and hold only the
+  /// manager's reference.
+  void give(Slice* slice) noexcept;
+
+  [[nodiscard]] std::size_t spares() const noexcept { return count_; }
+
+ private:
+  ReleaseInbox& inbox_;
+  Slice* spares_ = nullptr; ///< Linked through page_next.
+  std::size_t count_ = 0;
+};
+
+} // namespace taintpool::detail
