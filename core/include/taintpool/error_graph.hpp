@@ -49,8 +49,23 @@ class ErrorGraph {
   static constexpr std::size_t kept_skip_records = 16;
 
   ErrorGraph() noexcept = default;
-  ErrorGraph(ErrorGraph&&) noexcept = default;
-  ErrorGraph& operator=(ErrorGraph&&) noexcept = default;
+  /// Takes every node; `other` is left an empty, usable graph that goes on
+  /// minting after the ids it already used. (Member-wise moves would leave
+  /// its counts behind with no nodes to back them.)
+  ErrorGraph(ErrorGraph&& other) noexcept
+      : hot_(std::move(other.hot_))
+      , cold_(std::exchange(other.cold_, {}))
+      , size_(std::exchange(other.size_, 0))
+      , next_id_(other.next_id_) {}
+  ErrorGraph& operator=(ErrorGraph&& other) noexcept {
+    if (this != &other) {
+      hot_ = std::move(other.hot_);
+      cold_ = std::exchange(other.cold_, {});
+      size_ = std::exchange(other.size_, 0);
+      next_id_ = other.next_id_;
+    }
+    return *this;
+  }
   /// Not copyable: carriers hold tags on this graph's nodes by id, and a copy
   /// would hold nodes nobody tags.
   ErrorGraph(const ErrorGraph&) = delete;
