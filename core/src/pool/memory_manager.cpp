@@ -41,6 +41,9 @@ MemoryManager::MemoryManager(Storage& storage, ErrorGraph& graph, MemoryConfig c
     pools_.push_back(std::make_unique<detail::ExclusivePool>(
         storage_, *cache_, stats_, config_.alignment, config_.exclusive_reuse_slack_eighths,
         config_.exclusive_release_after));
+    for (std::uint32_t index = 0; index < pools_.size(); ++index) {
+      pools_[index]->set_index(index);
+    }
   } catch (...) {
     pools_.clear();
     cache_.reset();
@@ -192,8 +195,7 @@ void MemoryManager::throw_not_found(AllocationId allocation) const {
                        " no longer exists: its last handle was dropped, or the memory was reset"));
 }
 
-Slice& MemoryManager::lookup(const Binding& binding) {
-  discover_released();
+Slice& MemoryManager::lookup_swept(const Binding& binding) {
   detail::LiveAllocation* entry = live_.find(binding.allocation.raw());
   if (entry == nullptr) {
     throw_not_found(binding.allocation);
@@ -224,7 +226,12 @@ std::vector<FailureId> MemoryManager::failures(const Binding& binding) {
 }
 
 BoundBytes MemoryManager::resolve(const Binding& binding) {
-  Slice& slice = lookup(binding);
+  discover_released();
+  return resolve_swept(binding);
+}
+
+BoundBytes MemoryManager::resolve_swept(const Binding& binding) {
+  Slice& slice = lookup_swept(binding);
   return BoundBytes{binding.allocation, binding.range, slice.page->base + slice.offset,
                     slice.size,         &slice.taint,  pool_index(&slice)};
 }
@@ -235,12 +242,7 @@ bool MemoryManager::contains(AllocationId allocation) {
 }
 
 std::uint32_t MemoryManager::pool_index(const Slice* slice) const noexcept {
-  for (std::uint32_t index = 0; index < pools_.size(); ++index) {
-    if (pools_[index].get() == slice->page->pool) {
-      return index;
-    }
-  }
-  return 0;
+  return slice->page->pool->index();
 }
 
 AllocationInfo MemoryManager::describe(const Slice* slice) const noexcept {

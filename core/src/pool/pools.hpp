@@ -58,6 +58,10 @@ class Pool {
 
   [[nodiscard]] std::uint64_t unit() const noexcept { return unit_; }
 
+  /// This pool's place in the manager: the ladder index, the exclusive pool last.
+  [[nodiscard]] std::uint32_t index() const noexcept { return index_; }
+  void set_index(std::uint32_t index) noexcept { index_ = index; }
+
  protected:
   /// A new page with one Free slice spanning it, filed in the free index.
   /// Needs one spare slice (callers ensure() it). Throws StorageExhausted.
@@ -71,6 +75,7 @@ class Pool {
   SizeBins bins_;
   std::uint64_t unit_;
   Page* pages_ = nullptr;
+  std::uint32_t index_ = 0;
 };
 
 class SlicedPool final : public Pool {

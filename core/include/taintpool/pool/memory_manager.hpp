@@ -125,6 +125,11 @@ class MemoryManager {
   /// Checks the binding and returns its bytes and taint (P3).
   [[nodiscard]] BoundBytes resolve(const Binding& binding);
 
+  /// resolve() without discovering releases first, so the results of several
+  /// calls stay valid together (a launch resolves all its bindings, then
+  /// works on them). Call sweep() once before a batch of these.
+  [[nodiscard]] BoundBytes resolve_swept(const Binding& binding);
+
   /// Whether the allocation is live (not dropped-and-discovered, not reset).
   [[nodiscard]] bool contains(AllocationId allocation);
 
@@ -174,7 +179,11 @@ class MemoryManager {
   }
   [[nodiscard]] detail::Slice* take_released() noexcept;
   void end_allocations(detail::Slice* released) noexcept;
-  [[nodiscard]] detail::Slice& lookup(const Binding& binding);
+  [[nodiscard]] detail::Slice& lookup(const Binding& binding) {
+    discover_released();
+    return lookup_swept(binding);
+  }
+  [[nodiscard]] detail::Slice& lookup_swept(const Binding& binding);
   [[nodiscard]] std::uint32_t route(std::uint64_t size) const noexcept;
   [[nodiscard]] detail::Slice* reserve_or_throw(std::uint32_t pool, std::uint64_t size,
                                                 std::uint64_t extent);

@@ -1,0 +1,159 @@
+// Device: the only way to touch buffers — launches, host writes, reads —
+// with failures contained to the bytes they touched (§3.5, S1–S5, D1–D2).
+//
+// A Device owns an ErrorGraph and a MemoryManager over a Backend's storage.
+// Every operation that writes buffers runs as a *write scope*:
+//
+//   launch(kernel, reads, writes, body)
+//     1. check every binding (NotFound / InvalidBinding throw; nothing
+//        claimed yet);
+//     2. decide before claiming (S1): if any byte of any read binding has a
+//        failure, SKIP — the body does not run, every write binding is
+//        tainted with that root failure, a SkipRecord goes on the root, and
+//        no failure is minted (S4);
+//     3. else ENTER: with an empty write set nothing is claimed; otherwise a
+//        provisional TornDown failure claims every write binding, then the
+//        body runs through the backend:
+//          success  → the write set is released (T2);
+//          failure  → the real error replaces the provisional one (G4), the
+//                     ranges the body reports written are released (S2);
+//          throw    → the write set stays claimed by TornDown and the
+//                     exception propagates (S3);
+//        and the provisional node is pruned (G5) — it survives only where it
+//        still claims bytes.
+//   Only reads are checked (S5): a pure output is never checked, so
+//   relaunching into a stale buffer, or writing it from the host, repairs
+//   it. A binding that is both read and written is checked and claimed.
+//
+//   write(binding, bytes)  a host write: a write scope whose body copies in.
+//   read(binding, out)     D1: copies out iff no byte of the binding has a
+//                          failure; else returns one Report per distinct
+//                          failure (G9), each naming the root error, the
+//                          stale bytes and the path of skipped launches (G8).
+//
+// Isolation (D2) follows: a launch is affected only through the bytes it
+// reads, so work that shares no allocation with a failure never sees it.
+//
+// Cost: a successful launch with a few bindings is a handful of table
+// lookups and inline taint operations, and allocates nothing once warmed up
+// (G10); the skip and failure paths allocate their records and messages.
+//
+// Threading: one thread drives a Device (launches are not reentrant — a body
+// must not launch on its own device). Allocation handles may be dropped on
+// any thread.
+#pragma once
+
+#include <taintpool/device/backend.hpp>
+#include <taintpool/device/launch.hpp>
+#include <taintpool/error_graph.hpp>
+#include <taintpool/exception.hpp>
+#include <taintpool/pool/allocation.hpp>
+#include <taintpool/pool/memory_manager.hpp>
+#include <taintpool/report.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace taintpool {
+
+/// The answer to a read: empty reports mean the bytes were copied out.
+struct ReadOutcome {
+  std::vector<Report> reports; ///< One per distinct failure (G9).
+
+  [[nodiscard]] bool ok() const noexcept { return reports.empty(); }
+  [[nodiscard]] explicit operator bool() const noexcept { return ok(); }
+};
+
+/// Every report of a failed read, one after another.
+[[nodiscard]] std::string to_string(const ReadOutcome& outcome);
+
+/// Thrown by Device::read_bytes when the bytes cannot be trusted (D1). Its
+/// Error has kind Unwritten and the full reports as its message.
+class StaleRead : public Exception {
+ public:
+  explicit StaleRead(std::vector<Report> reports);
+  [[nodiscard]] const std::vector<Report>& reports() const noexcept { return reports_; }
+
+ private:
+  std::vector<Report> reports_;
+};
+
+class Device {
+ public:
+  /// Uses the backend's storage and its default memory configuration.
+  explicit Device(Backend& backend);
+  Device(Backend& backend, MemoryConfig config);
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+  ~Device() = default;
+
+  /// A new buffer of `size` bytes. Fresh memory counts as written (D1): it
+  /// carries no failure, whatever bytes it holds.
+  [[nodiscard]] Allocation create_buffer(std::uint64_t size) { return memory_.allocate(size); }
+
+  /// A new buffer holding `bytes` (a create and a host write).
+  [[nodiscard]] Allocation create_buffer(std::span<const std::byte> bytes);
+
+  /// A host write into `into` (S5: repairs stale bytes). `bytes` must be
+  /// exactly the binding's size (InvalidBinding otherwise). A failed copy
+  /// leaves the binding carrying the copy's error, as a failed launch would.
+  LaunchResult write(const Binding& into, std::span<const std::byte> bytes);
+
+  /// S1–S5. Throws Exception(NotFound / InvalidBinding) for a bad binding
+  /// before anything is claimed; rethrows a body's exception after S3.
+  LaunchResult launch(std::string_view kernel, std::span<const Binding> reads,
+                      std::span<const Binding> writes, KernelBody body);
+  LaunchResult launch(std::string_view kernel, std::initializer_list<Binding> reads,
+                      std::initializer_list<Binding> writes, KernelBody body) {
+    return launch(kernel, std::span<const Binding>(reads.begin(), reads.size()),
+                  std::span<const Binding>(writes.begin(), writes.size()), body);
+  }
+
+  /// D1: copies the binding's bytes into `into` (exactly its size) iff none
+  /// has a failure; otherwise copies nothing and returns the reports. A
+  /// device error while copying throws Exception.
+  [[nodiscard]] ReadOutcome read(const Binding& from, std::span<std::byte> into);
+
+  /// D1, as a value: the bytes, or StaleRead with the reports.
+  [[nodiscard]] std::vector<std::byte> read_bytes(const Binding& from);
+
+  /// The reports a read of `from` would return, without copying (D1, G8, G9).
+  [[nodiscard]] std::vector<Report> stale_reports(const Binding& from);
+
+  /// Discover dropped buffers now (their error state goes with them, P1).
+  void sweep() { memory_.sweep(); }
+  /// sweep(), and give free pages back to the storage.
+  void cleanup() { memory_.cleanup(); }
+
+  [[nodiscard]] ErrorGraph& graph() noexcept { return graph_; }
+  [[nodiscard]] MemoryManager& memory() noexcept { return memory_; }
+  [[nodiscard]] Backend& backend() noexcept { return backend_; }
+
+  /// The graph's and the memory's own invariants, and R1–R3 across every
+  /// slice (no scope is open between calls, so every node must be tagged).
+  void check_invariants() const;
+
+ private:
+  struct ScopeGuard;
+
+  void resolve_all(std::span<const Binding> bindings, std::vector<BoundBuffer>& into,
+                   std::vector<Taint*>& taints);
+  LaunchResult skip(std::string_view kernel, FailureId root, AllocationId needed);
+  LaunchResult enter(std::string_view kernel, KernelBody body);
+
+  Backend& backend_;
+  ErrorGraph graph_; // Declared before memory_: the memory clears taints into it on destruction.
+  MemoryManager memory_;
+  std::vector<BoundBuffer> reads_; // Scratch, reused across launches (no allocation once warm).
+  std::vector<BoundBuffer> writes_;
+  std::vector<Taint*> read_taints_;
+  std::vector<Taint*> write_taints_;
+  bool in_launch_ = false;
+};
+
+} // namespace taintpool

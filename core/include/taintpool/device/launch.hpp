@@ -1,0 +1,163 @@
+// The vocabulary of one launch: what a body sees (KernelContext), what it
+// says back (LaunchOutcome), and what launch() tells the caller
+// (LaunchResult). §3.5, rules S1–S5.
+//
+// A body reports failure by value, not by exception: a returned failure is a
+// failure of the *work* and becomes taint on its outputs (S1), with any
+// ranges it did write released (S2). An exception is different: it means the
+// body did not finish in a known state, so the whole write set stays claimed
+// by the provisional TornDown failure and the exception reaches the caller
+// (S3).
+#pragma once
+
+#include <taintpool/byte_range.hpp>
+#include <taintpool/error.hpp>
+#include <taintpool/failure_id.hpp>
+#include <taintpool/pool/allocation.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace taintpool {
+
+/// S2: bytes a failing body did write, relative to one of its outputs.
+struct WrittenRange {
+  std::uint32_t output; ///< Index into the launch's write bindings.
+  ByteRange range;      ///< Relative to that binding's first byte.
+
+  friend bool operator==(const WrittenRange&, const WrittenRange&) = default;
+};
+
+class LaunchOutcome {
+ public:
+  /// Every output was written. Allocation-free.
+  [[nodiscard]] static LaunchOutcome success() noexcept { return LaunchOutcome(); }
+
+  /// Nothing was written: every output carries `error` (S1).
+  [[nodiscard]] static LaunchOutcome failure(Error error) {
+    LaunchOutcome outcome;
+    outcome.error_ = std::move(error);
+    return outcome;
+  }
+
+  /// S2: the body failed after writing `written`; those bytes are released,
+  /// the rest of the write set carries `error`. Ranges are untrusted: one
+  /// outside its output is ignored (never releases bytes the launch did not
+  /// own) and counted in the failure's message.
+  [[nodiscard]] static LaunchOutcome partial(Error error, std::vector<WrittenRange> written) {
+    LaunchOutcome outcome;
+    outcome.error_ = std::move(error);
+    outcome.written_ = std::move(written);
+    return outcome;
+  }
+
+  [[nodiscard]] bool ok() const noexcept { return !error_.has_value(); }
+  [[nodiscard]] const Error* error() const noexcept { return error_ ? &*error_ : nullptr; }
+  [[nodiscard]] std::span<const WrittenRange> written() const noexcept { return written_; }
+
+ private:
+  LaunchOutcome() noexcept = default;
+  std::optional<Error> error_;
+  std::vector<WrittenRange> written_;
+};
+
+enum class LaunchStatus : std::uint8_t {
+  Ran,     ///< The body ran and succeeded; every output was released.
+  Failed,  ///< The body ran and failed (S1, S2); `failure` is its failure.
+  Skipped, ///< An input was stale; the body did not run; `failure` is the root (S1, S4).
+};
+
+struct LaunchResult {
+  LaunchStatus status = LaunchStatus::Ran;
+  /// Failed: the launch's failure, while it still claims bytes (a failure
+  /// with an empty write set, or whose every byte was reported written,
+  /// leaves nothing behind and is none). Skipped: the root failure.
+  std::optional<FailureId> failure;
+  /// Skipped: the input whose stale bytes stopped the launch.
+  std::optional<AllocationId> needed;
+  /// Failed: the body's error (as stored on the failure, kernel named).
+  std::optional<Error> error;
+
+  [[nodiscard]] bool ran() const noexcept { return status == LaunchStatus::Ran; }
+};
+
+/// One binding as a body sees it: the bytes it may touch (host address for
+/// the host backend, device address for CUDA), and which allocation they
+/// belong to.
+struct BoundBuffer {
+  AllocationId allocation;
+  ByteRange range; ///< Allocation-relative.
+  std::byte* data; ///< Address of the binding's first byte.
+};
+
+/// What a body sees: its inputs and outputs, in the order the launch named
+/// them. Reads are const. For the CUDA backend the spans hold device
+/// addresses: pass .data() to a kernel, never dereference on the host.
+class KernelContext {
+ public:
+  KernelContext(std::string_view kernel, std::span<const BoundBuffer> reads,
+                std::span<const BoundBuffer> writes, void* backend_data) noexcept
+      : kernel_(kernel)
+      , reads_(reads)
+      , writes_(writes)
+      , backend_data_(backend_data) {}
+
+  [[nodiscard]] std::string_view kernel() const noexcept { return kernel_; }
+  [[nodiscard]] std::size_t reads() const noexcept { return reads_.size(); }
+  [[nodiscard]] std::size_t writes() const noexcept { return writes_.size(); }
+
+  /// Input `index`'s bytes. Throws std::out_of_range for a bad index.
+  [[nodiscard]] std::span<const std::byte> read(std::size_t index) const {
+    const BoundBuffer& buffer = at(reads_, index, "read");
+    return {buffer.data, static_cast<std::size_t>(buffer.range.size())};
+  }
+  /// Output `index`'s bytes.
+  [[nodiscard]] std::span<std::byte> write(std::size_t index) const {
+    const BoundBuffer& buffer = at(writes_, index, "write");
+    return {buffer.data, static_cast<std::size_t>(buffer.range.size())};
+  }
+
+  /// Input `index` as elements of T. Throws std::invalid_argument if its
+  /// size or address does not fit T.
+  template <class T>
+  [[nodiscard]] std::span<const T> read_as(std::size_t index) const {
+    const std::span<const std::byte> bytes = read(index);
+    check_fits(bytes.data(), bytes.size(), sizeof(T), alignof(T));
+    return {reinterpret_cast<const T*>(bytes.data()), bytes.size() / sizeof(T)};
+  }
+  template <class T>
+  [[nodiscard]] std::span<T> write_as(std::size_t index) const {
+    const std::span<std::byte> bytes = write(index);
+    check_fits(bytes.data(), bytes.size(), sizeof(T), alignof(T));
+    return {reinterpret_cast<T*>(bytes.data()), bytes.size() / sizeof(T)};
+  }
+
+  [[nodiscard]] const BoundBuffer& read_binding(std::size_t index) const {
+    return at(reads_, index, "read");
+  }
+  [[nodiscard]] const BoundBuffer& write_binding(std::size_t index) const {
+    return at(writes_, index, "write");
+  }
+
+  /// Backend-specific: the CUDA backend passes its stream here.
+  [[nodiscard]] void* backend_data() const noexcept { return backend_data_; }
+
+ private:
+  static const BoundBuffer& at(std::span<const BoundBuffer> buffers, std::size_t index,
+                               const char* what);
+  static void check_fits(const void* data, std::size_t bytes, std::size_t size,
+                         std::size_t alignment);
+
+  std::string_view kernel_;
+  std::span<const BoundBuffer> reads_;
+  std::span<const BoundBuffer> writes_;
+  void* backend_data_;
+};
+
+} // namespace taintpool

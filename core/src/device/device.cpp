@@ -1,0 +1,300 @@
+#include <taintpool/device/device.hpp>
+#include <taintpool/taint.hpp>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace taintpool {
+
+// ------------------------------------------------------------ KernelContext
+
+const BoundBuffer& KernelContext::at(std::span<const BoundBuffer> buffers, std::size_t index,
+                                     const char* what) {
+  if (index >= buffers.size()) {
+    throw std::out_of_range(std::string("KernelContext: ") + what + " binding " +
+                            std::to_string(index) + " of " + std::to_string(buffers.size()));
+  }
+  return buffers[index];
+}
+
+void KernelContext::check_fits(const void* data, std::size_t bytes, std::size_t size,
+                               std::size_t alignment) {
+  if (bytes % size != 0 || reinterpret_cast<std::uintptr_t>(data) % alignment != 0) {
+    throw std::invalid_argument("KernelContext: a binding of " + std::to_string(bytes) +
+                                " bytes is not a whole, aligned array of " + std::to_string(size) +
+                                "-byte elements");
+  }
+}
+
+// ------------------------------------------------------------ reads
+
+std::string to_string(const ReadOutcome& outcome) {
+  std::string text;
+  for (const Report& report : outcome.reports) {
+    if (!text.empty()) {
+      text += '\n';
+    }
+    text += to_string(report);
+  }
+  return text;
+}
+
+StaleRead::StaleRead(std::vector<Report> reports)
+    : Exception(Error(ErrorKind::Unwritten, to_string(ReadOutcome{reports})))
+    , reports_(std::move(reports)) {
+}
+
+// ------------------------------------------------------------ Device
+
+/// Marks a launch in progress, so a body that launches on its own device is
+/// refused instead of clobbering the scope's scratch state.
+struct Device::ScopeGuard {
+  explicit ScopeGuard(bool& flag)
+      : flag_(flag) {
+    if (flag_) {
+      throw std::logic_error("Device::launch is not reentrant: a body launched on its own device");
+    }
+    flag_ = true;
+  }
+  ~ScopeGuard() { flag_ = false; }
+  ScopeGuard(const ScopeGuard&) = delete;
+  ScopeGuard& operator=(const ScopeGuard&) = delete;
+
+ private:
+  bool& flag_;
+};
+
+Device::Device(Backend& backend)
+    : Device(backend, backend.memory_config()) {
+}
+
+Device::Device(Backend& backend, MemoryConfig config)
+    : backend_(backend)
+    , memory_(backend.storage(), graph_, std::move(config)) {
+}
+
+Allocation Device::create_buffer(std::span<const std::byte> bytes) {
+  Allocation buffer = memory_.allocate(bytes.size());
+  write(buffer.whole(), bytes);
+  return buffer;
+}
+
+void Device::resolve_all(std::span<const Binding> bindings, std::vector<BoundBuffer>& into,
+                         std::vector<Taint*>& taints) {
+  into.clear();
+  taints.clear();
+  for (const Binding& binding : bindings) {
+    const BoundBytes bytes = memory_.resolve_swept(binding);
+    into.push_back(
+        BoundBuffer{binding.allocation, binding.range, bytes.data + binding.range.begin()});
+    taints.push_back(bytes.taint);
+  }
+}
+
+LaunchResult Device::launch(std::string_view kernel, std::span<const Binding> reads,
+                            std::span<const Binding> writes, KernelBody body) {
+  ScopeGuard guard(in_launch_);
+  // Every binding is checked before anything is claimed (P3, S1).
+  memory_.sweep();
+  resolve_all(reads, reads_, read_taints_);
+  resolve_all(writes, writes_, write_taints_);
+
+  // S1: decide before claiming. Only reads are checked (S5).
+  for (std::size_t index = 0; index < reads_.size(); ++index) {
+    if (const auto root = read_taints_[index]->failure(reads_[index].range)) {
+      return skip(kernel, *root, reads_[index].allocation);
+    }
+  }
+  return enter(kernel, body);
+}
+
+LaunchResult Device::skip(std::string_view kernel, FailureId root, AllocationId needed) {
+  SkipRecord record{std::string(kernel), needed, {}};
+  for (const BoundBuffer& output : writes_) {
+    if (std::find(record.produced.begin(), record.produced.end(), output.allocation) ==
+        record.produced.end()) {
+      record.produced.push_back(output.allocation);
+    }
+  }
+  // The outputs take the root failure; nothing is minted (S4).
+  for (std::size_t index = 0; index < writes_.size(); ++index) {
+    write_taints_[index]->taint(writes_[index].range, root, graph_);
+  }
+  graph_.skipped(root, std::move(record));
+  LaunchResult result;
+  result.status = LaunchStatus::Skipped;
+  result.failure = root;
+  result.needed = needed;
+  return result;
+}
+
+namespace {
+
+/// The stored error names the kernel, so a report says who left the bytes
+/// unwritten.
+Error named(std::string_view kernel, const Error& error, std::size_t ignored_ranges) {
+  std::string message(kernel);
+  message += ": ";
+  message += error.message().empty() ? std::string(name(error.kind())) : error.message();
+  if (ignored_ranges != 0) {
+    message += " (" + std::to_string(ignored_ranges) +
+               " reported written ranges lay outside their outputs and were ignored)";
+  }
+  return Error(error.kind(), std::move(message));
+}
+
+} // namespace
+
+LaunchResult Device::enter(std::string_view kernel, KernelBody body) {
+  const KernelContext context(kernel, reads_, writes_, backend_.backend_data());
+  LaunchResult result;
+  if (writes_.empty()) {
+    // Nothing to claim, nothing to taint: a failure here is only reported.
+    LaunchOutcome outcome = backend_.run(body, context);
+    if (!outcome.ok()) {
+      result.status = LaunchStatus::Failed;
+      result.error = named(kernel, *outcome.error(), outcome.written().size());
+    }
+    return result;
+  }
+
+  // The provisional failure claims the whole write set (S1).
+  const FailureId provisional = graph_.insert(Error::torn_down());
+  try {
+    for (std::size_t index = 0; index < writes_.size(); ++index) {
+      write_taints_[index]->taint(writes_[index].range, provisional, graph_);
+    }
+  } catch (...) {
+    // Out of memory mid-claim: what was claimed reads as torn down, which
+    // is the safe direction; the provisional node goes if it claimed nothing.
+    graph_.prune(provisional);
+    throw;
+  }
+
+  std::optional<LaunchOutcome> outcome;
+  try {
+    outcome.emplace(backend_.run(body, context));
+  } catch (...) {
+    // S3: the write set stays claimed by TornDown; say which kernel threw.
+    try {
+      std::string why = "a non-standard exception";
+      try {
+        throw;
+      } catch (const std::exception& error) {
+        why = error.what();
+      } catch (...) {
+      }
+      graph_.replace(provisional, Error(ErrorKind::TornDown,
+                                        std::string(kernel) + " threw before finishing: " + why));
+    } catch (...) {
+      // Keep the payload-free TornDown if even the message cannot be built.
+    }
+    graph_.prune(provisional);
+    throw;
+  }
+
+  if (outcome->ok()) {
+    for (std::size_t index = 0; index < writes_.size(); ++index) {
+      write_taints_[index]->written(writes_[index].range, graph_);
+    }
+    graph_.prune(provisional);
+    return result;
+  }
+
+  // S2: reported ranges are untrusted input. One inside its output is
+  // released; one outside is ignored, never releasing bytes it does not own.
+  std::size_t ignored = 0;
+  for (const WrittenRange& written : outcome->written()) {
+    if (written.output >= writes_.size() ||
+        written.range.end() > writes_[written.output].range.size()) {
+      ++ignored;
+    }
+  }
+  Error error = named(kernel, *outcome->error(), ignored);
+  graph_.replace(provisional, error);
+  for (const WrittenRange& written : outcome->written()) {
+    if (written.output < writes_.size() &&
+        written.range.end() <= writes_[written.output].range.size()) {
+      const BoundBuffer& output = writes_[written.output];
+      write_taints_[written.output]->written(
+          ByteRange::of(output.range.begin() + written.range.begin(),
+                        output.range.begin() + written.range.end()),
+          graph_);
+    }
+  }
+  graph_.prune(provisional);
+  result.status = LaunchStatus::Failed;
+  if (graph_.contains(provisional)) {
+    result.failure = provisional;
+  }
+  result.error = std::move(error);
+  return result;
+}
+
+LaunchResult Device::write(const Binding& into, std::span<const std::byte> bytes) {
+  if (bytes.size() != into.range.size()) {
+    throw Exception(Error::invalid_binding("a host write of " + std::to_string(bytes.size()) +
+                                           " bytes into " + to_string(into.allocation) + " bytes " +
+                                           to_string(into.range) + " (" +
+                                           std::to_string(into.range.size()) + " bytes)"));
+  }
+  return launch("host write", std::span<const Binding>(), std::span<const Binding>(&into, 1),
+                [&](const KernelContext& context) {
+                  if (auto error = backend_.copy_in(context.write_binding(0).data, bytes.data(),
+                                                    bytes.size())) {
+                    return LaunchOutcome::failure(std::move(*error));
+                  }
+                  return LaunchOutcome::success();
+                });
+}
+
+std::vector<Report> Device::stale_reports(const Binding& from) {
+  const BoundBytes bytes = memory_.resolve(from);
+  std::vector<Report> reports;
+  for (const FailureId failure : bytes.taint->failures(from.range)) {
+    Report report = graph_.report(failure, from.allocation);
+    // The first stale range of this failure within the read.
+    bytes.taint->for_each_claim([&](FailureId claimant, ByteRange claimed) {
+      if (claimant == failure && !report.stale && claimed.overlaps(from.range)) {
+        report.stale = claimed.intersect(from.range);
+      }
+    });
+    reports.push_back(std::move(report));
+  }
+  return reports;
+}
+
+ReadOutcome Device::read(const Binding& from, std::span<std::byte> into) {
+  const BoundBytes bytes = memory_.resolve(from);
+  if (into.size() != from.range.size()) {
+    throw Exception(Error::invalid_binding("a read of " + to_string(from.allocation) + " bytes " +
+                                           to_string(from.range) + " into " +
+                                           std::to_string(into.size()) + " bytes"));
+  }
+  if (bytes.taint->failure(from.range)) {
+    return ReadOutcome{stale_reports(from)};
+  }
+  if (auto error = backend_.copy_out(into.data(), bytes.data + from.range.begin(), into.size())) {
+    throw Exception(std::move(*error));
+  }
+  return ReadOutcome{};
+}
+
+std::vector<std::byte> Device::read_bytes(const Binding& from) {
+  std::vector<std::byte> bytes(static_cast<std::size_t>(from.range.size()));
+  ReadOutcome outcome = read(from, bytes);
+  if (!outcome) {
+    throw StaleRead(std::move(outcome.reports));
+  }
+  return bytes;
+}
+
+void Device::check_invariants() const {
+  graph_.check_invariants();
+  memory_.check_invariants();
+  const std::vector<const Taint*> carriers = memory_.carriers();
+  check_refcounts(graph_, carriers);
+}
+
+} // namespace taintpool
