@@ -25,11 +25,15 @@
 
 namespace taintpool {
 
-/// One launch that did not run because an input carried a failure (S1).
+/// One launch that carried a failure from an input to its outputs: it was
+/// skipped because the input was stale (S1), or — on an asynchronous device
+/// whose checked kernel reported failure only later — it had already run on
+/// the input's stale bytes (`ran`).
 struct SkipRecord {
   std::string kernel;                 ///< The launch's name, as the caller gave it.
   AllocationId needed;                ///< The input whose stale bytes stopped it.
   std::vector<AllocationId> produced; ///< The outputs that took the failure instead.
+  bool ran = false; ///< It ran before the failure was known, so its outputs are garbage.
 
   friend bool operator==(const SkipRecord&, const SkipRecord&) = default;
 };

@@ -27,7 +27,7 @@ void KernelContext::check_fits(const void* data, std::size_t bytes, std::size_t 
   }
 }
 
-// ------------------------------------------------------------ reads
+// ------------------------------------------------------------ read outcomes
 
 std::string to_string(const ReadOutcome& outcome) {
   std::string text;
@@ -99,14 +99,27 @@ LaunchResult Device::launch(std::string_view kernel, std::span<const Binding> re
   memory_.sweep();
   resolve_all(reads, reads_, read_taints_);
   resolve_all(writes, writes_, write_taints_);
+  const std::uint64_t launch = next_launch_++;
+  LaunchResult result;
+  try {
+    result = decide_and_run(launch, kernel, body);
+  } catch (...) {
+    log_if_unconfirmed(launch, kernel, reads, writes, LaunchStatus::Failed);
+    throw;
+  }
+  log_if_unconfirmed(launch, kernel, reads, writes, result.status);
+  return result;
+}
 
+LaunchResult Device::decide_and_run(std::uint64_t launch, std::string_view kernel,
+                                    KernelBody body) {
   // S1: decide before claiming. Only reads are checked (S5).
   for (std::size_t index = 0; index < reads_.size(); ++index) {
     if (const auto root = read_taints_[index]->failure(reads_[index].range)) {
       return skip(kernel, *root, reads_[index].allocation);
     }
   }
-  return enter(kernel, body);
+  return enter(launch, kernel, body);
 }
 
 LaunchResult Device::skip(std::string_view kernel, FailureId root, AllocationId needed) {
@@ -146,8 +159,8 @@ Error named(std::string_view kernel, const Error& error, std::size_t ignored_ran
 
 } // namespace
 
-LaunchResult Device::enter(std::string_view kernel, KernelBody body) {
-  const KernelContext context(kernel, reads_, writes_, backend_.backend_data());
+LaunchResult Device::enter(std::uint64_t launch, std::string_view kernel, KernelBody body) {
+  const KernelContext context(launch, kernel, reads_, writes_, backend_.backend_data());
   LaunchResult result;
   if (writes_.empty()) {
     // Nothing to claim, nothing to taint: a failure here is only reported.
@@ -249,7 +262,133 @@ LaunchResult Device::write(const Binding& into, std::span<const std::byte> bytes
                 });
 }
 
+// ------------------------------------------------------------ late failures
+
+void Device::log_if_unconfirmed(std::uint64_t launch, std::string_view kernel,
+                                std::span<const Binding> reads, std::span<const Binding> writes,
+                                LaunchStatus status) {
+  const std::optional<std::uint64_t> oldest = backend_.oldest_unconfirmed_launch();
+  if (!oldest) {
+    log_.clear(); // Everything is confirmed: no replay will need it.
+    return;
+  }
+  while (!log_.empty() && log_.front().launch < *oldest) {
+    log_.pop_front();
+  }
+  log_.push_back(LoggedLaunch{launch, std::string(kernel), status,
+                              std::vector<Binding>(reads.begin(), reads.end()),
+                              std::vector<Binding>(writes.begin(), writes.end())});
+}
+
+namespace {
+
+bool overlaps(const Binding& a, const Binding& b) {
+  return a.allocation == b.allocation && a.range.overlaps(b.range);
+}
+
+/// Removes `cut`'s bytes from a set of bindings, splitting what it lands in.
+void subtract(std::vector<Binding>& set, const Binding& cut) {
+  std::vector<Binding> kept;
+  for (const Binding& held : set) {
+    if (!overlaps(held, cut)) {
+      kept.push_back(held);
+      continue;
+    }
+    if (held.range.begin() < cut.range.begin()) {
+      kept.push_back({held.allocation, ByteRange::of(held.range.begin(), cut.range.begin())});
+    }
+    if (cut.range.end() < held.range.end()) {
+      kept.push_back({held.allocation, ByteRange::of(cut.range.end(), held.range.end())});
+    }
+  }
+  set = std::move(kept);
+}
+
+} // namespace
+
+void Device::synchronize() {
+  std::vector<LateFailure> late = backend_.synchronize();
+  std::sort(late.begin(), late.end(),
+            [](const LateFailure& a, const LateFailure& b) { return a.launch < b.launch; });
+  for (const LateFailure& failure : late) {
+    attribute(failure);
+  }
+  const std::optional<std::uint64_t> oldest = backend_.oldest_unconfirmed_launch();
+  while (!log_.empty() && (!oldest || log_.front().launch < *oldest)) {
+    log_.pop_front();
+  }
+}
+
+void Device::attribute(const LateFailure& late) {
+  const auto origin = std::find_if(log_.begin(), log_.end(), [&](const LoggedLaunch& logged) {
+    return logged.launch == late.launch;
+  });
+  if (origin == log_.end()) {
+    throw std::logic_error("Device::synchronize: the backend reported launch " +
+                           std::to_string(late.launch) +
+                           " failed, but it was confirmed already (a backend must keep a "
+                           "checked launch unconfirmed until it reports it)");
+  }
+  if (origin->status != LaunchStatus::Ran) {
+    return; // Its outputs already carry the failure that stopped it.
+  }
+  // The stale bytes: the write set, less what the kernel says it finished
+  // (untrusted: a range outside its output is ignored, S2).
+  std::vector<Binding> stale = origin->writes;
+  std::size_t ignored = 0;
+  for (const WrittenRange& written : late.written) {
+    if (written.output >= origin->writes.size() ||
+        written.range.end() > origin->writes[written.output].range.size()) {
+      ++ignored;
+      continue;
+    }
+    const Binding& output = origin->writes[written.output];
+    subtract(stale, {output.allocation, ByteRange::of(output.range.begin() + written.range.begin(),
+                                                      output.range.begin() + written.range.end())});
+  }
+  Error error = named(origin->kernel, late.error, ignored);
+  error = Error(error.kind(), error.message() + " (reported when the device synchronised)");
+  const FailureId failure = graph_.insert(std::move(error));
+  origin->status = LaunchStatus::Failed;
+
+  // Replay what ran since: a launch that read stale bytes computed garbage,
+  // so its outputs join the stale set; any other launch overwrote its
+  // outputs (with good data, or with its own failure), so they leave it.
+  for (auto later = std::next(origin); later != log_.end(); ++later) {
+    const auto consumed =
+        std::find_if(later->reads.begin(), later->reads.end(), [&](const Binding& read) {
+          return std::any_of(stale.begin(), stale.end(),
+                             [&](const Binding& held) { return overlaps(read, held); });
+        });
+    if (consumed != later->reads.end() && later->status == LaunchStatus::Ran) {
+      SkipRecord record{later->kernel, consumed->allocation, {}, true};
+      for (const Binding& output : later->writes) {
+        stale.push_back(output);
+        if (std::find(record.produced.begin(), record.produced.end(), output.allocation) ==
+            record.produced.end()) {
+          record.produced.push_back(output.allocation);
+        }
+      }
+      graph_.skipped(failure, std::move(record));
+      later->status = LaunchStatus::Failed;
+    } else {
+      for (const Binding& output : later->writes) {
+        subtract(stale, output);
+      }
+    }
+  }
+  for (const Binding& bytes : stale) {
+    if (memory_.contains(bytes.allocation)) {
+      memory_.taint(bytes, failure);
+    }
+  }
+  graph_.prune(failure);
+}
+
+// ------------------------------------------------------------ reads
+
 std::vector<Report> Device::stale_reports(const Binding& from) {
+  synchronize();
   const BoundBytes bytes = memory_.resolve(from);
   std::vector<Report> reports;
   for (const FailureId failure : bytes.taint->failures(from.range)) {
@@ -266,6 +405,7 @@ std::vector<Report> Device::stale_reports(const Binding& from) {
 }
 
 ReadOutcome Device::read(const Binding& from, std::span<std::byte> into) {
+  synchronize();
   const BoundBytes bytes = memory_.resolve(from);
   if (into.size() != from.range.size()) {
     throw Exception(Error::invalid_binding("a read of " + to_string(from.allocation) + " bytes " +

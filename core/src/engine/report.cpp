@@ -11,7 +11,9 @@ std::string to_string(const Report& report) {
   }
   text += " cannot be read: " + to_string(report.failure) + " (" + to_string(report.root) + ")";
   for (const SkipRecord& step : report.path) {
-    text += "\n  " + step.kernel + " was skipped: it needed " + to_string(step.needed);
+    text += "\n  " + step.kernel +
+            (step.ran ? " ran on stale bytes of " : " was skipped: it needed ") +
+            to_string(step.needed) + (step.ran ? " before the failure was known" : "");
   }
   text += "\n  " + to_string(report.origin) + " was left unwritten by " + to_string(report.failure);
   if (report.path_may_be_incomplete) {

@@ -10,6 +10,14 @@
 //   * how bytes cross between the host and the buffers (host writes, reads).
 // Copies report device errors as an Error, never by throwing, so a failed
 // host write becomes taint like any other failed write.
+//
+// Asynchronous devices add one thing: a launch can look successful when it
+// is queued and be found failed later — a checked kernel writes its status
+// to device memory, read at the next synchronisation. Such a backend keeps
+// its launches *unconfirmed* until then (oldest_unconfirmed_launch) and
+// returns what it found from synchronize(); the Device attributes each
+// LateFailure to the launch's write set and to everything downstream that
+// consumed those bytes since.
 #pragma once
 
 #include <taintpool/detail/function_ref.hpp>
@@ -21,11 +29,19 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace taintpool {
 
 /// A launch's body, by reference; it must not outlive the launch() call.
 using KernelBody = detail::FunctionRef<LaunchOutcome(const KernelContext&)>;
+
+/// A launch found failed after it was queued (a checked kernel's status).
+struct LateFailure {
+  std::uint64_t launch;              ///< KernelContext::launch() of the failed launch.
+  Error error;                       ///< What it reported.
+  std::vector<WrittenRange> written; ///< What it finished before failing (S2; untrusted).
+};
 
 class Backend {
  public:
@@ -50,6 +66,16 @@ class Backend {
 
   /// What KernelContext::backend_data() returns to bodies.
   [[nodiscard]] virtual void* backend_data() noexcept { return nullptr; }
+
+  /// Waits for every queued launch and copy, and returns the launches that
+  /// turned out to have failed, oldest first. Confirms everything before.
+  [[nodiscard]] virtual std::vector<LateFailure> synchronize() { return {}; }
+
+  /// The oldest launch whose outcome is not yet known, if any. While one
+  /// exists the Device logs every launch, to attribute a late failure.
+  [[nodiscard]] virtual std::optional<std::uint64_t> oldest_unconfirmed_launch() const noexcept {
+    return std::nullopt;
+  }
 
  protected:
   Backend() = default;

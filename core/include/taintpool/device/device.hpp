@@ -53,6 +53,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <initializer_list>
 #include <span>
 #include <string>
@@ -125,6 +126,13 @@ class Device {
   /// The reports a read of `from` would return, without copying (D1, G8, G9).
   [[nodiscard]] std::vector<Report> stale_reports(const Binding& from);
 
+  /// Waits for queued work and attributes every failure a checked kernel
+  /// reported late (an asynchronous backend): the failed launch's unfinished
+  /// outputs, and the outputs of every launch that has since run on those
+  /// bytes, take a new failure whose report names the path (records with
+  /// `ran` set). Reads call this first. A no-op on the host backend.
+  void synchronize();
+
   /// Discover dropped buffers now (their error state goes with them, P1).
   void sweep() { memory_.sweep(); }
   /// sweep(), and give free pages back to the storage.
@@ -141,10 +149,25 @@ class Device {
  private:
   struct ScopeGuard;
 
+  /// A launch whose outcome an asynchronous backend has not yet confirmed,
+  /// or any launch after one: what a late failure's replay needs.
+  struct LoggedLaunch {
+    std::uint64_t launch;
+    std::string kernel;
+    LaunchStatus status; ///< Ran: its outputs were released (until proven garbage).
+    std::vector<Binding> reads;
+    std::vector<Binding> writes;
+  };
+
+  LaunchResult decide_and_run(std::uint64_t launch, std::string_view kernel, KernelBody body);
+  void log_if_unconfirmed(std::uint64_t launch, std::string_view kernel,
+                          std::span<const Binding> reads, std::span<const Binding> writes,
+                          LaunchStatus status);
+  void attribute(const LateFailure& late);
   void resolve_all(std::span<const Binding> bindings, std::vector<BoundBuffer>& into,
                    std::vector<Taint*>& taints);
   LaunchResult skip(std::string_view kernel, FailureId root, AllocationId needed);
-  LaunchResult enter(std::string_view kernel, KernelBody body);
+  LaunchResult enter(std::uint64_t launch, std::string_view kernel, KernelBody body);
 
   Backend& backend_;
   ErrorGraph graph_; // Declared before memory_: the memory clears taints into it on destruction.
@@ -153,6 +176,8 @@ class Device {
   std::vector<BoundBuffer> writes_;
   std::vector<Taint*> read_taints_;
   std::vector<Taint*> write_taints_;
+  std::deque<LoggedLaunch> log_;
+  std::uint64_t next_launch_ = 1;
   bool in_launch_ = false;
 };
 

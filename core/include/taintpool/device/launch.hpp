@@ -101,13 +101,17 @@ struct BoundBuffer {
 /// addresses: pass .data() to a kernel, never dereference on the host.
 class KernelContext {
  public:
-  KernelContext(std::string_view kernel, std::span<const BoundBuffer> reads,
+  KernelContext(std::uint64_t launch, std::string_view kernel, std::span<const BoundBuffer> reads,
                 std::span<const BoundBuffer> writes, void* backend_data) noexcept
-      : kernel_(kernel)
+      : launch_(launch)
+      , kernel_(kernel)
       , reads_(reads)
       , writes_(writes)
       , backend_data_(backend_data) {}
 
+  /// The launch's sequence number on its device (1, 2, 3 …): how a backend
+  /// names it when it reports a failure late (LateFailure).
+  [[nodiscard]] std::uint64_t launch() const noexcept { return launch_; }
   [[nodiscard]] std::string_view kernel() const noexcept { return kernel_; }
   [[nodiscard]] std::size_t reads() const noexcept { return reads_.size(); }
   [[nodiscard]] std::size_t writes() const noexcept { return writes_.size(); }
@@ -154,6 +158,7 @@ class KernelContext {
   static void check_fits(const void* data, std::size_t bytes, std::size_t size,
                          std::size_t alignment);
 
+  std::uint64_t launch_;
   std::string_view kernel_;
   std::span<const BoundBuffer> reads_;
   std::span<const BoundBuffer> writes_;

@@ -14,7 +14,7 @@
 
 namespace taintpool {
 
-class HostBackend final : public Backend {
+class HostBackend : public Backend {
  public:
   /// Owns a HostStorage with this alignment; the default memory config.
   explicit HostBackend(std::uint64_t alignment = 256);
