@@ -1,0 +1,631 @@
+// Pins: the ErrorGraph rules of DESIGN.md §3.3 — G1 ids, G2/G3 tags, G4
+// replace, G5 prune, G6 error, G7 the skip cap, G8 the report walk (and its
+// printed form), G9 one report per failure — and the refcount rules R1–R4
+// that tie the graph to its carriers.
+//
+// Why: the graph decides how long an error lives and what a failed read says.
+// A node that outlives its last carrier leaks; one that dies early loses the
+// explanation of a stale buffer; a report that stops short or walks the
+// wrong way sends a person to the wrong kernel. The G8 tests build the
+// design's own example (load_weights runs out of memory, linear and softmax
+// are skipped) and read the report the way a person would.
+#include <taintpool/byte_range.hpp>
+#include <taintpool/error.hpp>
+#include <taintpool/error_graph.hpp>
+#include <taintpool/failure_id.hpp>
+#include <taintpool/report.hpp>
+#include <taintpool/taint.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine_snapshot.hpp"
+
+namespace taintpool {
+namespace {
+
+ByteRange r(std::uint64_t begin, std::uint64_t end) {
+  return ByteRange::of(begin, end);
+}
+
+AllocationId alloc(std::uint64_t raw) {
+  return AllocationId::from_raw(raw);
+}
+
+FailureId id(std::uint64_t raw) {
+  return FailureId::from_raw(raw);
+}
+
+SkipRecord skip(std::string kernel, std::uint64_t needed, std::vector<std::uint64_t> produced) {
+  SkipRecord record{std::move(kernel), alloc(needed), {}};
+  for (std::uint64_t raw : produced) {
+    record.produced.push_back(alloc(raw));
+  }
+  return record;
+}
+
+// ---- G1 insert ---------------------------------------------------------------
+
+TEST(ErrorGraph, G1_IdsCountUpFromOneAndANewNodeHasNoTags) {
+  ErrorGraph graph;
+  EXPECT_EQ(graph.next_id(), id(1));
+  const FailureId first = graph.insert(Error::launch("a"));
+  const FailureId second = graph.insert(Error::launch("b"));
+  const FailureId third = graph.insert(Error::torn_down());
+  EXPECT_EQ(first, id(1));
+  EXPECT_EQ(second, id(2));
+  EXPECT_EQ(third, id(3));
+  EXPECT_EQ(graph.next_id(), id(4));
+  EXPECT_EQ(graph.size(), 3u);
+  for (const FailureId failure : {first, second, third}) {
+    EXPECT_TRUE(graph.contains(failure));
+    EXPECT_EQ(graph.tags(failure), 0u);
+  }
+}
+
+TEST(ErrorGraph, G1_IdsAreNeverReusedAfterANodeIsRemoved) {
+  ErrorGraph graph;
+  const FailureId first = graph.insert(Error::launch("a"));
+  graph.prune(first);
+  ASSERT_TRUE(graph.empty());
+  const FailureId second = graph.insert(Error::launch("b"));
+  EXPECT_EQ(second, id(2));
+  EXPECT_FALSE(graph.contains(first));
+  EXPECT_EQ(graph.error(first), nullptr) << "the old id names nothing, not the new node";
+  graph.prune(second);
+}
+
+TEST(ErrorGraph, G1_IdsAre64BitsWide) {
+  static_assert(sizeof(FailureId) == 8);
+  EXPECT_EQ(FailureId::from_raw(UINT64_MAX).raw(), UINT64_MAX);
+}
+
+// ---- G2 tag / G3 untag ---------------------------------------------------------
+
+TEST(ErrorGraph, G2_TagAddsOneCarrier) {
+  ErrorGraph graph;
+  const FailureId f = graph.insert(Error::launch("a"));
+  graph.tag(f);
+  graph.tag(f);
+  EXPECT_EQ(graph.tags(f), 2u);
+  graph.untag(f);
+  graph.untag(f);
+}
+
+TEST(ErrorGraph, G3_UntagOfNothingDoesNothing) {
+  ErrorGraph graph;
+  const FailureId f = graph.insert(Error::launch("a"));
+  graph.tag(f);
+  graph.untag(std::nullopt);
+  EXPECT_EQ(graph.tags(f), 1u);
+  graph.untag(f);
+}
+
+TEST(ErrorGraph, G3_TheNodeIsRemovedWhenItsLastTagGoes) {
+  ErrorGraph graph;
+  const FailureId f = graph.insert(Error::launch("a"));
+  graph.tag(f);
+  graph.tag(f);
+  graph.untag(f);
+  EXPECT_TRUE(graph.contains(f));
+  graph.untag(f);
+  EXPECT_FALSE(graph.contains(f));
+  EXPECT_TRUE(graph.empty());
+  EXPECT_EQ(graph.tags(f), 0u);
+}
+
+TEST(ErrorGraph, G3_RemovalWorksForOlderNodesAsWellAsTheNewest) {
+  // The newest node lives in its own slot and older ones in a table; removal
+  // must be right in both, in any order, without disturbing the others.
+  ErrorGraph graph;
+  std::vector<FailureId> failures;
+  for (int at = 0; at < 40; ++at) {
+    failures.push_back(graph.insert(Error::launch("f" + std::to_string(at))));
+    graph.tag(failures.back());
+  }
+  for (std::size_t at = 0; at < failures.size(); at += 3) {
+    graph.untag(failures[at]);
+  }
+  EXPECT_NO_THROW(graph.check_invariants());
+  for (std::size_t at = 0; at < failures.size(); ++at) {
+    const bool removed = at % 3 == 0; // includes 39, the newest
+    EXPECT_EQ(graph.contains(failures[at]), !removed) << "failure index " << at;
+    if (!removed) {
+      EXPECT_EQ(graph.error(failures[at])->message(), "f" + std::to_string(at));
+      graph.untag(failures[at]);
+    }
+  }
+  EXPECT_TRUE(graph.empty());
+}
+
+// ---- G4 replace --------------------------------------------------------------
+
+TEST(ErrorGraph, G4_ReplaceSwapsTheErrorAndKeepsTheTags) {
+  ErrorGraph graph;
+  const FailureId f = graph.insert(Error::torn_down());
+  graph.tag(f);
+  graph.replace(f, Error::out_of_memory("64 MiB requested"));
+  ASSERT_NE(graph.error(f), nullptr);
+  EXPECT_EQ(*graph.error(f), Error::out_of_memory("64 MiB requested"));
+  EXPECT_EQ(graph.tags(f), 1u);
+  graph.untag(f);
+}
+
+TEST(ErrorGraph, G4_ReplacingAMissingFailureIsIgnored) {
+  ErrorGraph graph;
+  const FailureId live = graph.insert(Error::launch("live"));
+  const auto before = testing::snapshot(graph);
+  graph.replace(id(2), Error::launch("never minted"));
+  const FailureId gone = graph.insert(Error::launch("gone"));
+  graph.prune(gone);
+  const auto after_insert = testing::snapshot(graph);
+  graph.replace(gone, Error::launch("too late"));
+  EXPECT_EQ(testing::snapshot(graph), after_insert);
+  EXPECT_EQ(before.nodes, after_insert.nodes);
+  graph.prune(live);
+}
+
+// ---- G5 prune ----------------------------------------------------------------
+
+TEST(ErrorGraph, G5_PruneRemovesAFailureWithNoCarrier) {
+  ErrorGraph graph;
+  const FailureId f = graph.insert(Error::torn_down());
+  graph.prune(f);
+  EXPECT_FALSE(graph.contains(f));
+  EXPECT_TRUE(graph.empty());
+}
+
+TEST(ErrorGraph, G5_PruneKeepsAFailureSomeCarrierHolds) {
+  ErrorGraph graph;
+  const FailureId f = graph.insert(Error::torn_down());
+  graph.tag(f);
+  graph.prune(f);
+  EXPECT_TRUE(graph.contains(f));
+  EXPECT_EQ(graph.tags(f), 1u);
+  graph.untag(f);
+}
+
+TEST(ErrorGraph, G5_PruningAMissingFailureIsIgnored) {
+  ErrorGraph graph;
+  const FailureId f = graph.insert(Error::launch("a"));
+  graph.tag(f);
+  const auto before = testing::snapshot(graph);
+  graph.prune(id(99));
+  graph.prune(id(UINT64_MAX));
+  EXPECT_EQ(testing::snapshot(graph), before);
+  graph.untag(f);
+}
+
+TEST(ErrorGraph, G5_PruneWorksOnAnOlderNodeToo) {
+  ErrorGraph graph;
+  const FailureId older = graph.insert(Error::torn_down());
+  const FailureId newer = graph.insert(Error::torn_down());
+  graph.prune(older);
+  EXPECT_FALSE(graph.contains(older));
+  EXPECT_TRUE(graph.contains(newer));
+  graph.prune(newer);
+  EXPECT_TRUE(graph.empty());
+}
+
+// ---- G6 error ----------------------------------------------------------------
+
+TEST(ErrorGraph, G6_ErrorIsTheFailuresErrorUntilItIsGone) {
+  ErrorGraph graph;
+  ErrorGraph other;
+  Taint taint;
+  const FailureId f = graph.insert(Error::out_of_memory("load_weights"));
+  taint.taint(r(0, 8), f, graph);
+  ASSERT_NE(graph.error(f), nullptr);
+  EXPECT_EQ(graph.error(f)->kind(), ErrorKind::OutOfMemory);
+  EXPECT_EQ(graph.error(f)->message(), "load_weights");
+  taint.written(r(0, 8), graph);
+  EXPECT_EQ(graph.error(f), nullptr);
+  EXPECT_EQ(other.error(f), nullptr) << "a graph that never minted it knows nothing of it";
+}
+
+// ---- G7 skip records -----------------------------------------------------------
+
+TEST(ErrorGraph, G7_SkipRecordsAreKeptInOrderUpToTheCap) {
+  ErrorGraph graph;
+  const FailureId f = graph.insert(Error::launch("root"));
+  for (std::uint64_t at = 1; at <= 3; ++at) {
+    graph.skipped(f, skip("k" + std::to_string(at), at, {at + 1}));
+  }
+  EXPECT_EQ(graph.skips_recorded(f), 3u);
+  const std::vector<SkipRecord> kept = graph.skip_records(f);
+  ASSERT_EQ(kept.size(), 3u);
+  EXPECT_EQ(kept[0].kernel, "k1") << "oldest first";
+  EXPECT_EQ(kept[2].kernel, "k3");
+  graph.prune(f);
+}
+
+TEST(ErrorGraph, G7_OnlyTheNewest16AreKeptButEveryRecordIsCounted) {
+  static_assert(ErrorGraph::kept_skip_records == 16);
+  ErrorGraph graph;
+  const FailureId f = graph.insert(Error::launch("root"));
+  for (std::uint64_t at = 1; at <= 40; ++at) {
+    graph.skipped(f, skip("k" + std::to_string(at), 1, {2}));
+    EXPECT_EQ(graph.skips_recorded(f), at);
+    const std::vector<SkipRecord> kept = graph.skip_records(f);
+    ASSERT_EQ(kept.size(), std::min<std::uint64_t>(at, 16));
+    // Oldest first, contiguous, ending at the newest.
+    for (std::size_t k = 0; k < kept.size(); ++k) {
+      EXPECT_EQ(kept[k].kernel, "k" + std::to_string(at - kept.size() + 1 + k));
+    }
+  }
+  EXPECT_NO_THROW(graph.check_invariants());
+  graph.prune(f);
+}
+
+TEST(ErrorGraph, G7_SkipRecordsAreKeptPerFailureAndDieWithIt) {
+  ErrorGraph graph;
+  const FailureId a = graph.insert(Error::launch("a"));
+  const FailureId b = graph.insert(Error::launch("b"));
+  graph.tag(b);
+  graph.skipped(a, skip("ka", 1, {2}));
+  graph.skipped(b, skip("kb", 3, {4}));
+  graph.skipped(b, skip("kb2", 4, {5}));
+  EXPECT_EQ(graph.skips_recorded(a), 1u);
+  EXPECT_EQ(graph.skips_recorded(b), 2u);
+  graph.prune(a);
+  EXPECT_EQ(graph.skips_recorded(a), 0u);
+  EXPECT_TRUE(graph.skip_records(a).empty());
+  EXPECT_EQ(graph.skips_recorded(b), 2u);
+  graph.untag(b);
+  EXPECT_EQ(graph.skips_recorded(b), 0u);
+}
+
+// ---- G8 report ----------------------------------------------------------------
+
+/// DESIGN.md §1's example: load_weights runs out of memory leaving
+/// allocation 7 unwritten; linear (7 -> 12) and softmax (12 -> 15) are
+/// skipped, carrying the same root.
+struct LoadWeightsChain {
+  ErrorGraph graph;
+  Taint weights; // allocation 7
+  Taint hidden;  // allocation 12
+  Taint probs;   // allocation 15
+  FailureId root = graph.insert(Error::out_of_memory("load_weights: 64 MiB requested, 12 free"));
+
+  LoadWeightsChain() {
+    weights.taint(r(0, 4096), root, graph);
+    graph.skipped(root, skip("linear", 7, {12}));
+    hidden.taint(r(0, 1024), root, graph);
+    graph.skipped(root, skip("softmax", 12, {15}));
+    probs.taint(r(0, 1024), root, graph);
+  }
+  LoadWeightsChain(const LoadWeightsChain&) = delete;
+  LoadWeightsChain& operator=(const LoadWeightsChain&) = delete;
+  ~LoadWeightsChain() {
+    weights.clear(graph);
+    hidden.clear(graph);
+    probs.clear(graph);
+  }
+};
+
+TEST(ErrorGraph, G8_AReportWalksBackThroughEverySkipToTheOriginNewestFirst) {
+  LoadWeightsChain chain;
+  const Report report = chain.graph.report(chain.root, alloc(15));
+  EXPECT_EQ(report.failure, chain.root);
+  EXPECT_EQ(report.root, Error::out_of_memory("load_weights: 64 MiB requested, 12 free"));
+  EXPECT_EQ(report.read, alloc(15));
+  ASSERT_EQ(report.path.size(), 2u);
+  EXPECT_EQ(report.path[0].kernel, "softmax") << "newest first";
+  EXPECT_EQ(report.path[0].needed, alloc(12));
+  EXPECT_EQ(report.path[1].kernel, "linear");
+  EXPECT_EQ(report.path[1].needed, alloc(7));
+  EXPECT_EQ(report.origin, alloc(7));
+  EXPECT_EQ(report.skips_recorded, 2u);
+  EXPECT_FALSE(report.path_may_be_incomplete);
+  EXPECT_EQ(report.stale, std::nullopt) << "the graph does not know the bytes; the device does";
+}
+
+TEST(ErrorGraph, G8_AReportStartsWhereverTheReadIsInTheChain) {
+  LoadWeightsChain chain;
+  const Report middle = chain.graph.report(chain.root, alloc(12));
+  ASSERT_EQ(middle.path.size(), 1u);
+  EXPECT_EQ(middle.path[0].kernel, "linear");
+  EXPECT_EQ(middle.origin, alloc(7));
+
+  const Report origin = chain.graph.report(chain.root, alloc(7));
+  EXPECT_TRUE(origin.path.empty());
+  EXPECT_EQ(origin.origin, alloc(7)) << "the read itself is the origin when nothing produced it";
+}
+
+TEST(ErrorGraph, G8_ThePrintedReportNamesTheReadTheRootEachSkipAndTheOrigin) {
+  LoadWeightsChain chain;
+  const std::string text = to_string(chain.graph.report(chain.root, alloc(15)));
+  const auto at = [&](const std::string& needle) {
+    const auto found = text.find(needle);
+    EXPECT_NE(found, std::string::npos) << "missing \"" << needle << "\" in:\n" << text;
+    return found;
+  };
+  const auto head = at("allocation 15 cannot be read: failure 1 (out of memory: load_weights");
+  const auto softmax = at("softmax was skipped: it needed allocation 12");
+  const auto linear = at("linear was skipped: it needed allocation 7");
+  const auto origin = at("allocation 7 was left unwritten by failure 1");
+  EXPECT_LT(head, softmax);
+  EXPECT_LT(softmax, linear) << "newest skip first";
+  EXPECT_LT(linear, origin) << "the origin last";
+  EXPECT_EQ(text.find("may begin earlier"), std::string::npos);
+
+  std::ostringstream streamed;
+  streamed << chain.graph.report(chain.root, alloc(15));
+  EXPECT_EQ(streamed.str(), text);
+}
+
+TEST(ErrorGraph, G8_APrintedReportWithStaleBytesNamesThem) {
+  LoadWeightsChain chain;
+  Report report = chain.graph.report(chain.root, alloc(15));
+  report.stale = r(64, 128);
+  EXPECT_NE(to_string(report).find("allocation 15 bytes [64, 128) cannot be read"),
+            std::string::npos)
+      << to_string(report);
+}
+
+TEST(ErrorGraph, G8_AGapLeftByTheCapEndsTheWalkAndSaysThePathMayBeIncomplete) {
+  // linear, then fifteen unrelated skips, then softmax: seventeen records,
+  // so the oldest — linear, the link from 12 back to 7 — is the one dropped.
+  ErrorGraph graph;
+  const FailureId root = graph.insert(Error::out_of_memory("load_weights"));
+  graph.skipped(root, skip("linear", 7, {12}));
+  for (int at = 0; at < 15; ++at) {
+    graph.skipped(root, skip("unrelated", 100, {101}));
+  }
+  graph.skipped(root, skip("softmax", 12, {15}));
+
+  const Report report = graph.report(root, alloc(15));
+  ASSERT_EQ(report.path.size(), 1u);
+  EXPECT_EQ(report.path[0].kernel, "softmax");
+  EXPECT_EQ(report.origin, alloc(12)) << "the walk ends at the gap";
+  EXPECT_TRUE(report.path_may_be_incomplete);
+  EXPECT_EQ(report.skips_recorded, 17u);
+  EXPECT_EQ(report.root, Error::out_of_memory("load_weights")) << "the root is always there";
+  const std::string text = to_string(report);
+  EXPECT_NE(text.find("softmax was skipped: it needed allocation 12"), std::string::npos) << text;
+  EXPECT_NE(text.find("allocation 12 was left unwritten by failure 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("17 skips were recorded"), std::string::npos) << text;
+  EXPECT_NE(text.find("the path may begin earlier"), std::string::npos) << text;
+  graph.prune(root);
+}
+
+TEST(ErrorGraph, G8_AtExactlyTheCapNothingIsDroppedAndThePathIsComplete) {
+  ErrorGraph graph;
+  const FailureId root = graph.insert(Error::launch("root"));
+  graph.skipped(root, skip("first", 1, {2}));
+  for (int at = 0; at < 14; ++at) {
+    graph.skipped(root, skip("unrelated", 100, {101}));
+  }
+  graph.skipped(root, skip("last", 2, {3}));
+  ASSERT_EQ(graph.skips_recorded(root), ErrorGraph::kept_skip_records);
+  const Report report = graph.report(root, alloc(3));
+  ASSERT_EQ(report.path.size(), 2u);
+  EXPECT_EQ(report.origin, alloc(1));
+  EXPECT_FALSE(report.path_may_be_incomplete);
+  graph.prune(root);
+}
+
+TEST(ErrorGraph, G8_TheWalkOnlyStepsToStrictlyOlderRecordsSoItEndsOnACycle) {
+  // An in-place kernel reads and writes allocation 5; two kernels ping-pong
+  // between 5 and 6. Walking "who produced this" would loop forever without
+  // the strictly-older rule.
+  ErrorGraph graph;
+  const FailureId f = graph.insert(Error::launch("root"));
+  graph.skipped(f, skip("ping", 5, {6}));
+  graph.skipped(f, skip("pong", 6, {5}));
+  graph.skipped(f, skip("inplace", 5, {5}));
+  graph.skipped(f, skip("ping", 5, {6}));
+  const Report report = graph.report(f, alloc(6));
+  ASSERT_EQ(report.path.size(), 4u);
+  EXPECT_EQ(report.path[0].kernel, "ping");
+  EXPECT_EQ(report.path[1].kernel, "inplace");
+  EXPECT_EQ(report.path[2].kernel, "pong");
+  EXPECT_EQ(report.path[3].kernel, "ping");
+  EXPECT_EQ(report.origin, alloc(5));
+  graph.prune(f);
+}
+
+TEST(ErrorGraph, G8_AReportFollowsTheBranchThatProducedTheRead) {
+  // One root fans out: a (1 -> 2, 3), b (2 -> 4), c (3 -> 5). The report for
+  // 5 goes through c and a, never b.
+  ErrorGraph graph;
+  const FailureId f = graph.insert(Error::launch("root"));
+  graph.skipped(f, skip("a", 1, {2, 3}));
+  graph.skipped(f, skip("b", 2, {4}));
+  graph.skipped(f, skip("c", 3, {5}));
+  const Report report = graph.report(f, alloc(5));
+  ASSERT_EQ(report.path.size(), 2u);
+  EXPECT_EQ(report.path[0].kernel, "c");
+  EXPECT_EQ(report.path[1].kernel, "a");
+  EXPECT_EQ(report.origin, alloc(1));
+  graph.prune(f);
+}
+
+// ---- G9 reports ----------------------------------------------------------------
+
+TEST(ErrorGraph, G9_ReportsGivesOneReportPerDistinctFailureInFirstSeenOrder) {
+  ErrorGraph graph;
+  const FailureId first = graph.insert(Error::launch("first"));
+  const FailureId second = graph.insert(Error::out_of_memory("second"));
+  const std::vector<std::pair<FailureId, AllocationId>> claims{
+      {second, alloc(3)}, {first, alloc(1)}, {second, alloc(4)}, {first, alloc(2)}};
+  const std::vector<Report> reports = graph.reports(claims);
+  ASSERT_EQ(reports.size(), 2u);
+  EXPECT_EQ(reports[0].failure, second);
+  EXPECT_EQ(reports[0].read, alloc(3)) << "a repeated failure keeps its first allocation";
+  EXPECT_EQ(reports[1].failure, first);
+  EXPECT_EQ(reports[1].read, alloc(1));
+  EXPECT_EQ(reports[0], graph.report(second, alloc(3)));
+  EXPECT_TRUE(graph.reports({}).empty());
+  graph.prune(first);
+  graph.prune(second);
+}
+
+// ---- R1–R4 refcounts -------------------------------------------------------------
+
+TEST(ErrorGraph, R1_ATagCountEqualsTheCarriersClaimingTheFailure) {
+  ErrorGraph graph;
+  std::vector<Taint> taints(5);
+  const FailureId f = graph.insert(Error::launch("a"));
+  for (std::size_t at = 0; at < taints.size(); ++at) {
+    // Several ranges on some carriers: still one tag each.
+    taints[at].taint(r(0, 10), f, graph);
+    if (at % 2 == 0) {
+      taints[at].taint(r(20, 30), f, graph);
+    }
+    EXPECT_EQ(graph.tags(f), at + 1);
+  }
+  std::vector<const Taint*> carriers;
+  for (const Taint& taint : taints) {
+    carriers.push_back(&taint);
+  }
+  EXPECT_NO_THROW(check_refcounts(graph, carriers));
+  for (Taint& taint : taints) {
+    taint.clear(graph);
+  }
+  EXPECT_TRUE(graph.empty());
+}
+
+TEST(ErrorGraph, R1_CheckRefcountsCatchesATagNoCarrierHolds) {
+  ErrorGraph graph;
+  Taint taint;
+  const FailureId f = graph.insert(Error::launch("a"));
+  taint.taint(r(0, 10), f, graph);
+  graph.tag(f); // a tag behind the carriers' backs
+  const std::vector<const Taint*> carriers{&taint};
+  try {
+    check_refcounts(graph, carriers);
+    ADD_FAILURE() << "an extra tag went unnoticed";
+  } catch (const std::logic_error& error) {
+    EXPECT_NE(std::string(error.what()).find("R1"), std::string::npos) << error.what();
+  }
+  graph.untag(f);
+  taint.clear(graph);
+}
+
+TEST(ErrorGraph, R2_CheckRefcountsCatchesAClaimWhoseNodeIsGone) {
+  ErrorGraph graph;
+  ErrorGraph elsewhere;
+  Taint taint;
+  const FailureId f = graph.insert(Error::launch("a"));
+  taint.taint(r(0, 10), f, graph);
+  const std::vector<const Taint*> carriers{&taint};
+  try {
+    check_refcounts(elsewhere, carriers); // a graph with no such node
+    ADD_FAILURE() << "a claim without a node went unnoticed";
+  } catch (const std::logic_error& error) {
+    EXPECT_NE(std::string(error.what()).find("R2"), std::string::npos) << error.what();
+  }
+  taint.clear(graph);
+}
+
+TEST(ErrorGraph, R3_ANodeWithNoTagExistsOnlyWhileAnOperationHoldsIt) {
+  ErrorGraph graph;
+  const FailureId provisional = graph.insert(Error::torn_down());
+  const std::vector<const Taint*> none;
+  const std::vector<FailureId> held{provisional};
+  EXPECT_NO_THROW(check_refcounts(graph, none, held)) << "an open scope holds it";
+  try {
+    check_refcounts(graph, none);
+    ADD_FAILURE() << "an untagged node nobody holds went unnoticed";
+  } catch (const std::logic_error& error) {
+    EXPECT_NE(std::string(error.what()).find("R3"), std::string::npos) << error.what();
+  }
+  graph.prune(provisional); // the scope ends
+  EXPECT_TRUE(graph.empty());
+}
+
+TEST(ErrorGraph, R3_ANodeIsGoneTheMomentItsLastTagIsWithoutAPrune) {
+  ErrorGraph graph;
+  Taint taint;
+  const FailureId f = graph.insert(Error::launch("a"));
+  taint.taint(r(0, 10), f, graph);
+  taint.written(r(0, 10), graph);
+  EXPECT_FALSE(graph.contains(f)) << "tagged once and released: nothing holds it";
+}
+
+TEST(ErrorGraph, R4_WithEveryCarrierClearedAndEveryScopeClosedTheGraphIsEmpty) {
+  ErrorGraph graph;
+  std::vector<Taint> taints(8);
+  std::vector<FailureId> failures;
+  for (std::uint64_t round = 0; round < 12; ++round) {
+    failures.push_back(graph.insert(Error::launch("f" + std::to_string(round))));
+    for (std::size_t at = 0; at < taints.size(); ++at) {
+      if ((at + round) % 3 == 0) {
+        taints[at].taint(r(round * 7 % 50, round * 7 % 50 + 20), failures.back(), graph);
+      }
+    }
+    graph.skipped(failures.back(), skip("k", 1, {2}));
+  }
+  ASSERT_FALSE(graph.empty());
+  for (Taint& taint : taints) {
+    taint.clear(graph);
+  }
+  for (const FailureId f : failures) {
+    graph.prune(f); // the ones no carrier ever took
+  }
+  EXPECT_TRUE(graph.empty());
+  EXPECT_EQ(graph.size(), 0u);
+  EXPECT_NO_THROW(graph.check_invariants());
+}
+
+// ---- the graph as a value ---------------------------------------------------------
+
+TEST(ErrorGraph, G1_AMovedGraphKeepsItsNodesAndIdsAndTheSourceIsEmptyAndUsable) {
+  ErrorGraph graph;
+  Taint taint;
+  const FailureId older = graph.insert(Error::launch("older"));
+  const FailureId newer = graph.insert(Error::launch("newer"));
+  taint.taint(r(0, 10), older, graph);
+  taint.taint(r(10, 20), newer, graph);
+
+  ErrorGraph moved(std::move(graph));
+  EXPECT_EQ(moved.size(), 2u);
+  EXPECT_EQ(moved.tags(older), 1u);
+  EXPECT_EQ(moved.tags(newer), 1u);
+  EXPECT_EQ(moved.next_id(), id(3));
+  EXPECT_NO_THROW(moved.check_invariants());
+
+  // The source is a valid graph with nothing in it.
+  EXPECT_TRUE(graph.empty()); // NOLINT(bugprone-use-after-move)
+  EXPECT_EQ(graph.size(), 0u);
+  EXPECT_FALSE(graph.contains(older));
+  EXPECT_NO_THROW(graph.check_invariants());
+  const FailureId fresh = graph.insert(Error::launch("fresh"));
+  EXPECT_TRUE(graph.contains(fresh));
+  graph.prune(fresh);
+
+  taint.clear(moved);
+  EXPECT_TRUE(moved.empty());
+}
+
+TEST(ErrorGraph, G1_AMoveAssignedGraphTakesTheSourcesNodesAndLeavesItEmpty) {
+  ErrorGraph source;
+  ErrorGraph target;
+  Taint taint;
+  const FailureId older = source.insert(Error::launch("older"));
+  const FailureId newer = source.insert(Error::launch("newer"));
+  taint.taint(r(0, 10), older, source);
+  taint.taint(r(10, 20), newer, source);
+  const auto before = testing::snapshot(source, {&taint});
+
+  target = std::move(source);
+  EXPECT_EQ(testing::snapshot(target, {&taint}), before);
+  EXPECT_TRUE(source.empty()); // NOLINT(bugprone-use-after-move)
+  EXPECT_FALSE(source.contains(older));
+  EXPECT_NO_THROW(source.check_invariants());
+  EXPECT_NO_THROW(target.check_invariants());
+
+  taint.clear(target);
+  EXPECT_TRUE(target.empty());
+}
+
+} // namespace
+} // namespace taintpool

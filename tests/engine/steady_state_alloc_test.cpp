@@ -1,0 +1,191 @@
+// Pins: G10 and T6 as numbers — the success-path cycle of a write scope
+// (insert a TornDown failure, taint each written buffer whole, release each,
+// prune) performs zero heap allocations once warmed up, with or without a few
+// long-lived failures in the graph and with failures coming and going; one
+// failure over one range never touches the heap; a split or a second failure
+// does (so the zero is not the counter being blind).
+//
+// Why: every launch runs that cycle once per written buffer, so an
+// allocation there is paid on every launch of every program (DESIGN.md §5).
+// A timing would be noisy; an allocation count is exact. This executable
+// replaces the global operator new with a counting one (counting_new.cpp),
+// which is why it is its own test binary. No assertion macro runs inside a
+// measured region: the region holds only engine calls.
+#include <taintpool/byte_range.hpp>
+#include <taintpool/error.hpp>
+#include <taintpool/error_graph.hpp>
+#include <taintpool/failure_id.hpp>
+#include <taintpool/taint.hpp>
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "counting_new.hpp"
+
+namespace taintpool {
+namespace {
+
+using testing::allocations_during;
+
+constexpr std::uint64_t kBinding = 1 << 20; // each buffer's whole binding
+
+/// Buffers a scope writes, and the graph they carry failures of.
+struct Device {
+  ErrorGraph graph;
+  std::array<Taint, 8> buffers;
+
+  Device() = default;
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+  ~Device() {
+    for (Taint& buffer : buffers) {
+      buffer.clear(graph);
+    }
+  }
+
+  /// One successful write scope over the first `written` buffers (S1).
+  void scope(std::size_t written) {
+    const FailureId provisional = graph.insert(Error::torn_down());
+    for (std::size_t at = 0; at < written; ++at) {
+      buffers[at].taint(ByteRange::sized(0, kBinding), provisional, graph);
+    }
+    for (std::size_t at = 0; at < written; ++at) {
+      buffers[at].written(ByteRange::sized(0, kBinding), graph);
+    }
+    graph.prune(provisional);
+  }
+};
+
+/// Keeps the optimiser from eliding an allocation the test makes on purpose.
+void escape(const void* pointer) {
+  asm volatile("" : : "g"(pointer) : "memory");
+}
+
+TEST(SteadyState, CountingNewSeesEveryHeapAllocation) {
+  // The zero below means something only if the counter counts.
+  const std::uint64_t seen = allocations_during([] {
+    auto boxed = std::make_unique<std::uint64_t>(7);
+    std::vector<int> grown(100);
+    std::string long_text(64, 'x');
+    escape(boxed.get());
+    escape(grown.data());
+    escape(long_text.data());
+  });
+  EXPECT_EQ(seen, 3u);
+}
+
+TEST(SteadyState, G10_ASuccessfulWriteScopeAllocatesNothingAfterWarmUp) {
+  for (const std::size_t written : {1u, 2u, 4u, 8u}) {
+    Device device;
+    device.scope(written); // warm-up
+    const std::uint64_t allocations = allocations_during([&] {
+      for (int round = 0; round < 1000; ++round) {
+        device.scope(written);
+      }
+    });
+    EXPECT_EQ(allocations, 0u) << written << " buffers per scope";
+    EXPECT_TRUE(device.graph.empty());
+    EXPECT_EQ(device.graph.next_id().raw(), 1002u) << "one node minted per scope";
+  }
+}
+
+TEST(SteadyState, G10_TheProvisionalFailureIsMintedAndDroppedWithoutAllocating) {
+  ErrorGraph graph;
+  graph.prune(graph.insert(Error::torn_down())); // warm-up
+  const std::uint64_t allocations = allocations_during([&] {
+    for (int round = 0; round < 1000; ++round) {
+      graph.prune(graph.insert(Error::torn_down()));
+    }
+  });
+  EXPECT_EQ(allocations, 0u);
+}
+
+TEST(SteadyState, G10_AFewLongLivedFailuresDoNotMakeTheCycleAllocate) {
+  Device device;
+  // Three stale buffers, each carrying a real failure that outlives every
+  // scope below; their nodes leave the newest slot for the table as soon as
+  // the next scope inserts.
+  std::array<Taint, 3> stale;
+  for (std::size_t at = 0; at < stale.size(); ++at) {
+    const FailureId failure = device.graph.insert(
+        Error::launch("kernel " + std::to_string(at) + " failed: an illegal memory access"));
+    stale[at].taint(ByteRange::sized(0, kBinding), failure, device.graph);
+  }
+  device.scope(8); // warm-up: the table grows here, once
+  const std::uint64_t allocations = allocations_during([&] {
+    for (int round = 0; round < 1000; ++round) {
+      device.scope(8);
+    }
+  });
+  EXPECT_EQ(allocations, 0u);
+  EXPECT_EQ(device.graph.size(), 3u) << "the long-lived failures are still there";
+  for (Taint& taint : stale) {
+    taint.clear(device.graph);
+  }
+  EXPECT_TRUE(device.graph.empty());
+}
+
+TEST(SteadyState, G10_FailuresComingAndGoingBetweenScopesAllocateNothingOnceWarm) {
+  // A failing launch leaves a buffer stale for a while, then a later write
+  // repairs it: the failure's node is inserted, retired to the table, and
+  // erased — over and over. Once the table has grown, none of it allocates.
+  Device device;
+  Taint stale;
+  // Short messages: the Error's own text must not be what allocates.
+  const auto churn = [&](int rounds) {
+    for (int round = 0; round < rounds; ++round) {
+      const FailureId failure = device.graph.insert(Error::launch("oom"));
+      stale.taint(ByteRange::sized(0, kBinding), failure, device.graph);
+      device.scope(4);
+      device.scope(4);
+      stale.written(ByteRange::sized(0, kBinding), device.graph);
+    }
+  };
+  churn(4); // warm-up
+  const std::uint64_t allocations = allocations_during([&] { churn(500); });
+  EXPECT_EQ(allocations, 0u);
+  EXPECT_TRUE(device.graph.empty());
+}
+
+TEST(SteadyState, T6_OneFailureOverOneRangeNeverTouchesTheHeap) {
+  ErrorGraph graph;
+  const FailureId failure = graph.insert(Error::launch("f"));
+  Taint taint;
+  const std::uint64_t allocations = allocations_during([&] {
+    taint.taint(ByteRange::of(0, 100), failure, graph);
+    taint.taint(ByteRange::of(100, 200), failure, graph); // fuses
+    taint.written(ByteRange::of(0, 50), graph);           // trims an edge
+    taint.written(ByteRange::of(0, 200), graph);          // releases
+  });
+  EXPECT_EQ(allocations, 0u);
+  EXPECT_TRUE(graph.empty());
+}
+
+TEST(SteadyState, T6_ASplitOrASecondFailureSpillsToTheHeap) {
+  ErrorGraph graph;
+  const FailureId first = graph.insert(Error::launch("first"));
+  const FailureId second = graph.insert(Error::launch("second"));
+  Taint split;
+  Taint shared;
+  split.taint(ByteRange::of(0, 100), first, graph);
+  shared.taint(ByteRange::of(0, 100), first, graph);
+  const std::uint64_t for_split =
+      allocations_during([&] { split.written(ByteRange::of(40, 60), graph); });
+  const std::uint64_t for_second =
+      allocations_during([&] { shared.taint(ByteRange::of(50, 60), second, graph); });
+  EXPECT_EQ(for_split, 1u);
+  EXPECT_TRUE(split.is_spilled());
+  EXPECT_EQ(for_second, 1u);
+  EXPECT_TRUE(shared.is_spilled());
+  split.clear(graph);
+  shared.clear(graph);
+  EXPECT_TRUE(graph.empty());
+}
+
+} // namespace
+} // namespace taintpool
