@@ -1,0 +1,31 @@
+# cmake -DMODE=<find_package|subdirectory|fetchcontent> -DSOURCE_DIR=<repo>
+#       -DBUILD_DIR=<the build under test> -DWORK_DIR=<scratch> -P check.cmake
+#
+# Builds tests/consumer against taintpool the way MODE says (installing
+# BUILD_DIR into a scratch prefix first for find_package), then runs it.
+foreach(var MODE SOURCE_DIR BUILD_DIR WORK_DIR)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "check.cmake needs -D${var}=...")
+  endif()
+endforeach()
+
+file(REMOVE_RECURSE ${WORK_DIR})
+file(MAKE_DIRECTORY ${WORK_DIR})
+
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT result EQUAL 0)
+    message(FATAL_ERROR "failed (${result}): ${ARGN}\n${out}\n${err}")
+  endif()
+  message(STATUS "${out}")
+endfunction()
+
+set(configure_args -S ${SOURCE_DIR}/tests/consumer -B ${WORK_DIR}/build -G Ninja
+  -DCMAKE_BUILD_TYPE=Release -DTAINTPOOL_CONSUME=${MODE} -DTAINTPOOL_SOURCE_DIR=${SOURCE_DIR})
+if(MODE STREQUAL "find_package")
+  run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix)
+  list(APPEND configure_args -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix)
+endif()
+run(${CMAKE_COMMAND} ${configure_args})
+run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
+run(${WORK_DIR}/build/consumer)
