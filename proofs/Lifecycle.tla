@@ -1,0 +1,371 @@
+------------------------------ MODULE Lifecycle ------------------------------
+(***************************************************************************)
+(* Slices and allocations of a sliced pool under reserve/bind (with        *)
+(* split), handle clone/drop, discovery of dropped allocations, coalesce,  *)
+(* page release (sweep), and reset / destruction (tombstone every live     *)
+(* allocation, give every page back).  DESIGN.md §3.4: P1 (no tag outlives *)
+(* its carrier), P2 (layout), and §3.3 R4 (the graph is empty once every   *)
+(* handle is dropped and every pool swept).                                *)
+(*                                                                         *)
+(* What it models                                                          *)
+(*   layout[p]   the slice records tiling page p, in address order, each   *)
+(*               [size, state "free"/"bound", alloc, claims]; <<>> = no    *)
+(*               page.  `alloc` is the bound allocation, or for a free     *)
+(*               record the allocation it last held (0 for a record that   *)
+(*               never held one: a split remainder, a merged slice, a new  *)
+(*               page).                                                    *)
+(*   tombs       tombstoned records: their allocation was ended by reset   *)
+(*               or destruction while handles still point at them          *)
+(*   handles[a]  handles of allocation a; pending: allocations whose last  *)
+(*               handle dropped and which the pool has not discovered yet  *)
+(*   tags[f]     the graph's tag count per failure; a failure's node       *)
+(*               exists iff tags[f] > 0 (no operation holds one here, so   *)
+(*               R3 says exactly that)                                     *)
+(* A claim is a pair <<failure, allocation it was made on>>: the second    *)
+(* component is a ghost that lets P1_ClaimsBelongToAllocation see a claim  *)
+(* that survived into a later allocation or into a fresh record.           *)
+(*                                                                         *)
+(* The taint of a slice is abstracted to the SET of failures it claims:    *)
+(* any T1/T2 step on bytes changes that set by dropping some claims (those *)
+(* that lost their last byte) and maybe adding the claimant, which is all  *)
+(* R1 and P1 depend on; Taint.tla shows the byte-level claims do exactly   *)
+(* that.                                                                   *)
+(*                                                                         *)
+(* Discovery.  When a dropped allocation is discovered its slice becomes   *)
+(* free.  The design lets its taint be cleared then or at the latest at    *)
+(* the next P1 point (bind, coalesce, tombstone, page sweep, destruction). *)
+(*   Discovery = "any"    each discovery may clear now or leave the taint  *)
+(*                        for a later P1 point, and coalescing is a step   *)
+(*                        of its own: every P1 point must do its part.     *)
+(*   Discovery = "eager"  the C++ MemoryManager: discovery clears and      *)
+(*                        coalesces with free neighbours at once, so free  *)
+(*                        slices are always clean and never adjacent, and  *)
+(*                        sweep() alone empties the graph (R4).            *)
+(*                                                                         *)
+(* What it abstracts away                                                  *)
+(*   Byte offsets inside a slice, alignment and padding (sizes are in      *)
+(*   alignment units), the exclusive pool (a sliced pool that never        *)
+(*   splits), the manager's routing ladder, size bins (which free slice a  *)
+(*   reserve picks is left open), storage failure (P3: OutOfMemory         *)
+(*   changes nothing), threads (a drop is one atomic step; discovery       *)
+(*   happens at the start of the pool's next call).                        *)
+(*                                                                         *)
+(* Bounds: 3 allocations and 2 failures over a behaviour, 1 handle per     *)
+(* allocation (a second handle only delays the drop that matters), and     *)
+(*   Lifecycle.cfg       Discovery "any",   2 pages of 2 units             *)
+(*   LifecycleWide.cfg   Discovery "any",   1 page of 3 units              *)
+(*   LifecycleEager.cfg  Discovery "eager", 2 pages of 3 units             *)
+(* Together: a page swept while another holds allocations, three-slice     *)
+(* pages (a middle slice coalescing both ways), a failure carried by two   *)
+(* slices, reset with handles outstanding, dropped slices whose taint      *)
+(* waits for each later P1 point.  Not covered: more than 3 allocations or *)
+(* 2 failures in a behaviour, larger pages, several handles at once.       *)
+(*                                                                         *)
+(* Mutations (proofs/mutants/Lifecycle_*.cfg):                             *)
+(*   "bind_keeps_taint"        bind does not clear the reused slice        *)
+(*   "split_remainder_keeps"   the remainder of a split keeps old claims   *)
+(*   "split_loses_remainder"   a split forgets to record the remainder     *)
+(*   "coalesce_forgets_untag"  the absorbed slice's claims vanish untagged *)
+(*   "merge_keeps_taint"       a merged slice keeps its left half's claims *)
+(*   "tombstone_keeps_taint"   tombstoning does not clear                  *)
+(*   "sweep_forgets_untag"     page release drops claims without untags    *)
+(*   "discovery_keeps_taint"   eager discovery frees the slice uncleared   *)
+(***************************************************************************)
+EXTENDS Naturals, Sequences, FiniteSets
+
+CONSTANTS NumPages,     \* page slots 1..NumPages
+          PageSize,     \* units per page
+          MaxAllocs,    \* allocation ids 1..MaxAllocs over a behaviour
+          MaxFailures,  \* failure ids 1..MaxFailures over a behaviour
+          MaxHandles,   \* handles per allocation at once
+          Discovery,    \* "any" or "eager"
+          Mutation
+
+ASSUME Discovery \in {"any", "eager"}
+
+Pages    == 1..NumPages
+AllocIds == 1..MaxAllocs
+FailIds  == 1..MaxFailures
+Eager    == Discovery = "eager"
+
+VARIABLES layout, tombs, handles, pending, nextAlloc, tags, nextFail
+vars == <<layout, tombs, handles, pending, nextAlloc, tags, nextFail>>
+
+Rec(size, state, alloc, claims) ==
+    [size |-> size, state |-> state, alloc |-> alloc, claims |-> claims]
+
+LivePages == {p \in Pages : layout[p] # <<>>}
+Slots == UNION {{<<p, i>> : i \in DOMAIN layout[p]} : p \in Pages}
+At(s) == layout[s[1]][s[2]]
+BoundSlots(a) == {s \in Slots : At(s).state = "bound" /\ At(s).alloc = a}
+IsBoundOnPage(a) == BoundSlots(a) # {}
+SlotOf(a) == CHOOSE s \in BoundSlots(a) : TRUE
+Tombstoned(a) == \E t \in tombs : t.alloc = a
+
+\* Sequence surgery.
+Replace(seq, i, with) == SubSeq(seq, 1, i - 1) \o with \o SubSeq(seq, i + 1, Len(seq))
+Replace2(seq, i, with) == SubSeq(seq, 1, i - 1) \o with \o SubSeq(seq, i + 2, Len(seq))
+
+\* Tag arithmetic.  `lost` is a sequence of claim sets being dropped (one per
+\* record), `gained` a set of failures each tagged once.
+Fails(claims) == {c[1] : c \in claims}
+CountIn(sets, f) == Cardinality({i \in DOMAIN sets : f \in Fails(sets[i])})
+Retag(t, gained, lost) ==
+    [f \in FailIds |-> t[f] + (IF f \in gained THEN 1 ELSE 0) - CountIn(lost, f)]
+ClaimsOf(recs) == [i \in DOMAIN recs |-> recs[i].claims]
+
+\* Every record on every page, page by page.
+RECURSIVE RecordsUpTo(_)
+RecordsUpTo(k) == IF k = 0 THEN <<>> ELSE RecordsUpTo(k - 1) \o layout[k]
+AllRecords == RecordsUpTo(NumPages)
+
+Init ==
+    /\ layout = [p \in Pages |-> <<>>]
+    /\ tombs = {}
+    /\ handles = [a \in AllocIds |-> 0]
+    /\ pending = {}
+    /\ nextAlloc = 1
+    /\ tags = [f \in FailIds |-> 0]
+    /\ nextFail = 1
+
+(***************************************************************************)
+(* Memory.                                                                 *)
+(***************************************************************************)
+NewPage(p) ==
+    /\ layout[p] = <<>>
+    /\ layout' = [layout EXCEPT ![p] = << Rec(PageSize, "free", 0, {}) >>]
+    /\ UNCHANGED <<tombs, handles, pending, nextAlloc, tags, nextFail>>
+
+\* Reserve-then-bind n units on free slice i of page p: split off the rest
+\* (a fresh record, clean), bind the front to a fresh allocation id and
+\* clear whatever the old slice still carried (P1 on bind).
+Allocate(p, i, n) ==
+    /\ nextAlloc <= MaxAllocs
+    /\ i \in DOMAIN layout[p]
+    /\ LET r == layout[p][i]
+           a == nextAlloc
+           keep == Mutation = "bind_keeps_taint"
+           restClaims == IF Mutation = "split_remainder_keeps" THEN r.claims ELSE {}
+           front == Rec(n, "bound", a, IF keep THEN r.claims ELSE {})
+           rest  == IF r.size > n /\ Mutation # "split_loses_remainder"
+                    THEN << Rec(r.size - n, "free", 0, restClaims) >> ELSE <<>>
+       IN /\ r.state = "free"
+          /\ n <= r.size
+          /\ layout' = [layout EXCEPT ![p] = Replace(layout[p], i, <<front>> \o rest)]
+          /\ tags' = IF keep THEN tags ELSE Retag(tags, {}, << r.claims >>)
+    /\ handles' = [handles EXCEPT ![nextAlloc] = 1]
+    /\ nextAlloc' = nextAlloc + 1
+    /\ UNCHANGED <<tombs, pending, nextFail>>
+
+Clone(a) ==
+    /\ handles[a] \in 1..(MaxHandles - 1)
+    /\ handles' = [handles EXCEPT ![a] = @ + 1]
+    /\ UNCHANGED <<layout, tombs, pending, nextAlloc, tags, nextFail>>
+
+DropHandle(a) ==
+    /\ handles[a] > 0
+    /\ handles' = [handles EXCEPT ![a] = @ - 1]
+    /\ pending' = IF handles[a] = 1 THEN pending \cup {a} ELSE pending
+    /\ UNCHANGED <<layout, tombs, nextAlloc, tags, nextFail>>
+
+\* Coalescing free records j and j+1 of a page (both free): the merged record
+\* starts clean and both records' claims are untagged (P1 on coalesce).
+MergeAt(recs, j) ==
+    LET l == recs[j]
+        r == recs[j + 1]
+        mergedClaims == IF Mutation = "merge_keeps_taint" THEN l.claims ELSE {}
+    IN  Replace2(recs, j, << Rec(l.size + r.size, "free", 0, mergedClaims) >>)
+MergeLost(recs, j) ==
+    LET l == recs[j]
+        r == recs[j + 1]
+    IN  CASE Mutation = "coalesce_forgets_untag" -> << l.claims >>
+          [] Mutation = "merge_keeps_taint"      -> << r.claims >>
+          [] OTHER                               -> << l.claims, r.claims >>
+
+\* Eager discovery frees record i of page p and merges it with free
+\* neighbours at once (SlicedPool::release).
+FreeAndMerge(recs, i) ==
+    LET hasL == i > 1 /\ recs[i - 1].state = "free"
+        hasR == i < Len(recs) /\ recs[i + 1].state = "free"
+        s1   == IF hasL THEN MergeAt(recs, i - 1) ELSE recs
+        k    == IF hasL THEN i - 1 ELSE i
+        l1   == IF hasL THEN MergeLost(recs, i - 1) ELSE <<>>
+        s2   == IF hasR THEN MergeAt(s1, k) ELSE s1
+        l2   == IF hasR THEN MergeLost(s1, k) ELSE <<>>
+    IN  [recs |-> s2, lost |-> l1 \o l2]
+
+\* The pool discovers that allocation a's last handle is gone.
+Discover(a) ==
+    /\ a \in pending
+    /\ pending' = pending \ {a}
+    /\ IF Tombstoned(a)
+       THEN \* The record itself is recycled; it was cleared when tombstoned.
+            LET t == CHOOSE t \in tombs : t.alloc = a
+            IN  /\ tombs' = tombs \ {t}
+                /\ tags' = Retag(tags, {}, << t.claims >>)
+                /\ UNCHANGED layout
+       ELSE LET s  == SlotOf(a)
+                r  == At(s)
+            IN  \E clearNow \in (IF Eager THEN {TRUE} ELSE BOOLEAN) :
+                  LET cleared == clearNow /\ Mutation # "discovery_keeps_taint"
+                      \* a cleared record no longer remembers its allocation
+                      freed == IF cleared THEN Rec(r.size, "free", 0, {})
+                               ELSE Rec(r.size, "free", a, r.claims)
+                      recs  == [layout[s[1]] EXCEPT ![s[2]] = freed]
+                      res   == IF Eager THEN FreeAndMerge(recs, s[2])
+                               ELSE [recs |-> recs, lost |-> <<>>]
+                  IN  /\ layout' = [layout EXCEPT ![s[1]] = res.recs]
+                      /\ tags' = Retag(tags, {},
+                                       (IF cleared THEN << r.claims >> ELSE <<>>) \o res.lost)
+                      /\ UNCHANGED tombs
+    /\ UNCHANGED <<handles, nextAlloc, nextFail>>
+
+\* Coalesce two free neighbours (a step of its own when discovery is lazy).
+Coalesce(p, j) ==
+    /\ ~Eager
+    /\ j \in 1..(Len(layout[p]) - 1)
+    /\ layout[p][j].state = "free" /\ layout[p][j + 1].state = "free"
+    /\ layout' = [layout EXCEPT ![p] = MergeAt(layout[p], j)]
+    /\ tags' = Retag(tags, {}, MergeLost(layout[p], j))
+    /\ UNCHANGED <<tombs, handles, pending, nextAlloc, nextFail>>
+
+\* cleanup(): give back a page that holds no allocation; every record on it
+\* is cleared (P1 on page sweep).
+SweepPage(p) ==
+    /\ layout[p] # <<>>
+    /\ \A i \in DOMAIN layout[p] : layout[p][i].state = "free"
+    /\ layout' = [layout EXCEPT ![p] = <<>>]
+    /\ tags' = IF Mutation = "sweep_forgets_untag" THEN tags
+               ELSE Retag(tags, {}, ClaimsOf(layout[p]))
+    /\ UNCHANGED <<tombs, handles, pending, nextAlloc, nextFail>>
+
+\* reset() / the manager's destructor: discover what was dropped (here:
+\* nothing may be pending), tombstone every live allocation -- its taint is
+\* cleared (P1 on tombstone) and its handles live on, seeing NotFound -- and
+\* give every page back, clearing every free record (P1 on destruction).
+Reset ==
+    /\ pending = {}
+    /\ LET live == {s \in Slots : At(s).state = "bound"}
+           keep == Mutation = "tombstone_keeps_taint"
+           newTombs == {[alloc |-> At(s).alloc, claims |-> IF keep THEN At(s).claims ELSE {}]
+                          : s \in live}
+           lostRecs == IF keep THEN SelectSeq(AllRecords, LAMBDA r : r.state = "free")
+                       ELSE AllRecords
+       IN /\ tombs' = tombs \cup newTombs
+          /\ tags' = Retag(tags, {}, ClaimsOf(lostRecs))
+    /\ layout' = [p \in Pages |-> <<>>]
+    /\ UNCHANGED <<handles, pending, nextAlloc, nextFail>>
+
+(***************************************************************************)
+(* Taint on live allocations (the device's T1/T2 calls, abstracted).       *)
+(***************************************************************************)
+Live(a) == handles[a] > 0 /\ IsBoundOnPage(a)
+
+\* a's claims become `keep` (a subset of its claims: those that still own
+\* some byte) plus a claim of f (0: none).  f is tagged if a did not carry
+\* it; every failure a no longer carries is untagged once.
+SetClaims(a, keep, f) ==
+    LET s == SlotOf(a)
+        before == At(s).claims
+        after == IF f = 0 \/ f \in Fails(keep) THEN keep ELSE keep \cup {<<f, a>>}
+    IN  /\ layout' = [layout EXCEPT ![s[1]][s[2]].claims = after]
+        /\ tags' = Retag(tags, Fails(after) \ Fails(before),
+                          << {c \in before : c[1] \notin Fails(after)} >>)
+
+\* A launch writing a fails with a new failure; `keep` are the claims that
+\* still own some byte afterwards.
+Fail(a, keep) ==
+    /\ nextFail <= MaxFailures
+    /\ SetClaims(a, keep, nextFail)
+    /\ nextFail' = nextFail + 1
+    /\ UNCHANGED <<tombs, handles, pending, nextAlloc>>
+
+\* A skipped launch claims bytes of a for a live root failure f (S1).
+Spread(a, f, keep) ==
+    /\ tags[f] > 0
+    /\ SetClaims(a, keep, f)
+    /\ UNCHANGED <<tombs, handles, pending, nextAlloc, nextFail>>
+
+\* A successful write releases bytes of a; `keep` still own some byte.
+Write(a, keep) ==
+    /\ SetClaims(a, keep, 0)
+    /\ UNCHANGED <<tombs, handles, pending, nextAlloc, nextFail>>
+
+Next ==
+    \/ \E p \in Pages : NewPage(p) \/ SweepPage(p)
+    \/ \E p \in Pages, i \in 1..PageSize, n \in 1..PageSize : Allocate(p, i, n)
+    \/ \E p \in Pages, j \in 1..PageSize : Coalesce(p, j)
+    \/ \E a \in AllocIds : Clone(a) \/ DropHandle(a) \/ Discover(a)
+    \/ Reset
+    \/ \E a \in AllocIds : Live(a) /\
+          LET mine == At(SlotOf(a)).claims IN
+          \E keep \in SUBSET mine :
+             \/ Fail(a, keep)
+             \/ Write(a, keep)
+             \/ \E f \in FailIds : Spread(a, f, keep)
+
+Spec == Init /\ [][Next]_vars
+
+(***************************************************************************)
+(* Invariants.                                                             *)
+(***************************************************************************)
+Records == {At(s) : s \in Slots}
+CarrierCount(f) ==
+    Cardinality({s \in Slots : f \in Fails(At(s).claims)})
+    + Cardinality({t \in tombs : f \in Fails(t.claims)})
+
+TypeOK ==
+    /\ \A s \in Slots : At(s).state \in {"free", "bound"}
+                        /\ At(s).claims \subseteq FailIds \X (0..MaxAllocs)
+    /\ handles \in [AllocIds -> 0..MaxHandles]
+    /\ pending \subseteq AllocIds
+    /\ tags \in [FailIds -> Nat]
+
+\* P2: the slices of a page tile it exactly (positive sizes summing to the
+\* page), and a live allocation is bound to exactly one slice.
+RECURSIVE SumSizes(_)
+SumSizes(recs) == IF recs = <<>> THEN 0 ELSE Head(recs).size + SumSizes(Tail(recs))
+P2_Tiling ==
+    /\ \A p \in LivePages : SumSizes(layout[p]) = PageSize
+    /\ \A s \in Slots : At(s).size >= 1
+    /\ \A a \in AllocIds :
+         (handles[a] > 0 \/ a \in pending) =>
+             Cardinality(BoundSlots(a)) + Cardinality({t \in tombs : t.alloc = a}) = 1
+
+\* P1 and R1 over slice records: a failure's tag count is the number of
+\* slice records (on pages or tombstoned) whose taint claims it, and a
+\* failure with no such record has no node.  A record that goes away
+\* (coalesced, swept, recycled) takes no tag with it.
+P1_NoTagOutlivesCarrier ==
+    \A f \in FailIds : tags[f] = CarrierCount(f)
+
+\* P1: a slice only carries claims made on the allocation it holds (or last
+\* held): bind starts clean, and a split remainder or a merged slice (alloc
+\* 0) carries nothing.
+P1_ClaimsBelongToAllocation ==
+    \A s \in Slots : \A c \in At(s).claims : c[2] = At(s).alloc /\ c[2] # 0
+
+\* P1: a tombstoned slice is clean.
+P1_TombstonesClean == \A t \in tombs : t.claims = {}
+
+\* P1 (the C++ pool, eager discovery): a free slice is clean, and no two
+\* free slices are neighbours.
+P1_FreeSlicesClean ==
+    \A p \in LivePages : \A i \in DOMAIN layout[p] :
+        /\ layout[p][i].state = "free" => layout[p][i].claims = {}
+        /\ i < Len(layout[p]) => ~(layout[p][i].state = "free" /\ layout[p][i + 1].state = "free")
+
+NoHandles == \A a \in AllocIds : handles[a] = 0
+GraphEmpty == \A f \in FailIds : tags[f] = 0
+
+\* R4: with every handle dropped, every drop discovered and every page
+\* swept, the graph is empty.
+R4_EmptyWhenDrained ==
+    (NoHandles /\ pending = {} /\ LivePages = {}) => GraphEmpty
+
+\* R4 (the C++ pool): with every handle dropped and sweep() called (every
+\* drop discovered), the graph is empty even before pages go back.
+R4_EmptyAfterSweep ==
+    (NoHandles /\ pending = {}) => GraphEmpty
+
+=============================================================================
