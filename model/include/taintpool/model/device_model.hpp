@@ -1,0 +1,294 @@
+// DeviceModel: the D1 oracle — what a Device must do, stated per byte
+// (DESIGN.md §3.5, S1–S5, D1–D2; §4 "device: per-byte last-writer state").
+//
+// Why it is shaped so. The point of a model is that it is right by reading,
+// so it keeps the state the contract talks about and nothing cleverer:
+//   * every byte of every allocation has a *last writer*: 0 when the work
+//     that last wrote it succeeded (fresh memory counts as written, D1), else
+//     the id of the failure that left it stale — one std::vector<uint64_t>
+//     per allocation, one entry per byte, rewritten byte by byte;
+//   * every byte also has the value the harness's reference kernel put there
+//     (or "unknown", for fresh memory and whatever was computed from it), so
+//     a successful read can be compared byte for byte;
+//   * a failure is live exactly while some byte of some existing allocation
+//     names it. Between operations that is the whole rule (R1–R3); inside
+//     one, the failure an operation has just minted (a scope's provisional
+//     TornDown, a late failure being attributed) lives until the operation
+//     ends. So liveness is recomputed from the bytes after every operation
+//     instead of being counted — there are no tags to get wrong;
+//   * skip records are all kept, in order; the graph's cap of 16 (G7) is
+//     applied only when a report is built (G8).
+// It shares no algorithm with core (no intervals, no splitting, no id
+// tables, no replay over binding lists): only public value types, and the
+// Device itself only to read its observable state in mismatch().
+//
+// Where the contract leaves core a choice, the model accepts every valid one
+// and then follows the one core made, so that the two stay in step:
+//   * S1/T3: a skipped launch names as root *some* failure owning a byte of
+//     *some* read binding, and that binding's allocation as `needed`
+//     (launch() computes every acceptable pair and checks core's);
+//   * P3: a launch with several bad bindings throws the kind of one of them;
+//   * P1: dropped handles are discovered at the manager's next call;
+//     synchronize() calls it only when it has stale bytes to taint, so the
+//     harness says whether core discovered them.
+//
+// Failure ids are predicted exactly (G1, S4): every launch that enters with
+// a non-empty write set mints one, even when it succeeds or its bindings are
+// all empty; a skip mints none; a late failure on a launch that ran mints one
+// when it is attributed.
+//
+// Late failures (an asynchronous device, DeferredHostBackend), in the model's
+// own words. Every launch since the last synchronize is remembered with its
+// verdict (ran / failed / skipped) and bindings. At synchronize, late
+// failures are taken oldest launch first. One whose launch no longer stands
+// as "ran" (its body failed or threw, or an earlier late failure already
+// found it ran on garbage) is dropped: its outputs carry a failure already.
+// Otherwise a failure is minted, the launch is marked failed, and a set of
+// stale bytes starts as its outputs less what it reported finished (ranges
+// outside their output are ignored and counted in the message, S2). Then
+// every later launch, in order: if it stands as "ran" and one of its reads
+// (the first such, in binding order, is `needed`) touches a stale byte, it
+// computed garbage — it gets a record with `ran` set, is marked failed, and
+// its outputs become stale. A launch whose body failed but reported some
+// bytes written (S2) and whose reads touch a stale byte wrote those bytes
+// from garbage too: its outputs stop being stale except those bytes, which
+// become stale, with a `ran` record (D1: they were not written by work that
+// succeeded). Any other launch wrote its outputs (good data, or its own
+// failure), so they stop being stale. Finally every stale byte of an
+// allocation that still exists is claimed by the new failure.
+#pragma once
+
+#include <taintpool/byte_range.hpp>
+#include <taintpool/device/launch.hpp>
+#include <taintpool/error.hpp>
+#include <taintpool/failure_id.hpp>
+#include <taintpool/pool/allocation.hpp>
+#include <taintpool/report.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace taintpool {
+class Device;
+}
+
+namespace taintpool::model {
+
+// ------------------------------------------------------------ the reference kernel
+//
+// What every harness body computes, so that the model can compute it too: a
+// digest of every input byte (all read before any output is written, so
+// in-place and aliased bindings are well defined), then each output byte a
+// function of the digest, the seed, the output's index and the position.
+
+[[nodiscard]] constexpr std::uint32_t kernel_digest_step(std::uint32_t digest,
+                                                         std::uint8_t byte) noexcept {
+  return digest * 31u + byte + 1u;
+}
+
+[[nodiscard]] constexpr std::uint8_t kernel_output_byte(std::uint32_t digest, std::uint8_t seed,
+                                                        std::size_t output,
+                                                        std::uint64_t position) noexcept {
+  return static_cast<std::uint8_t>((digest >> 3) + seed * 7u + output * 13u + position);
+}
+
+/// What a launch's body does. The harness's body does exactly this to core;
+/// the model does it to itself.
+enum class BodyKind : std::uint8_t {
+  succeed,   ///< Writes its outputs, returns success.
+  fail,      ///< Writes its outputs, returns failure(error) — partial(error, written)
+             ///< when `written` is non-empty (S2).
+  throws,    ///< Writes its outputs, then throws (S3).
+  check,     ///< DeferredHostBackend::check (unconfirmed until synchronize), success.
+  fail_late, ///< DeferredHostBackend::fail_later(error, written), success.
+};
+
+struct BodyPlan {
+  BodyKind kind = BodyKind::succeed;
+  Error error = Error::launch("");   ///< fail, fail_late.
+  std::vector<WrittenRange> written; ///< fail (S2), fail_late; untrusted.
+  bool std_exception = true;         ///< throws: std::runtime_error(what), else an int.
+  std::string what = "boom";         ///< throws: the exception's message.
+  std::uint8_t seed = 0;             ///< What it writes (kernel_output_byte).
+};
+
+/// The model's verdict on one launch or host write.
+struct ModelLaunch {
+  /// Non-empty: the launch must throw Exception of one of these kinds
+  /// (NotFound, InvalidBinding) before anything is claimed (P3); nothing
+  /// else happened, not even a launch number.
+  std::vector<ErrorKind> binding_errors;
+  /// The body threw: the exception must reach the caller (S3).
+  bool body_threw = false;
+  /// Otherwise: what launch() must return.
+  LaunchResult result;
+  /// Skipped: every (root, needed) pair S1 allows.
+  std::vector<std::pair<FailureId, AllocationId>> acceptable_roots;
+  /// Skipped: whether the choice the caller passed was among them (the
+  /// model followed it if so, else the first acceptable pair).
+  bool choice_acceptable = true;
+};
+
+/// The model's verdict on a read (or stale_reports).
+struct ModelRead {
+  /// Non-empty: the read must throw Exception of one of these kinds.
+  std::vector<ErrorKind> binding_errors;
+  /// D1/G9: one per distinct failure owning a byte read, ascending by
+  /// failure; empty means the bytes are copied out.
+  std::vector<Report> reports;
+  /// The bytes copied out; nullopt where the value is unknown (fresh memory,
+  /// or computed from it).
+  std::vector<std::optional<std::uint8_t>> bytes;
+};
+
+class DeviceModel {
+ public:
+  /// The number of skip records the graph keeps per failure (G7).
+  static constexpr std::size_t kept_skip_records = 16;
+
+  // ---- allocations and handles
+
+  /// create_buffer(size): discovers dropped handles, then a new allocation
+  /// (ids 1, 2, 3 …) whose bytes are all written-ok and of unknown value.
+  /// It has one handle.
+  AllocationId create(std::uint64_t size);
+  /// create_buffer(bytes): create, then a host write of `bytes`.
+  AllocationId create(std::span<const std::byte> bytes);
+  /// A handle was copied.
+  void copy_handle(AllocationId allocation);
+  /// A handle was dropped; the last one makes the allocation *dropped*: it
+  /// keeps its bytes until the manager's next call discovers it (P1).
+  void drop_handle(AllocationId allocation);
+  /// sweep() / cleanup(): discover every dropped allocation now.
+  void sweep();
+
+  // ---- work
+
+  /// launch(kernel, reads, writes, body) with `body` doing `plan`. For a
+  /// skip, `core_choice` is the (root, needed) core named; the model checks
+  /// it is acceptable and follows it.
+  ModelLaunch launch(std::string_view kernel, std::span<const Binding> reads,
+                     std::span<const Binding> writes, const BodyPlan& plan,
+                     std::optional<std::pair<FailureId, AllocationId>> core_choice = {});
+  /// write(into, bytes): a host write (S5).
+  ModelLaunch write(const Binding& into, std::span<const std::byte> bytes);
+  /// synchronize(): attributes every late failure (see the header comment).
+  /// `drops_discovered`: whether core's manager discovered dropped handles
+  /// during it (it does when it had stale bytes to taint).
+  void synchronize(bool drops_discovered);
+  /// read(from, into) with into.size() == `into_size` (D1).
+  ModelRead read(const Binding& from, std::uint64_t into_size);
+  /// stale_reports(from): the reports a read would give, whether or not
+  /// there are any.
+  ModelRead stale_reports(const Binding& from);
+
+  // ---- observable state
+
+  /// Allocations the manager still holds: live, and dropped but not yet
+  /// discovered. Ascending.
+  [[nodiscard]] std::vector<AllocationId> allocations() const;
+  /// Dropped, not yet discovered.
+  [[nodiscard]] std::vector<AllocationId> dropped() const;
+  /// Whether a binding of it resolves (created, not dropped).
+  [[nodiscard]] bool live(AllocationId allocation) const;
+  [[nodiscard]] std::uint64_t size(AllocationId allocation) const;
+  /// Maximal runs of stale bytes, ascending by offset: the canonical form of
+  /// an allocation's claims (T5).
+  [[nodiscard]] std::vector<std::pair<FailureId, ByteRange>> claims(AllocationId allocation) const;
+  /// The value of every byte, nullopt where unknown.
+  [[nodiscard]] std::vector<std::optional<std::uint8_t>> bytes(AllocationId allocation) const;
+
+  [[nodiscard]] std::vector<FailureId> live_failures() const;
+  [[nodiscard]] const Error* error(FailureId failure) const;
+  /// R1, counted from the bytes: allocations with a byte owned by `failure`.
+  [[nodiscard]] std::uint64_t tags(FailureId failure) const;
+  [[nodiscard]] std::uint64_t skips_recorded(FailureId failure) const;
+  /// The newest kept_skip_records records, oldest first.
+  [[nodiscard]] std::vector<SkipRecord> skip_records(FailureId failure) const;
+  /// G8, as DESIGN.md words it.
+  [[nodiscard]] Report report(FailureId failure, AllocationId read) const;
+  [[nodiscard]] FailureId next_failure() const { return FailureId::from_raw(next_failure_); }
+  /// The number the next launch will get (KernelContext::launch()).
+  [[nodiscard]] std::uint64_t next_launch() const { return next_launch_; }
+  /// Late failures waiting for the next synchronize.
+  [[nodiscard]] std::size_t pending_late_failures() const { return late_.size(); }
+
+  /// The first observable difference between `device` and the model, or
+  /// nothing: every allocation the manager holds (ids, sizes, claims), every
+  /// live failure (error, tags, skips recorded, kept records), the graph's
+  /// size and next id. Reads only what does not change core's state (no
+  /// sweep).
+  [[nodiscard]] std::optional<std::string> mismatch(Device& device) const;
+
+ private:
+  enum class State : std::uint8_t { live, dropped, gone };
+  struct Allocation {
+    std::uint64_t size = 0;
+    std::uint64_t handles = 1;
+    State state = State::live;
+    std::vector<std::uint64_t> writer;              ///< Per byte: 0 written-ok, else failure.
+    std::vector<std::optional<std::uint8_t>> value; ///< Per byte.
+  };
+  struct Failure {
+    Error error;
+    std::vector<SkipRecord> records; ///< Every one, oldest first.
+  };
+  struct Logged {
+    std::uint64_t launch;
+    std::string kernel;
+    LaunchStatus status;
+    std::vector<Binding> reads;
+    std::vector<Binding> writes;
+    /// A failed body's S2 ranges: bytes it reported written, as bindings.
+    std::vector<Binding> released;
+  };
+  struct Late {
+    std::uint64_t launch;
+    Error error;
+    std::vector<WrittenRange> written;
+  };
+  using Bytes = std::map<std::uint64_t, std::vector<bool>>; ///< allocation -> byte -> member.
+
+  [[nodiscard]] const Allocation* find(AllocationId allocation) const;
+  [[nodiscard]] Allocation* find(AllocationId allocation);
+  [[nodiscard]] std::optional<ErrorKind> check(const Binding& binding) const;
+  void discover();
+  /// Liveness from the bytes: a failure no byte names is gone, except
+  /// `keep` (the one an operation in progress holds).
+  void bury(std::optional<std::uint64_t> keep = std::nullopt);
+  std::uint64_t mint(Error error);
+  void set_writer(const Binding& binding, std::uint64_t writer);
+  void run_kernel(std::span<const Binding> reads, std::span<const Binding> writes,
+                  std::uint8_t seed);
+  ModelLaunch launch_impl(std::string_view kernel, std::span<const Binding> reads,
+                          std::span<const Binding> writes, const BodyPlan& plan,
+                          std::optional<std::pair<FailureId, AllocationId>> core_choice,
+                          const std::vector<std::byte>* host_bytes);
+  void attribute(const Late& late);
+  [[nodiscard]] bool touches(const Bytes& set, const Binding& binding) const;
+  void add(Bytes& set, const Binding& binding) const;
+  void remove(Bytes& set, const Binding& binding) const;
+  ModelRead reports_for(const Binding& from, bool copy, std::uint64_t into_size);
+
+  std::vector<Allocation> allocations_;       ///< Index = id - 1.
+  std::map<std::uint64_t, Failure> failures_; ///< Live failures by raw id.
+  std::uint64_t next_failure_ = 1;
+  std::uint64_t next_launch_ = 1;
+  std::vector<Logged> log_; ///< Every launch since the last synchronize.
+  std::vector<Late> late_;  ///< Reported by bodies, attributed at synchronize.
+};
+
+/// "kernel: message" (or the kind's name when the message is empty), and a
+/// note counting reported ranges that were ignored: the error a failed
+/// launch stores, as DESIGN.md's reports print it.
+[[nodiscard]] Error named_error(std::string_view kernel, const Error& error,
+                                std::size_t ignored_ranges);
+
+} // namespace taintpool::model

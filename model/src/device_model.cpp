@@ -1,0 +1,811 @@
+// The device model's operations, one byte at a time. See device_model.hpp
+// for the rules in words; every loop here is over bytes or over the launches
+// since the last synchronize, and nothing is cached between operations
+// except the bytes themselves.
+#include <taintpool/device/device.hpp>
+#include <taintpool/error_graph.hpp>
+#include <taintpool/model/device_model.hpp>
+#include <taintpool/taint.hpp>
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+
+namespace taintpool::model {
+
+Error named_error(std::string_view kernel, const Error& error, std::size_t ignored_ranges) {
+  std::string message(kernel);
+  message += ": ";
+  message += error.message().empty() ? std::string(name(error.kind())) : error.message();
+  if (ignored_ranges != 0) {
+    message += " (" + std::to_string(ignored_ranges) +
+               " reported written ranges lay outside their outputs and were ignored)";
+  }
+  return Error(error.kind(), std::move(message));
+}
+
+// ------------------------------------------------------------ allocations
+
+const DeviceModel::Allocation* DeviceModel::find(AllocationId allocation) const {
+  if (allocation.raw() > allocations_.size()) {
+    return nullptr;
+  }
+  return &allocations_[allocation.raw() - 1];
+}
+
+DeviceModel::Allocation* DeviceModel::find(AllocationId allocation) {
+  if (allocation.raw() > allocations_.size()) {
+    return nullptr;
+  }
+  return &allocations_[allocation.raw() - 1];
+}
+
+AllocationId DeviceModel::create(std::uint64_t size) {
+  discover();
+  Allocation fresh;
+  fresh.size = size;
+  fresh.writer.assign(size, 0);           // Fresh memory counts as written (D1)…
+  fresh.value.assign(size, std::nullopt); // …whatever bytes it holds.
+  allocations_.push_back(std::move(fresh));
+  return AllocationId::from_raw(allocations_.size());
+}
+
+AllocationId DeviceModel::create(std::span<const std::byte> bytes) {
+  const AllocationId id = create(bytes.size());
+  write(Binding{id, ByteRange::sized(0, bytes.size())}, bytes);
+  return id;
+}
+
+void DeviceModel::copy_handle(AllocationId allocation) {
+  Allocation* found = find(allocation);
+  if (found == nullptr || found->state != State::live) {
+    throw std::logic_error("model: a copy of a handle of " + to_string(allocation) +
+                           ", which has none");
+  }
+  ++found->handles;
+}
+
+void DeviceModel::drop_handle(AllocationId allocation) {
+  Allocation* found = find(allocation);
+  if (found == nullptr || found->state != State::live || found->handles == 0) {
+    throw std::logic_error("model: a drop of a handle of " + to_string(allocation) +
+                           ", which has none");
+  }
+  if (--found->handles == 0) {
+    found->state = State::dropped;
+  }
+}
+
+void DeviceModel::sweep() {
+  discover();
+}
+
+void DeviceModel::discover() {
+  bool any = false;
+  for (Allocation& allocation : allocations_) {
+    if (allocation.state == State::dropped) {
+      // P1: the allocation has ended for good; its stale bytes go with it.
+      allocation.state = State::gone;
+      allocation.writer.clear();
+      allocation.value.clear();
+      any = true;
+    }
+  }
+  if (any) {
+    bury();
+  }
+}
+
+std::optional<ErrorKind> DeviceModel::check(const Binding& binding) const {
+  const Allocation* found = find(binding.allocation);
+  if (found == nullptr || found->state != State::live) {
+    return ErrorKind::NotFound;
+  }
+  if (binding.range.end() > found->size) {
+    return ErrorKind::InvalidBinding;
+  }
+  return std::nullopt;
+}
+
+// ------------------------------------------------------------ failures
+
+std::uint64_t DeviceModel::mint(Error error) {
+  const std::uint64_t id = next_failure_++;
+  failures_.emplace(id, Failure{std::move(error), {}});
+  return id;
+}
+
+void DeviceModel::bury(std::optional<std::uint64_t> keep) {
+  std::set<std::uint64_t> named;
+  for (const Allocation& allocation : allocations_) {
+    if (allocation.state == State::gone) {
+      continue;
+    }
+    for (const std::uint64_t writer : allocation.writer) {
+      if (writer != 0) {
+        named.insert(writer);
+      }
+    }
+  }
+  for (auto it = failures_.begin(); it != failures_.end();) {
+    if (named.count(it->first) == 0 && (!keep || *keep != it->first)) {
+      it = failures_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void DeviceModel::set_writer(const Binding& binding, std::uint64_t writer) {
+  Allocation& allocation = allocations_.at(binding.allocation.raw() - 1);
+  for (std::uint64_t byte = binding.range.begin(); byte < binding.range.end(); ++byte) {
+    allocation.writer.at(byte) = writer;
+  }
+}
+
+void DeviceModel::run_kernel(std::span<const Binding> reads, std::span<const Binding> writes,
+                             std::uint8_t seed) {
+  // Every input byte first, then the outputs in order (a later output
+  // overwrites an earlier one where they alias).
+  std::uint32_t digest = seed;
+  bool known = true;
+  for (const Binding& read : reads) {
+    const Allocation& allocation = allocations_.at(read.allocation.raw() - 1);
+    for (std::uint64_t byte = read.range.begin(); byte < read.range.end(); ++byte) {
+      if (!allocation.value.at(byte)) {
+        known = false;
+      } else {
+        digest = kernel_digest_step(digest, *allocation.value[byte]);
+      }
+    }
+  }
+  for (std::size_t output = 0; output < writes.size(); ++output) {
+    Allocation& allocation = allocations_.at(writes[output].allocation.raw() - 1);
+    for (std::uint64_t byte = writes[output].range.begin(); byte < writes[output].range.end();
+         ++byte) {
+      const std::uint64_t position = byte - writes[output].range.begin();
+      allocation.value.at(byte) =
+          known ? std::optional<std::uint8_t>(kernel_output_byte(digest, seed, output, position))
+                : std::nullopt;
+    }
+  }
+}
+
+// ------------------------------------------------------------ launches
+
+ModelLaunch DeviceModel::launch(std::string_view kernel, std::span<const Binding> reads,
+                                std::span<const Binding> writes, const BodyPlan& plan,
+                                std::optional<std::pair<FailureId, AllocationId>> core_choice) {
+  return launch_impl(kernel, reads, writes, plan, core_choice, nullptr);
+}
+
+ModelLaunch DeviceModel::write(const Binding& into, std::span<const std::byte> bytes) {
+  if (bytes.size() != into.range.size()) {
+    // Refused before the launch: nothing is discovered, no number is used.
+    ModelLaunch refused;
+    refused.binding_errors.push_back(ErrorKind::InvalidBinding);
+    return refused;
+  }
+  const std::vector<std::byte> copy(bytes.begin(), bytes.end());
+  return launch_impl("host write", {}, std::span<const Binding>(&into, 1), BodyPlan{}, std::nullopt,
+                     &copy);
+}
+
+namespace {
+
+bool valid_written(const WrittenRange& written, std::span<const Binding> writes) {
+  return written.output < writes.size() &&
+         written.range.end() <= writes[written.output].range.size();
+}
+
+Binding written_bytes(const WrittenRange& written, std::span<const Binding> writes) {
+  const Binding& output = writes[written.output];
+  return Binding{output.allocation, ByteRange::of(output.range.begin() + written.range.begin(),
+                                                  output.range.begin() + written.range.end())};
+}
+
+std::vector<AllocationId> distinct_allocations(std::span<const Binding> bindings) {
+  std::vector<AllocationId> out;
+  for (const Binding& binding : bindings) {
+    if (std::find(out.begin(), out.end(), binding.allocation) == out.end()) {
+      out.push_back(binding.allocation);
+    }
+  }
+  return out;
+}
+
+} // namespace
+
+ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Binding> reads,
+                                     std::span<const Binding> writes, const BodyPlan& plan,
+                                     std::optional<std::pair<FailureId, AllocationId>> core_choice,
+                                     const std::vector<std::byte>* host_bytes) {
+  ModelLaunch out;
+  discover(); // A launch sweeps first.
+  // P3: every binding is checked before anything happens.
+  for (const auto* set : {&reads, &writes}) {
+    for (const Binding& binding : *set) {
+      if (const auto kind = check(binding)) {
+        if (std::find(out.binding_errors.begin(), out.binding_errors.end(), *kind) ==
+            out.binding_errors.end()) {
+          out.binding_errors.push_back(*kind);
+        }
+      }
+    }
+  }
+  if (!out.binding_errors.empty()) {
+    return out;
+  }
+  const std::uint64_t launch = next_launch_++;
+
+  // S1: a read byte with a failure means skip. Only reads are checked (S5).
+  for (const Binding& read : reads) {
+    const Allocation& allocation = allocations_[read.allocation.raw() - 1];
+    std::set<std::uint64_t> owners;
+    for (std::uint64_t byte = read.range.begin(); byte < read.range.end(); ++byte) {
+      if (allocation.writer[byte] != 0) {
+        owners.insert(allocation.writer[byte]);
+      }
+    }
+    for (const std::uint64_t owner : owners) {
+      out.acceptable_roots.emplace_back(FailureId::from_raw(owner), read.allocation);
+    }
+  }
+
+  LaunchStatus status = LaunchStatus::Ran;
+  std::vector<Binding> released;
+  if (!out.acceptable_roots.empty()) {
+    std::pair<FailureId, AllocationId> choice = out.acceptable_roots.front();
+    out.choice_acceptable =
+        core_choice && std::find(out.acceptable_roots.begin(), out.acceptable_roots.end(),
+                                 *core_choice) != out.acceptable_roots.end();
+    if (out.choice_acceptable) {
+      choice = *core_choice;
+    }
+    // The outputs take the root; nothing is minted (S4); the body never runs.
+    for (const Binding& output : writes) {
+      set_writer(output, choice.first.raw());
+    }
+    failures_.at(choice.first.raw())
+        .records.push_back(
+            SkipRecord{std::string(kernel), choice.second, distinct_allocations(writes), false});
+    bury();
+    status = LaunchStatus::Skipped;
+    out.result.status = status;
+    out.result.failure = choice.first;
+    out.result.needed = choice.second;
+  } else if (writes.empty()) {
+    // Nothing claimed, nothing minted: a failure is only reported.
+    switch (plan.kind) {
+    case BodyKind::succeed:
+    case BodyKind::check:
+      break;
+    case BodyKind::fail_late:
+      late_.push_back(Late{launch, plan.error, plan.written});
+      break;
+    case BodyKind::fail:
+      status = LaunchStatus::Failed;
+      out.result.status = status;
+      out.result.error = named_error(kernel, plan.error, plan.written.size());
+      break;
+    case BodyKind::throws:
+      status = LaunchStatus::Failed;
+      out.body_threw = true;
+      break;
+    }
+  } else {
+    // Enter: a provisional TornDown failure claims the whole write set (S1).
+    const std::uint64_t provisional = mint(Error::torn_down());
+    for (const Binding& output : writes) {
+      set_writer(output, provisional);
+    }
+    bury(provisional);
+    // The body runs and writes its bytes, whatever it then says.
+    if (host_bytes != nullptr) {
+      Allocation& target = allocations_[writes[0].allocation.raw() - 1];
+      for (std::uint64_t at = 0; at < host_bytes->size(); ++at) {
+        target.value.at(writes[0].range.begin() + at) =
+            static_cast<std::uint8_t>((*host_bytes)[at]);
+      }
+    } else {
+      run_kernel(reads, writes, plan.seed);
+    }
+    switch (plan.kind) {
+    case BodyKind::succeed:
+    case BodyKind::check:
+    case BodyKind::fail_late:
+      for (const Binding& output : writes) {
+        set_writer(output, 0); // T2: released.
+      }
+      if (plan.kind == BodyKind::fail_late) {
+        late_.push_back(Late{launch, plan.error, plan.written});
+      }
+      break;
+    case BodyKind::fail: {
+      std::size_t ignored = 0;
+      for (const WrittenRange& written : plan.written) {
+        if (!valid_written(written, writes)) {
+          ++ignored;
+        }
+      }
+      Error error = named_error(kernel, plan.error, ignored);
+      failures_.at(provisional).error = error; // G4.
+      for (const WrittenRange& written : plan.written) {
+        if (valid_written(written, writes)) {
+          set_writer(written_bytes(written, writes), 0); // S2.
+          released.push_back(written_bytes(written, writes));
+        }
+      }
+      status = LaunchStatus::Failed;
+      out.result.status = status;
+      out.result.error = std::move(error);
+      break;
+    }
+    case BodyKind::throws:
+      // S3: the write set stays claimed by TornDown, now naming the kernel.
+      failures_.at(provisional).error =
+          Error(ErrorKind::TornDown,
+                std::string(kernel) + " threw before finishing: " +
+                    (plan.std_exception ? plan.what : std::string("a non-standard exception")));
+      status = LaunchStatus::Failed;
+      out.body_threw = true;
+      break;
+    }
+    bury(); // G5: the provisional failure lives on only where it claims bytes.
+    if (status == LaunchStatus::Failed && !out.body_threw && failures_.count(provisional) != 0) {
+      out.result.failure = FailureId::from_raw(provisional);
+    }
+  }
+  log_.push_back(Logged{launch, std::string(kernel), status,
+                        std::vector<Binding>(reads.begin(), reads.end()),
+                        std::vector<Binding>(writes.begin(), writes.end()), std::move(released)});
+  return out;
+}
+
+// ------------------------------------------------------------ late failures
+
+bool DeviceModel::touches(const Bytes& set, const Binding& binding) const {
+  const auto found = set.find(binding.allocation.raw());
+  if (found == set.end()) {
+    return false;
+  }
+  for (std::uint64_t byte = binding.range.begin(); byte < binding.range.end(); ++byte) {
+    if (found->second.at(byte)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void DeviceModel::add(Bytes& set, const Binding& binding) const {
+  std::vector<bool>& member = set[binding.allocation.raw()];
+  member.resize(allocations_.at(binding.allocation.raw() - 1).size, false);
+  for (std::uint64_t byte = binding.range.begin(); byte < binding.range.end(); ++byte) {
+    member.at(byte) = true;
+  }
+}
+
+void DeviceModel::remove(Bytes& set, const Binding& binding) const {
+  const auto found = set.find(binding.allocation.raw());
+  if (found == set.end()) {
+    return;
+  }
+  for (std::uint64_t byte = binding.range.begin(); byte < binding.range.end(); ++byte) {
+    found->second.at(byte) = false;
+  }
+}
+
+void DeviceModel::synchronize(bool drops_discovered) {
+  std::stable_sort(late_.begin(), late_.end(),
+                   [](const Late& a, const Late& b) { return a.launch < b.launch; });
+  for (const Late& late : late_) {
+    attribute(late);
+  }
+  late_.clear();
+  log_.clear(); // Everything is confirmed now.
+  if (drops_discovered) {
+    discover();
+  }
+}
+
+void DeviceModel::attribute(const Late& late) {
+  auto origin = std::find_if(log_.begin(), log_.end(),
+                             [&](const Logged& logged) { return logged.launch == late.launch; });
+  if (origin == log_.end()) {
+    throw std::logic_error("model: a late failure of launch " + std::to_string(late.launch) +
+                           ", which is not remembered");
+  }
+  if (origin->status != LaunchStatus::Ran) {
+    return; // Its outputs carry the failure that stopped it already.
+  }
+  Bytes stale;
+  for (const Binding& output : origin->writes) {
+    add(stale, output);
+  }
+  std::size_t ignored = 0;
+  for (const WrittenRange& written : late.written) {
+    if (valid_written(written, origin->writes)) {
+      remove(stale, written_bytes(written, origin->writes));
+    } else {
+      ++ignored;
+    }
+  }
+  const Error named = named_error(origin->kernel, late.error, ignored);
+  const std::uint64_t failure =
+      mint(Error(named.kind(), named.message() + " (reported when the device synchronised)"));
+  origin->status = LaunchStatus::Failed;
+
+  for (auto later = std::next(origin); later != log_.end(); ++later) {
+    const Binding* needed = nullptr;
+    for (const Binding& read : later->reads) {
+      if (touches(stale, read)) {
+        needed = &read;
+        break;
+      }
+    }
+    if (needed != nullptr && later->status == LaunchStatus::Ran) {
+      // It ran on garbage: its outputs are garbage too.
+      failures_.at(failure).records.push_back(
+          SkipRecord{later->kernel, needed->allocation, distinct_allocations(later->writes), true});
+      for (const Binding& output : later->writes) {
+        add(stale, output);
+      }
+      later->status = LaunchStatus::Failed;
+    } else if (needed != nullptr && later->status == LaunchStatus::Failed &&
+               std::any_of(later->released.begin(), later->released.end(),
+                           [](const Binding& bytes) { return !bytes.range.empty(); })) {
+      // It failed, but the bytes it reported written were computed from
+      // garbage: those are stale now; the rest carries its own failure.
+      for (const Binding& output : later->writes) {
+        remove(stale, output);
+      }
+      std::vector<Binding> garbage;
+      for (const Binding& bytes : later->released) {
+        if (!bytes.range.empty()) {
+          add(stale, bytes);
+          garbage.push_back(bytes);
+        }
+      }
+      failures_.at(failure).records.push_back(
+          SkipRecord{later->kernel, needed->allocation, distinct_allocations(garbage), true});
+      later->released.clear(); // Claimed now; a later late failure finds them carried.
+    } else {
+      // It overwrote its outputs, with good data or with its own failure.
+      for (const Binding& output : later->writes) {
+        remove(stale, output);
+      }
+    }
+  }
+  for (const auto& [raw, member] : stale) {
+    Allocation& allocation = allocations_.at(raw - 1);
+    if (allocation.state != State::live) {
+      continue; // Dropped: no allocation left to carry it.
+    }
+    for (std::uint64_t byte = 0; byte < member.size(); ++byte) {
+      if (member[byte]) {
+        allocation.writer.at(byte) = failure;
+      }
+    }
+  }
+  bury();
+}
+
+// ------------------------------------------------------------ reads
+
+ModelRead DeviceModel::read(const Binding& from, std::uint64_t into_size) {
+  return reports_for(from, true, into_size);
+}
+
+ModelRead DeviceModel::stale_reports(const Binding& from) {
+  return reports_for(from, false, from.range.size());
+}
+
+ModelRead DeviceModel::reports_for(const Binding& from, bool copy, std::uint64_t into_size) {
+  synchronize(false);
+  discover(); // Resolving the binding discovers dropped handles.
+  ModelRead out;
+  if (const auto kind = check(from)) {
+    out.binding_errors.push_back(*kind);
+    return out;
+  }
+  if (copy && into_size != from.range.size()) {
+    out.binding_errors.push_back(ErrorKind::InvalidBinding);
+    return out;
+  }
+  const Allocation& allocation = allocations_[from.allocation.raw() - 1];
+  std::set<std::uint64_t> owners;
+  for (std::uint64_t byte = from.range.begin(); byte < from.range.end(); ++byte) {
+    if (allocation.writer[byte] != 0) {
+      owners.insert(allocation.writer[byte]);
+    }
+  }
+  for (const std::uint64_t owner : owners) {
+    Report expected = report(FailureId::from_raw(owner), from.allocation);
+    // The first stale run of this failure within the read.
+    std::uint64_t begin = from.range.begin();
+    while (allocation.writer[begin] != owner) {
+      ++begin;
+    }
+    std::uint64_t end = begin;
+    while (end < from.range.end() && allocation.writer[end] == owner) {
+      ++end;
+    }
+    expected.stale = ByteRange::of(begin, end);
+    out.reports.push_back(std::move(expected));
+  }
+  if (copy && owners.empty()) {
+    out.bytes.assign(allocation.value.begin() + static_cast<std::ptrdiff_t>(from.range.begin()),
+                     allocation.value.begin() + static_cast<std::ptrdiff_t>(from.range.end()));
+  }
+  return out;
+}
+
+Report DeviceModel::report(FailureId failure, AllocationId read) const {
+  const auto found = failures_.find(failure.raw());
+  if (found == failures_.end()) {
+    throw std::logic_error("model: report of " + to_string(failure) + ", which is not live");
+  }
+  const std::vector<SkipRecord> kept = skip_records(failure);
+  Report expected{failure,
+                  found->second.error,
+                  read,
+                  std::nullopt,
+                  {},
+                  read,
+                  found->second.records.size(),
+                  found->second.records.size() > kept_skip_records};
+  // G8: from the allocation read, step to the newest kept record (older than
+  // the last step) that produced the allocation being explained, and on to
+  // the allocation it needed; stop where no record produced it.
+  std::size_t older_than = kept.size();
+  for (;;) {
+    std::optional<std::size_t> step;
+    for (std::size_t index = 0; index < older_than; ++index) {
+      const auto& produced = kept[index].produced;
+      if (std::find(produced.begin(), produced.end(), expected.origin) != produced.end()) {
+        step = index; // Keeps the newest.
+      }
+    }
+    if (!step) {
+      break;
+    }
+    expected.path.push_back(kept[*step]);
+    expected.origin = kept[*step].needed;
+    older_than = *step;
+  }
+  return expected;
+}
+
+// ------------------------------------------------------------ observation
+
+std::vector<AllocationId> DeviceModel::allocations() const {
+  std::vector<AllocationId> out;
+  for (std::size_t index = 0; index < allocations_.size(); ++index) {
+    if (allocations_[index].state != State::gone) {
+      out.push_back(AllocationId::from_raw(index + 1));
+    }
+  }
+  return out;
+}
+
+std::vector<AllocationId> DeviceModel::dropped() const {
+  std::vector<AllocationId> out;
+  for (std::size_t index = 0; index < allocations_.size(); ++index) {
+    if (allocations_[index].state == State::dropped) {
+      out.push_back(AllocationId::from_raw(index + 1));
+    }
+  }
+  return out;
+}
+
+bool DeviceModel::live(AllocationId allocation) const {
+  const Allocation* found = find(allocation);
+  return found != nullptr && found->state == State::live;
+}
+
+std::uint64_t DeviceModel::size(AllocationId allocation) const {
+  const Allocation* found = find(allocation);
+  return found != nullptr ? found->size : 0;
+}
+
+std::vector<std::pair<FailureId, ByteRange>> DeviceModel::claims(AllocationId allocation) const {
+  std::vector<std::pair<FailureId, ByteRange>> out;
+  const Allocation* found = find(allocation);
+  if (found == nullptr || found->state == State::gone) {
+    return out;
+  }
+  std::uint64_t byte = 0;
+  while (byte < found->writer.size()) {
+    const std::uint64_t owner = found->writer[byte];
+    std::uint64_t end = byte + 1;
+    while (end < found->writer.size() && found->writer[end] == owner) {
+      ++end;
+    }
+    if (owner != 0) {
+      out.emplace_back(FailureId::from_raw(owner), ByteRange::of(byte, end));
+    }
+    byte = end;
+  }
+  return out;
+}
+
+std::vector<std::optional<std::uint8_t>> DeviceModel::bytes(AllocationId allocation) const {
+  const Allocation* found = find(allocation);
+  return found != nullptr ? found->value : std::vector<std::optional<std::uint8_t>>();
+}
+
+std::vector<FailureId> DeviceModel::live_failures() const {
+  std::vector<FailureId> out;
+  for (const auto& [raw, failure] : failures_) {
+    out.push_back(FailureId::from_raw(raw));
+  }
+  return out;
+}
+
+const Error* DeviceModel::error(FailureId failure) const {
+  const auto found = failures_.find(failure.raw());
+  return found != failures_.end() ? &found->second.error : nullptr;
+}
+
+std::uint64_t DeviceModel::tags(FailureId failure) const {
+  if (failures_.count(failure.raw()) == 0) {
+    return 0;
+  }
+  std::uint64_t carriers = 0;
+  for (const Allocation& allocation : allocations_) {
+    if (allocation.state != State::gone &&
+        std::find(allocation.writer.begin(), allocation.writer.end(), failure.raw()) !=
+            allocation.writer.end()) {
+      ++carriers;
+    }
+  }
+  return carriers;
+}
+
+std::uint64_t DeviceModel::skips_recorded(FailureId failure) const {
+  const auto found = failures_.find(failure.raw());
+  return found != failures_.end() ? found->second.records.size() : 0;
+}
+
+std::vector<SkipRecord> DeviceModel::skip_records(FailureId failure) const {
+  const auto found = failures_.find(failure.raw());
+  if (found == failures_.end()) {
+    return {};
+  }
+  const std::vector<SkipRecord>& all = found->second.records;
+  const std::size_t first = all.size() > kept_skip_records ? all.size() - kept_skip_records : 0;
+  return {all.begin() + static_cast<std::ptrdiff_t>(first), all.end()};
+}
+
+namespace {
+
+std::string describe(const std::vector<std::pair<FailureId, ByteRange>>& claims) {
+  std::string out = "[";
+  for (const auto& [failure, range] : claims) {
+    out += (out.size() > 1 ? ", " : "") + to_string(failure) + " " + to_string(range);
+  }
+  return out + "]";
+}
+
+std::string describe(const std::vector<SkipRecord>& records) {
+  std::string out = "[";
+  for (const SkipRecord& record : records) {
+    out += (out.size() > 1 ? ", {" : "{") + record.kernel + (record.ran ? " ran" : " skipped") +
+           " needed " + to_string(record.needed) + " produced";
+    for (const AllocationId produced : record.produced) {
+      out += " " + to_string(produced);
+    }
+    out += "}";
+  }
+  return out + "]";
+}
+
+} // namespace
+
+std::optional<std::string> DeviceModel::mismatch(Device& device) const {
+  // Allocations the manager holds, with their claims and bytes.
+  struct Held {
+    std::uint64_t size;
+    std::vector<std::pair<FailureId, ByteRange>> claims;
+    const std::byte* data;
+  };
+  std::map<std::uint64_t, Held> core;
+  device.memory().for_each_allocation([&](const AllocationInfo& info) {
+    Held held{info.size, {}, info.data};
+    info.taint->for_each_claim(
+        [&](FailureId failure, ByteRange range) { held.claims.emplace_back(failure, range); });
+    core.emplace(info.id.raw(), std::move(held));
+  });
+  std::vector<std::uint64_t> core_ids;
+  for (const auto& [raw, held] : core) {
+    core_ids.push_back(raw);
+  }
+  std::vector<std::uint64_t> model_ids;
+  for (const AllocationId id : allocations()) {
+    model_ids.push_back(id.raw());
+  }
+  if (core_ids != model_ids) {
+    auto list = [](const std::vector<std::uint64_t>& ids) {
+      std::string out;
+      for (const std::uint64_t id : ids) {
+        out += " " + std::to_string(id);
+      }
+      return out;
+    };
+    return "P1: the manager holds allocations" + list(core_ids) + ", the model" + list(model_ids);
+  }
+  for (const auto& [raw, held] : core) {
+    const AllocationId id = AllocationId::from_raw(raw);
+    const Allocation& model = allocations_[raw - 1];
+    if (held.size != model.size) {
+      return to_string(id) + " has size " + std::to_string(held.size) + ", the model " +
+             std::to_string(model.size);
+    }
+    const auto expected = claims(id);
+    if (held.claims != expected) {
+      return "D1: " + to_string(id) + " claims " + describe(held.claims) + ", the model " +
+             describe(expected);
+    }
+    for (std::uint64_t byte = 0; byte < model.size; ++byte) {
+      const auto value = static_cast<std::uint8_t>(held.data[byte]);
+      if (model.value[byte] && *model.value[byte] != value) {
+        return "D1/S1: byte " + std::to_string(byte) + " of " + to_string(id) + " holds " +
+               std::to_string(value) + ", the model " + std::to_string(*model.value[byte]) +
+               " (a body ran, or did not, against the model)";
+      }
+    }
+  }
+
+  // The graph: exactly the live failures, with their errors, tags and skips.
+  ErrorGraph& graph = device.graph();
+  if (graph.next_id() != next_failure()) {
+    return "G1/S4: the next failure id is " + std::to_string(graph.next_id().raw()) +
+           ", the model " + std::to_string(next_failure_);
+  }
+  std::vector<std::uint64_t> core_failures;
+  graph.for_each([&](FailureId failure, const Error&, std::uint64_t) {
+    core_failures.push_back(failure.raw());
+  });
+  std::sort(core_failures.begin(), core_failures.end());
+  std::vector<std::uint64_t> model_failures;
+  for (const auto& [raw, failure] : failures_) {
+    model_failures.push_back(raw);
+  }
+  if (core_failures != model_failures || graph.size() != failures_.size()) {
+    std::string text = "R1-R3: the graph holds " + std::to_string(graph.size()) + " failures:";
+    for (const std::uint64_t raw : core_failures) {
+      text += " " + std::to_string(raw);
+    }
+    text += "; the model:";
+    for (const std::uint64_t raw : model_failures) {
+      text += " " + std::to_string(raw);
+    }
+    return text;
+  }
+  for (const auto& [raw, failure] : failures_) {
+    const FailureId id = FailureId::from_raw(raw);
+    const Error* error = graph.error(id);
+    if (error == nullptr || !(*error == failure.error)) {
+      return "G4: " + to_string(id) + " has error " +
+             (error != nullptr ? "{" + to_string(*error) + "}" : std::string("none")) +
+             ", the model {" + to_string(failure.error) + "}";
+    }
+    if (graph.tags(id) != tags(id)) {
+      return "R1: " + to_string(id) + " has " + std::to_string(graph.tags(id)) +
+             " tags, the model " + std::to_string(tags(id));
+    }
+    if (graph.skips_recorded(id) != failure.records.size()) {
+      return "G7: " + to_string(id) + " recorded " + std::to_string(graph.skips_recorded(id)) +
+             " skips, the model " + std::to_string(failure.records.size());
+    }
+    const std::vector<SkipRecord> kept = graph.skip_records(id);
+    const std::vector<SkipRecord> expected = skip_records(id);
+    if (kept != expected) {
+      return "G7: " + to_string(id) + " keeps " + describe(kept) + ", the model " +
+             describe(expected);
+    }
+  }
+  return std::nullopt;
+}
+
+} // namespace taintpool::model
