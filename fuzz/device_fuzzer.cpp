@@ -1,0 +1,709 @@
+// device_fuzzer: a Device on a DeferredHostBackend against the D1 oracle
+// (model::DeviceModel), side by side, compared after every operation
+// (DESIGN.md §3.5, §4).
+//
+// Why it is shaped so: the device is where every rule meets — the engine's
+// claims (T1–T5), the graph's ids, refcounts and records (G1–G9, R1–R4), the
+// pool's handle discovery (P1, P3) and the scope rules (S1–S5, D1–D2) — so
+// the harness drives whole dataflows rather than single calls, and compares
+// the whole observable state after each step, so a bug is caught at the
+// operation that made it, not at some later read.
+//
+// # What is checked
+//
+// After EVERY operation (model.mismatch() and the harness):
+//   * the allocations the manager holds, with every claim (D1, T5) and every
+//     byte whose value the model knows (a body that ran when it should have
+//     been skipped, S1, or wrote outside its bindings, changes bytes);
+//   * every live failure: its error (G4, the kernel named, S2's note on
+//     ignored ranges, S3's "threw before finishing"), tags (R1), skips
+//     recorded and kept records, `ran` included (G7); the graph's size and
+//     next id — so every minted id is predicted exactly (G1, S4);
+//   * device.check_invariants() (T5, P1, P2, R1–R3).
+// Per operation:
+//   * launch: returned / threw a binding error before anything was claimed
+//     (P3: the state is compared unchanged, and no launch number was used) /
+//     rethrew the body's exception (S3); the status, failure, needed and
+//     error; for a skip, that core's root and needed are among the pairs S1
+//     allows (the model then follows core's choice);
+//   * read / stale_reports: the binding errors, the reports exactly (failure
+//     ids, root errors, paths, origins, stale ranges, skip counts; G8, G9),
+//     and the bytes of an ok read where the model knows them (D1);
+//   * synchronize: late failures attributed as the model's naive replay says.
+// At the end of every input: synchronize, drop every handle, sweep: the
+// graph must be empty (R4).
+//
+// # How the input is decoded (fuzz/common/byte_reader.hpp: past the end,
+// # every byte reads as 0)
+//
+// Ops until the input runs out. Each op: one byte, low 4 bits the op (a
+// weighted table), high bits the slot (of kSlots handle slots). Then:
+//   create       size byte (mostly 0..64, else 0..255)
+//   launch       kernel byte, counts byte (reads 0..3, writes 0..3, an
+//                in-place flag), bindings, plan
+//   binding      target byte (a slot, or the next one holding a handle; a
+//                dropped id; a never-minted id), then
+//                range: whole, inside, or reaching 1..4 bytes past the end
+//   plan         kind byte (succeed, fail, partial, throw, check, fail late),
+//                error byte, seed byte, written ranges (output index may be
+//                out of range, ranges may reach past their output)
+//   host write   binding, seed, and a size-mismatch flag
+//   read         binding, and a wrong-size flag
+#include <taintpool/device/device.hpp>
+#include <taintpool/host/deferred_host_backend.hpp>
+#include <taintpool/model/device_model.hpp>
+#include <taintpool/pool/host_storage.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/byte_reader.hpp"
+#include "common/check.hpp"
+
+namespace {
+
+using taintpool::Allocation;
+using taintpool::AllocationId;
+using taintpool::Binding;
+using taintpool::ByteRange;
+using taintpool::DeferredHostBackend;
+using taintpool::Device;
+using taintpool::Error;
+using taintpool::ErrorKind;
+using taintpool::FailureId;
+using taintpool::HostStorage;
+using taintpool::KernelContext;
+using taintpool::LaunchOutcome;
+using taintpool::LaunchResult;
+using taintpool::LaunchStatus;
+using taintpool::MemoryConfig;
+using taintpool::Report;
+using taintpool::to_string;
+using taintpool::WrittenRange;
+using taintpool::fuzz::ByteReader;
+using taintpool::fuzz::Checker;
+using taintpool::model::BodyKind;
+using taintpool::model::BodyPlan;
+using taintpool::model::DeviceModel;
+using taintpool::model::ModelLaunch;
+using taintpool::model::ModelRead;
+
+constexpr std::size_t kSlots = 8;
+
+constexpr std::array<const char*, 6> kKernels = {
+    "fill", "matmul", "gelu", "softmax", "", "a_kernel_name_long_enough_for_the_heap"};
+constexpr std::array<const char*, 4> kMessages = {
+    "", "oom", "checked kernel found NaN",
+    "a message long enough to live on the heap, past any small-string buffer"};
+constexpr std::array<ErrorKind, 4> kErrorKinds = {ErrorKind::Launch, ErrorKind::OutOfMemory,
+                                                  ErrorKind::Generic, ErrorKind::TornDown};
+
+enum class Kind : std::uint8_t {
+  create,
+  create_bytes,
+  copy,
+  drop,
+  launch,
+  write,
+  read,
+  stale_reports,
+  synchronize,
+  sweep,
+  cleanup,
+};
+
+/// The op of an op byte's low 4 bits, weighted towards launches.
+constexpr std::array<Kind, 16> kOpTable = {
+    Kind::create, Kind::create,        Kind::create_bytes, Kind::copy,   Kind::drop,  Kind::launch,
+    Kind::launch, Kind::launch,        Kind::launch,       Kind::launch, Kind::write, Kind::read,
+    Kind::read,   Kind::stale_reports, Kind::synchronize,  Kind::sweep,
+};
+
+std::string show_binding(const Binding& binding) {
+  return "A" + std::to_string(binding.allocation.raw()) + to_string(binding.range);
+}
+
+std::string show_bindings(const std::vector<Binding>& bindings) {
+  std::string out = "[";
+  for (const Binding& binding : bindings) {
+    out += (out.size() > 1 ? " " : "") + show_binding(binding);
+  }
+  return out + "]";
+}
+
+std::string show_written(const std::vector<WrittenRange>& written) {
+  std::string out = "[";
+  for (const WrittenRange& range : written) {
+    out += (out.size() > 1 ? " " : "") + std::string("out") + std::to_string(range.output) +
+           to_string(range.range);
+  }
+  return out + "]";
+}
+
+std::string show_plan(const BodyPlan& plan) {
+  switch (plan.kind) {
+  case BodyKind::succeed:
+    return "succeed seed " + std::to_string(plan.seed);
+  case BodyKind::fail:
+    return "fail {" + to_string(plan.error) + "} written " + show_written(plan.written);
+  case BodyKind::throws:
+    return plan.std_exception ? "throw runtime_error(" + plan.what + ")" : "throw 42";
+  case BodyKind::check:
+    return "check";
+  case BodyKind::fail_late:
+    return "fail_later {" + to_string(plan.error) + "} written " + show_written(plan.written);
+  }
+  return "?";
+}
+
+std::string show_status(LaunchStatus status) {
+  switch (status) {
+  case LaunchStatus::Ran:
+    return "ran";
+  case LaunchStatus::Failed:
+    return "failed";
+  case LaunchStatus::Skipped:
+    return "skipped";
+  }
+  return "?";
+}
+
+std::string show_result(const LaunchResult& result) {
+  return show_status(result.status) +
+         " failure=" + (result.failure ? to_string(*result.failure) : std::string("none")) +
+         " needed=" + (result.needed ? to_string(*result.needed) : std::string("none")) +
+         " error=" + (result.error ? "{" + to_string(*result.error) + "}" : std::string("none"));
+}
+
+std::string show_record(const taintpool::SkipRecord& record) {
+  std::string out = "{" + record.kernel + (record.ran ? " ran" : " skipped") + " needed " +
+                    to_string(record.needed) + " produced";
+  for (const AllocationId id : record.produced) {
+    out += " " + to_string(id);
+  }
+  return out + "}";
+}
+
+std::string show_report(const Report& report) {
+  std::string out = "{" + to_string(report.failure) + " root {" + to_string(report.root) +
+                    "} read " + to_string(report.read) + " stale " +
+                    (report.stale ? to_string(*report.stale) : std::string("none")) + " path [";
+  for (const auto& record : report.path) {
+    out += show_record(record);
+  }
+  return out + "] origin " + to_string(report.origin) + " skips " +
+         std::to_string(report.skips_recorded) +
+         (report.path_may_be_incomplete ? " incomplete" : "") + "}";
+}
+
+std::string show_reports(const std::vector<Report>& reports) {
+  std::string out;
+  for (const Report& report : reports) {
+    out += "\n    " + show_report(report);
+  }
+  return out.empty() ? " (none)" : out;
+}
+
+std::string show_kinds(const std::vector<ErrorKind>& kinds) {
+  std::string out;
+  for (const ErrorKind kind : kinds) {
+    out += (out.empty() ? "" : " or ") + std::string(name(kind));
+  }
+  return out;
+}
+
+/// How a core call ended.
+struct Ending {
+  enum class How { returned, taintpool_exception, body_exception, other } how = How::returned;
+  ErrorKind kind = ErrorKind::Generic; ///< taintpool_exception.
+  std::string what;
+};
+
+class Harness {
+ public:
+  Harness()
+      : storage_(16)
+      , backend_(storage_, config())
+      , device_(backend_)
+      , checker_("device_fuzzer") {
+    checker_.set_context([this] { return context(); });
+  }
+
+  void run(ByteReader& in) {
+    while (!in.empty() && ops_.size() < 400) {
+      step(in);
+      compare();
+    }
+    finish();
+  }
+
+ private:
+  static MemoryConfig config() {
+    MemoryConfig config;
+    config.alignment = 16;
+    config.sliced = {{1024, 128}, {4096, 1024}}; // Many slices per page: reuse, split, coalesce.
+    config.max_allocation = std::uint64_t{1} << 20;
+    return config;
+  }
+
+  std::string context() const {
+    std::string text = "ops (" + std::to_string(ops_.size()) + "):\n";
+    const std::size_t first = ops_.size() > 60 ? ops_.size() - 60 : 0;
+    for (std::size_t at = first; at < ops_.size(); ++at) {
+      text += "  #" + std::to_string(at) + " " + ops_[at] + "\n";
+    }
+    text += "model:\n";
+    for (const AllocationId id : model_.allocations()) {
+      text += "  " + to_string(id) + " size " + std::to_string(model_.size(id)) +
+              (model_.live(id) ? "" : " (dropped)") + " claims";
+      for (const auto& [failure, range] : model_.claims(id)) {
+        text += " " + to_string(failure) + to_string(range);
+      }
+      text += "\n";
+    }
+    for (const FailureId failure : model_.live_failures()) {
+      text += "  " + to_string(failure) + " {" + to_string(*model_.error(failure)) + "} tags " +
+              std::to_string(model_.tags(failure)) + "\n";
+    }
+    return text;
+  }
+
+  void fail(std::string_view rule, const std::string& what) const { checker_.fail(rule, what); }
+
+  void compare() {
+    if (auto difference = model_.mismatch(device_)) {
+      fail("D1", *difference);
+    }
+    try {
+      device_.check_invariants();
+    } catch (const std::exception& error) {
+      fail("R1-R3/P1/P2/T5", std::string("check_invariants: ") + error.what());
+    }
+  }
+
+  // ---- decoding
+
+  std::size_t pick_slot(std::uint8_t bits) const { return bits % kSlots; }
+
+  Binding decode_binding(ByteReader& in) {
+    const std::uint8_t target = in.byte();
+    std::optional<AllocationId> id;
+    if (target < 224) {
+      // A slot; an empty one falls to the next slot that holds a handle.
+      for (std::size_t step = 0; step < kSlots && !id; ++step) {
+        if (const Allocation& held = slots_[(target + step) % kSlots]) {
+          id = held.id();
+        }
+      }
+    }
+    if (!id && target < 248 && !ids_.empty()) {
+      id = ids_[in.below(ids_.size())]; // Maybe dropped: NotFound (P3).
+    }
+    if (!id) {
+      id = AllocationId::from_raw(model_.allocations().empty() ? 1 + in.below(4)
+                                                               : 100 + in.below(4));
+    }
+    const std::uint64_t size = model_.size(*id);
+    const std::uint8_t shape = in.byte();
+    const std::uint64_t a = in.byte();
+    const std::uint64_t b = in.byte();
+    if (shape < 64) {
+      return Binding{*id, ByteRange::sized(0, size)};
+    }
+    if (shape < 240) {
+      const std::uint64_t begin = a % (size + 1);
+      return Binding{*id, ByteRange::sized(begin, b % (size - begin + 1))};
+    }
+    // P3: reaching 1..4 bytes past the end.
+    const std::uint64_t end = size + 1 + (b % 4);
+    return Binding{*id, ByteRange::of(std::min(a % (size + 1), end), end)};
+  }
+
+  Error decode_error(ByteReader& in) {
+    const std::uint8_t byte = in.byte();
+    return Error(kErrorKinds[byte % kErrorKinds.size()],
+                 kMessages[(byte / kErrorKinds.size()) % kMessages.size()]);
+  }
+
+  std::vector<WrittenRange> decode_written(ByteReader& in, const std::vector<Binding>& writes) {
+    std::vector<WrittenRange> written;
+    const std::uint64_t count = in.below(4);
+    for (std::uint64_t at = 0; at < count; ++at) {
+      const std::uint8_t pick = in.byte();
+      const auto output = static_cast<std::uint32_t>(
+          pick < 224 && !writes.empty() ? pick % writes.size() : writes.size() + (pick % 2));
+      const std::uint64_t size = output < writes.size() ? writes[output].range.size() : 8;
+      const std::uint8_t shape = in.byte();
+      const std::uint64_t begin = in.byte() % (size + 1);
+      const std::uint64_t length = in.byte() % (size - begin + 1);
+      // S2: ranges are untrusted; some reach past their output.
+      const std::uint64_t end = shape < 224 ? begin + length : size + 1 + (shape % 3);
+      written.push_back(WrittenRange{output, ByteRange::of(std::min(begin, end), end)});
+    }
+    return written;
+  }
+
+  BodyPlan decode_plan(ByteReader& in, const std::vector<Binding>& writes) {
+    BodyPlan plan;
+    const std::uint8_t kind = in.byte();
+    plan.seed = in.byte();
+    if (kind < 128) {
+      plan.kind = BodyKind::succeed;
+    } else if (kind < 160) {
+      plan.kind = BodyKind::fail;
+      plan.error = decode_error(in);
+    } else if (kind < 192) {
+      plan.kind = BodyKind::fail; // Partial (S2).
+      plan.error = decode_error(in);
+      plan.written = decode_written(in, writes);
+    } else if (kind < 208) {
+      plan.kind = BodyKind::throws;
+      plan.std_exception = (kind & 1) == 0;
+      plan.what = kMessages[(kind >> 1) % kMessages.size()];
+    } else if (kind < 224) {
+      plan.kind = BodyKind::check;
+    } else {
+      plan.kind = BodyKind::fail_late;
+      plan.error = decode_error(in);
+      plan.written = decode_written(in, writes);
+    }
+    return plan;
+  }
+
+  // ---- ops
+
+  void step(ByteReader& in) {
+    const std::uint8_t op = in.byte();
+    const Kind kind = kOpTable[op & 15u];
+    const std::size_t slot = pick_slot(static_cast<std::uint8_t>(op >> 4));
+    switch (kind) {
+    case Kind::create:
+    case Kind::create_bytes:
+      create(in, slot, kind == Kind::create_bytes);
+      break;
+    case Kind::copy: {
+      const std::size_t from = pick_slot(in.byte());
+      ops_.push_back("copy slot " + std::to_string(from) + " -> slot " + std::to_string(slot));
+      if (slots_[from] && from != slot) {
+        model_.copy_handle(slots_[from].id());
+        drop(slot);
+        slots_[slot] = slots_[from];
+      }
+      break;
+    }
+    case Kind::drop:
+      ops_.push_back("drop slot " + std::to_string(slot));
+      drop(slot);
+      break;
+    case Kind::launch:
+      launch(in);
+      break;
+    case Kind::write:
+      host_write(in);
+      break;
+    case Kind::read:
+    case Kind::stale_reports:
+      read(in, kind == Kind::read);
+      break;
+    case Kind::synchronize:
+      ops_.push_back("synchronize");
+      synchronize();
+      break;
+    case Kind::sweep:
+    case Kind::cleanup:
+      ops_.push_back((op & 0x80u) != 0 ? "cleanup" : "sweep");
+      if ((op & 0x80u) != 0) {
+        device_.cleanup();
+      } else {
+        device_.sweep();
+      }
+      model_.sweep();
+      break;
+    }
+  }
+
+  void drop(std::size_t slot) {
+    if (slots_[slot]) {
+      model_.drop_handle(slots_[slot].id());
+      slots_[slot].reset();
+    }
+  }
+
+  void create(ByteReader& in, std::size_t slot, bool with_bytes) {
+    const std::uint8_t byte = in.byte();
+    const std::uint64_t size = byte < 192 ? byte % 65 : byte;
+    const std::uint8_t seed = in.byte();
+    drop(slot);
+    if (with_bytes) {
+      std::vector<std::byte> bytes(size);
+      for (std::size_t at = 0; at < bytes.size(); ++at) {
+        bytes[at] = static_cast<std::byte>(seed + at * 5);
+      }
+      ops_.push_back("slot " + std::to_string(slot) + " = create_buffer(" + std::to_string(size) +
+                     " bytes from seed " + std::to_string(seed) + ")");
+      slots_[slot] = device_.create_buffer(bytes);
+      const AllocationId expected = model_.create(bytes);
+      check_id(slots_[slot].id(), expected);
+    } else {
+      ops_.push_back("slot " + std::to_string(slot) + " = create_buffer(" + std::to_string(size) +
+                     ")");
+      slots_[slot] = device_.create_buffer(size);
+      check_id(slots_[slot].id(), model_.create(size));
+    }
+    ids_.push_back(slots_[slot].id());
+  }
+
+  void check_id(AllocationId core, AllocationId model) const {
+    if (core != model) {
+      fail("P1", "create_buffer returned " + to_string(core) + ", the model " + to_string(model));
+    }
+  }
+
+  template <class Call>
+  Ending call(Call&& fn) {
+    Ending ending;
+    try {
+      fn();
+    } catch (const taintpool::Exception& error) {
+      ending.how = Ending::How::taintpool_exception;
+      ending.kind = error.kind();
+      ending.what = error.what();
+    } catch (const std::runtime_error& error) {
+      ending.how = Ending::How::body_exception;
+      ending.what = error.what();
+    } catch (int) {
+      ending.how = Ending::How::body_exception;
+      ending.what = "42";
+    } catch (const std::exception& error) {
+      ending.how = Ending::How::other;
+      ending.what = error.what();
+    }
+    return ending;
+  }
+
+  void expect_binding_error(const Ending& ending, const std::vector<ErrorKind>& kinds,
+                            const char* what) const {
+    if (ending.how != Ending::How::taintpool_exception ||
+        std::find(kinds.begin(), kinds.end(), ending.kind) == kinds.end()) {
+      fail("P3", std::string(what) + " must throw " + show_kinds(kinds) +
+                     " before anything is claimed; core " +
+                     (ending.how == Ending::How::returned ? "returned" : "threw: " + ending.what));
+    }
+  }
+
+  void expect_returned(const Ending& ending, const char* what) const {
+    if (ending.how != Ending::How::returned) {
+      fail("P3/S3", std::string(what) + " must return; core threw: " + ending.what);
+    }
+  }
+
+  void compare_launch(const Ending& ending, const LaunchResult& core, const ModelLaunch& model,
+                      const std::string& what_text) const {
+    const char* what = what_text.c_str();
+    if (!model.binding_errors.empty()) {
+      expect_binding_error(ending, model.binding_errors, what);
+      return;
+    }
+    if (model.body_threw) {
+      if (ending.how != Ending::How::body_exception) {
+        fail("S3", what_text + ": the body's exception must reach the caller; core " +
+                       (ending.how == Ending::How::returned ? "returned" : "threw " + ending.what));
+      }
+      return;
+    }
+    expect_returned(ending, what);
+    if (!model.choice_acceptable) {
+      std::string allowed;
+      for (const auto& [root, needed] : model.acceptable_roots) {
+        allowed += " (" + to_string(root) + ", " + to_string(needed) + ")";
+      }
+      fail("S1/T3", what_text + ": core skipped with " + show_result(core) +
+                        "; acceptable (root, needed):" + allowed);
+    }
+    const LaunchResult& expected = model.result;
+    const bool same = core.status == expected.status && core.failure == expected.failure &&
+                      core.needed == expected.needed && core.error == expected.error;
+    if (!same) {
+      fail("S1/S2/S4", what_text + ": launch result\n  core:  " + show_result(core) +
+                           "\n  model: " + show_result(expected));
+    }
+  }
+
+  void launch(ByteReader& in) {
+    const std::string kernel = kKernels[in.byte() % kKernels.size()];
+    const std::uint8_t counts = in.byte();
+    std::vector<Binding> reads;
+    std::vector<Binding> writes;
+    for (unsigned at = 0; at < (counts & 3u); ++at) {
+      reads.push_back(decode_binding(in));
+    }
+    for (unsigned at = 0; at < ((counts >> 2) & 3u); ++at) {
+      writes.push_back(decode_binding(in));
+    }
+    if ((counts & 0x10u) != 0 && !reads.empty()) {
+      writes.push_back(reads[in.below(reads.size())]); // In place: read-write (S5).
+    }
+    const BodyPlan plan = decode_plan(in, writes);
+    const std::string text = "launch " + kernel + " reads " + show_bindings(reads) + " writes " +
+                             show_bindings(writes) + " body " + show_plan(plan) + " [launch #" +
+                             std::to_string(model_.next_launch()) + "]";
+    ops_.push_back(text);
+
+    auto body = [&](const KernelContext& context) -> LaunchOutcome {
+      std::uint32_t digest = plan.seed;
+      for (std::size_t index = 0; index < context.reads(); ++index) {
+        for (const std::byte byte : context.read(index)) {
+          digest = taintpool::model::kernel_digest_step(digest, static_cast<std::uint8_t>(byte));
+        }
+      }
+      for (std::size_t index = 0; index < context.writes(); ++index) {
+        const std::span<std::byte> out = context.write(index);
+        for (std::size_t position = 0; position < out.size(); ++position) {
+          out[position] = static_cast<std::byte>(
+              taintpool::model::kernel_output_byte(digest, plan.seed, index, position));
+        }
+      }
+      switch (plan.kind) {
+      case BodyKind::succeed:
+        return LaunchOutcome::success();
+      case BodyKind::fail:
+        return plan.written.empty() ? LaunchOutcome::failure(plan.error)
+                                    : LaunchOutcome::partial(plan.error, plan.written);
+      case BodyKind::throws:
+        if (plan.std_exception) {
+          throw std::runtime_error(plan.what);
+        }
+        throw 42;
+      case BodyKind::check:
+        backend_.check(context);
+        return LaunchOutcome::success();
+      case BodyKind::fail_late:
+        backend_.fail_later(context, plan.error, plan.written);
+        return LaunchOutcome::success();
+      }
+      return LaunchOutcome::success();
+    };
+    LaunchResult result;
+    const Ending ending = call([&] { result = device_.launch(kernel, reads, writes, body); });
+    std::optional<std::pair<FailureId, AllocationId>> choice;
+    if (ending.how == Ending::How::returned && result.status == LaunchStatus::Skipped &&
+        result.failure && result.needed) {
+      choice.emplace(*result.failure, *result.needed);
+    }
+    const ModelLaunch expected = model_.launch(kernel, reads, writes, plan, choice);
+    compare_launch(ending, result, expected, text);
+  }
+
+  void host_write(ByteReader& in) {
+    const Binding into = decode_binding(in);
+    const std::uint8_t seed = in.byte();
+    const bool mismatch = in.byte() >= 240;
+    std::vector<std::byte> bytes(into.range.size() + (mismatch ? 1 : 0));
+    for (std::size_t at = 0; at < bytes.size(); ++at) {
+      bytes[at] = static_cast<std::byte>(seed ^ (at * 3));
+    }
+    const std::string text = "host write " + show_binding(into) + " (" +
+                             std::to_string(bytes.size()) + " bytes, seed " + std::to_string(seed) +
+                             ") [launch #" + std::to_string(model_.next_launch()) + "]";
+    ops_.push_back(text);
+    LaunchResult result;
+    const Ending ending = call([&] { result = device_.write(into, bytes); });
+    compare_launch(ending, result, model_.write(into, bytes), text);
+  }
+
+  void read(ByteReader& in, bool copy) {
+    const Binding from = decode_binding(in);
+    const bool wrong_size = copy && in.byte() >= 240;
+    const std::uint64_t size = from.range.size() + (wrong_size ? 1 : 0);
+    const std::string text = std::string(copy ? "read " : "stale_reports ") + show_binding(from) +
+                             (wrong_size ? " into a buffer one byte too big" : "");
+    ops_.push_back(text);
+    std::vector<std::byte> bytes(size);
+    std::vector<Report> reports;
+    const Ending ending = call([&] {
+      if (copy) {
+        reports = device_.read(from, bytes).reports;
+      } else {
+        reports = device_.stale_reports(from);
+      }
+    });
+    const ModelRead expected = copy ? model_.read(from, size) : model_.stale_reports(from);
+    if (!expected.binding_errors.empty()) {
+      expect_binding_error(ending, expected.binding_errors, text.c_str());
+      return;
+    }
+    expect_returned(ending, text.c_str());
+    std::sort(reports.begin(), reports.end(),
+              [](const Report& a, const Report& b) { return a.failure < b.failure; });
+    if (reports != expected.reports) {
+      fail("D1/G8/G9", text + ": reports\n  core:" + show_reports(reports) +
+                           "\n  model:" + show_reports(expected.reports));
+    }
+    if (copy && reports.empty()) {
+      for (std::size_t at = 0; at < expected.bytes.size(); ++at) {
+        if (expected.bytes[at] && static_cast<std::uint8_t>(bytes[at]) != *expected.bytes[at]) {
+          fail("D1", text + ": byte " + std::to_string(at) + " read " +
+                         std::to_string(static_cast<unsigned>(bytes[at])) + ", the model " +
+                         std::to_string(*expected.bytes[at]));
+        }
+      }
+    }
+  }
+
+  /// synchronize(), telling the model whether core discovered dropped
+  /// handles on the way (it does when it had stale bytes to taint).
+  void synchronize() {
+    const std::vector<AllocationId> dropped = model_.dropped();
+    const Ending ending = call([&] { device_.synchronize(); });
+    expect_returned(ending, "synchronize");
+    bool discovered = false;
+    if (!dropped.empty()) {
+      discovered = true;
+      device_.memory().for_each_allocation([&](const taintpool::AllocationInfo& info) {
+        if (info.id == dropped.front()) {
+          discovered = false;
+        }
+      });
+    }
+    model_.synchronize(discovered);
+  }
+
+  void finish() {
+    ops_.push_back("end of input: synchronize, drop every handle, sweep (R4)");
+    synchronize();
+    for (std::size_t slot = 0; slot < kSlots; ++slot) {
+      drop(slot);
+    }
+    device_.sweep();
+    model_.sweep();
+    compare();
+    if (!device_.graph().empty()) {
+      fail("R4", "every handle dropped and swept, the graph still holds " +
+                     std::to_string(device_.graph().size()) + " failures");
+    }
+  }
+
+  HostStorage storage_;
+  DeferredHostBackend backend_;
+  Device device_;
+  DeviceModel model_;
+  Checker checker_;
+  std::array<Allocation, kSlots> slots_;
+  std::vector<AllocationId> ids_; ///< Every allocation ever made, dropped ones included.
+  std::vector<std::string> ops_;
+};
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  ByteReader in(data, size);
+  Harness harness;
+  harness.run(in);
+  return 0;
+}
