@@ -99,6 +99,7 @@ LaunchResult Device::launch(std::string_view kernel, std::span<const Binding> re
   memory_.sweep();
   resolve_all(reads, reads_, read_taints_);
   resolve_all(writes, writes_, write_taints_);
+  released_.clear();
   const std::uint64_t launch = next_launch_++;
   LaunchResult result;
   try {
@@ -230,10 +231,12 @@ LaunchResult Device::enter(std::uint64_t launch, std::string_view kernel, Kernel
     if (written.output < writes_.size() &&
         written.range.end() <= writes_[written.output].range.size()) {
       const BoundBuffer& output = writes_[written.output];
-      write_taints_[written.output]->written(
-          ByteRange::of(output.range.begin() + written.range.begin(),
-                        output.range.begin() + written.range.end()),
-          graph_);
+      const ByteRange bytes = ByteRange::of(output.range.begin() + written.range.begin(),
+                                            output.range.begin() + written.range.end());
+      write_taints_[written.output]->written(bytes, graph_);
+      if (!bytes.empty()) {
+        released_.push_back({output.allocation, bytes});
+      }
     }
   }
   graph_.prune(provisional);
@@ -277,7 +280,7 @@ void Device::log_if_unconfirmed(std::uint64_t launch, std::string_view kernel,
   }
   log_.push_back(LoggedLaunch{launch, std::string(kernel), status,
                               std::vector<Binding>(reads.begin(), reads.end()),
-                              std::vector<Binding>(writes.begin(), writes.end())});
+                              std::vector<Binding>(writes.begin(), writes.end()), released_});
 }
 
 namespace {
@@ -371,6 +374,23 @@ void Device::attribute(const LateFailure& late) {
       }
       graph_.skipped(failure, std::move(record));
       later->status = LaunchStatus::Failed;
+    } else if (consumed != later->reads.end() && !later->released.empty()) {
+      // It failed, but the bytes it reported written (S2) were computed
+      // from stale input: they are garbage too (D1). The rest of its
+      // outputs carry its own failure.
+      for (const Binding& output : later->writes) {
+        subtract(stale, output);
+      }
+      SkipRecord record{later->kernel, consumed->allocation, {}, true};
+      for (const Binding& bytes : later->released) {
+        stale.push_back(bytes);
+        if (std::find(record.produced.begin(), record.produced.end(), bytes.allocation) ==
+            record.produced.end()) {
+          record.produced.push_back(bytes.allocation);
+        }
+      }
+      graph_.skipped(failure, std::move(record));
+      later->released.clear();
     } else {
       for (const Binding& output : later->writes) {
         subtract(stale, output);

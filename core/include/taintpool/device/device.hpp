@@ -157,6 +157,9 @@ class Device {
     LaunchStatus status; ///< Ran: its outputs were released (until proven garbage).
     std::vector<Binding> reads;
     std::vector<Binding> writes;
+    /// Failed with S2 ranges: the bytes it reported written. If it read
+    /// bytes a late failure makes stale, they were written from garbage.
+    std::vector<Binding> released;
   };
 
   LaunchResult decide_and_run(std::uint64_t launch, std::string_view kernel, KernelBody body);
@@ -176,6 +179,7 @@ class Device {
   std::vector<BoundBuffer> writes_;
   std::vector<Taint*> read_taints_;
   std::vector<Taint*> write_taints_;
+  std::vector<Binding> released_; // The current launch's S2 ranges, for the log.
   std::deque<LoggedLaunch> log_;
   std::uint64_t next_launch_ = 1;
   bool in_launch_ = false;
