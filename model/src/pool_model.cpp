@@ -81,14 +81,28 @@ void PoolModel::allocated(AllocationId id, std::uint64_t size, std::uint64_t add
     violated("P2: an allocation's address + extent overflows");
   }
   for (const Record& other : records_) {
-    if (other.state == State::Ended) {
+    if (other.state == State::Ended || !other.placed) {
       continue;
     }
     if (address < other.address + other.extent && other.address < address + extent) {
       violated("P2: " + to_string(id) + " overlaps live " + to_string(other.id));
     }
   }
-  records_.push_back(Record{id, size, address, extent, 1, State::Live, engine_.add_allocation()});
+  records_.push_back(
+      Record{id, size, address, extent, 1, State::Live, engine_.add_allocation(), true});
+}
+
+void PoolModel::allocated_unplaced(AllocationId id, std::uint64_t size) {
+  if (!(id == next_id())) {
+    violated("allocation ids must count up by one; got " + to_string(id) + ", expected " +
+             to_string(next_id()));
+  }
+  records_.push_back(
+      Record{id, size, 0, aligned_extent(size), 1, State::Live, engine_.add_allocation(), false});
+}
+
+AllocationId PoolModel::next_id() const {
+  return AllocationId::from_raw(records_.empty() ? 1 : records_.back().id.raw() + 1);
 }
 
 void PoolModel::handle_copied(AllocationId id) {

@@ -58,6 +58,14 @@ class PoolModel {
   /// naming the violated rule.
   void allocated(AllocationId id, std::uint64_t size, std::uint64_t address, std::uint64_t extent,
                  std::uint32_t pool);
+  /// As allocated(), for a caller that checks placement itself (a stateful
+  /// test whose model cannot see core): the allocation is recorded with the
+  /// aligned extent and no address, and takes no part in overlap checks.
+  void allocated_unplaced(AllocationId id, std::uint64_t size);
+
+  /// The id the next successful allocation gets: one more than the last.
+  [[nodiscard]] AllocationId next_id() const;
+
   /// The caller copied / dropped a handle of `id` (live or not).
   void handle_copied(AllocationId id);
   void handle_dropped(AllocationId id);
@@ -104,6 +112,7 @@ class PoolModel {
     std::uint64_t handles;
     State state;
     std::size_t carrier; ///< Its allocation index in engine_.
+    bool placed;         ///< address and extent came from core.
   };
 
   [[nodiscard]] Record* find(AllocationId id);

@@ -1,0 +1,159 @@
+// Pins P3: bad input gets a clear error and loses nothing. Size 0 is valid;
+// a size no pool can hold is BufferTooBig; a storage failure is OutOfMemory
+// with a breakdown a person can act on — and only after the free pages
+// were given back and the request retried; bindings past the end or to an
+// allocation that is gone are InvalidBinding / NotFound. After every one of
+// them the manager and the graph are exactly as they were.
+#include <taintpool/exception.hpp>
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "pool_fixture.hpp"
+
+namespace taintpool {
+namespace {
+
+using testing::PoolTest;
+
+/// What a failing call must leave unchanged.
+struct Snapshot {
+  MemoryStats stats;
+  std::size_t failures;
+  bool operator==(const Snapshot& other) const {
+    return stats.in_use == other.stats.in_use && stats.reserved == other.stats.reserved &&
+           stats.padding == other.stats.padding && stats.allocations == other.stats.allocations &&
+           stats.pages == other.stats.pages && failures == other.failures;
+  }
+};
+
+template <class Fn>
+ErrorKind kind_thrown(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Exception& error) {
+    return error.kind();
+  }
+  ADD_FAILURE() << "no taintpool::Exception was thrown";
+  return ErrorKind::Generic;
+}
+
+TEST_F(PoolTest, P3_SizeZeroIsValidAndHoldsNoBytes) {
+  Allocation empty = memory->allocate(0);
+  EXPECT_EQ(empty.size(), 0u);
+  EXPECT_EQ(empty.whole().range.size(), 0u);
+  EXPECT_EQ(memory->failure(empty.whole()), std::nullopt);
+  const FailureId failure = fail();
+  memory->taint(empty.whole(), failure); // claims nothing
+  EXPECT_EQ(graph.tags(failure), 0u);
+  graph.prune(failure);
+  EXPECT_EQ(kind_thrown([&] { (void)empty.bind(0, 1); }), ErrorKind::InvalidBinding);
+}
+
+TEST_F(PoolTest, P3_ASizeNoPoolCanHoldIsBufferTooBigAndChangesNothing) {
+  Allocation held = memory->allocate(5000);
+  const Snapshot before{memory->stats(), graph.size()};
+  try {
+    (void)memory->allocate((1 << 20) + 1);
+    FAIL() << "expected BufferTooBig";
+  } catch (const Exception& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::BufferTooBig);
+    const std::string message = error.what();
+    EXPECT_NE(message.find("1048577 bytes"), std::string::npos) << message;
+    EXPECT_NE(message.find("1048576"), std::string::npos) << "names the limit: " << message;
+  }
+  EXPECT_EQ(kind_thrown([&] { (void)memory->allocate(UINT64_MAX); }), ErrorKind::BufferTooBig);
+  EXPECT_TRUE((Snapshot{memory->stats(), graph.size()} == before));
+}
+
+TEST_F(PoolTest, P3_AStorageFailureIsOutOfMemoryWithABreakdown) {
+  Allocation held = memory->allocate(3000);
+  taint_whole(held);
+  const Snapshot before{memory->stats(), graph.size()};
+  storage.fail_next(1); // no free page to give back, so no retry
+  try {
+    (void)memory->allocate(300 << 10);
+    FAIL() << "expected OutOfMemory";
+  } catch (const Exception& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::OutOfMemory);
+    const std::string message = error.what();
+    for (const char* part : {"cannot allocate 307200 bytes", "in use 3000 bytes",
+                             "reserved 65536 bytes", "largest free block", "injected fault"}) {
+      EXPECT_NE(message.find(part), std::string::npos) << "missing '" << part << "': " << message;
+    }
+  }
+  EXPECT_TRUE((Snapshot{memory->stats(), graph.size()} == before));
+  memory->check_invariants();
+  // Nothing was lost: the next request succeeds.
+  Allocation after = memory->allocate(300 << 10);
+  EXPECT_EQ(after.size(), 300u << 10);
+}
+
+TEST_F(PoolTest, P3_OutOfMemoryGivesFreePagesBackAndRetriesBeforeGivingUp) {
+  {
+    Allocation cached = memory->allocate(500 << 10); // an exclusive page, then idle
+  }
+  memory->sweep();
+  const std::uint64_t idle = memory->stats().reserved;
+  ASSERT_GT(idle, 0u);
+  storage.limit_capacity(idle);                  // room for the idle page, but not for another
+  Allocation fits = memory->allocate(400 << 10); // too far below 500 KiB to reuse it
+  EXPECT_EQ(fits.size(), 400u << 10) << "the idle page was given back to make room";
+  EXPECT_LE(memory->stats().reserved, idle);
+}
+
+TEST_F(PoolTest, P3_ABindingPastTheEndIsInvalidBindingAndChangesNothing) {
+  Allocation buffer = memory->allocate(100);
+  const FailureId failure = fail();
+  const Snapshot before{memory->stats(), graph.size()};
+  EXPECT_EQ(kind_thrown([&] { (void)buffer.bind(50, 51); }), ErrorKind::InvalidBinding);
+  const Binding forged{buffer.id(), ByteRange::of(0, 101)};
+  EXPECT_EQ(kind_thrown([&] { memory->taint(forged, failure); }), ErrorKind::InvalidBinding);
+  EXPECT_EQ(kind_thrown([&] { memory->written(forged); }), ErrorKind::InvalidBinding);
+  EXPECT_EQ(kind_thrown([&] { (void)memory->resolve(forged); }), ErrorKind::InvalidBinding);
+  EXPECT_EQ(graph.tags(failure), 0u);
+  EXPECT_TRUE((Snapshot{memory->stats(), graph.size()} == before));
+  graph.prune(failure);
+  EXPECT_THROW((void)buffer.bind(UINT64_MAX, 2), std::overflow_error);
+}
+
+TEST_F(PoolTest, P3_ABindingToAnAllocationThatIsGoneIsNotFound) {
+  Allocation buffer = memory->allocate(100);
+  const Binding stale = buffer.whole();
+  buffer.reset();
+  try {
+    (void)memory->failure(stale);
+    FAIL() << "expected NotFound";
+  } catch (const Exception& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::NotFound);
+    EXPECT_NE(std::string(error.what()).find(to_string(stale.allocation)), std::string::npos);
+  }
+  // Its slice may be reused: the new allocation has a new id, and the old
+  // binding still finds nothing.
+  Allocation reuse = memory->allocate(100);
+  EXPECT_NE(reuse.id(), stale.allocation);
+  EXPECT_EQ(kind_thrown([&] { (void)memory->failure(stale); }), ErrorKind::NotFound);
+  const Binding never{AllocationId::from_raw(999999), ByteRange::of(0, 1)};
+  EXPECT_EQ(kind_thrown([&] { memory->written(never); }), ErrorKind::NotFound);
+}
+
+TEST_F(PoolTest, P3_TaintingWithADeadFailureIsAContractViolationThatChangesNothing) {
+  Allocation buffer = memory->allocate(100);
+  const FailureId gone = fail();
+  graph.prune(gone);
+  EXPECT_THROW(memory->taint(buffer.whole(), gone), std::logic_error);
+  EXPECT_EQ(memory->failure(buffer.whole()), std::nullopt);
+}
+
+TEST(AllocationHandle, AnEmptyHandleHasNoIdAndBindsNothing) {
+  Allocation empty;
+  EXPECT_FALSE(empty);
+  EXPECT_THROW((void)empty.id(), std::logic_error);
+  EXPECT_THROW((void)empty.whole(), std::logic_error);
+  Allocation moved = std::move(empty);
+  EXPECT_FALSE(moved);
+}
+
+} // namespace
+} // namespace taintpool

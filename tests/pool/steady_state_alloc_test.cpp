@@ -1,0 +1,75 @@
+// Pins the pool's steady state as a number: once warmed up, reserve + bind +
+// release (allocate, drop, discover) performs zero heap allocations, in
+// every pool — slice records are recycled, the id table has grown, pages are
+// reused. A timing would be noisy; a count is exact. Its own executable: it
+// replaces the global operator new (tests/support/counting_new.cpp).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "counting_new.hpp"
+#include "pool_fixture.hpp"
+
+namespace taintpool {
+namespace {
+
+using testing::allocations_during;
+using testing::PoolTest;
+
+TEST_F(PoolTest, AWarmReserveBindReleaseCycleAllocatesNothing) {
+  for (const std::uint64_t size :
+       {std::uint64_t{0}, std::uint64_t{300}, std::uint64_t{8000}, std::uint64_t{200000}}) {
+    auto cycle = [&] {
+      for (int round = 0; round < 64; ++round) {
+        Allocation allocation = memory->allocate(size);
+      }
+      memory->sweep();
+    };
+    cycle(); // warm-up: pages, slice records, the id table
+    EXPECT_EQ(allocations_during(cycle), 0u) << "size " << size;
+  }
+}
+
+TEST_F(PoolTest, AWarmChurnOfMixedSizesAllocatesNothing) {
+  std::vector<Allocation> live;
+  live.reserve(64);
+  // The same sequence each time, from an empty pool: once the pages it
+  // needs exist, it needs nothing else.
+  auto churn = [&] {
+    std::uint64_t state = 1;
+    for (int step = 0; step < 2000; ++step) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      const std::uint64_t size = (state >> 33) % 3000;
+      if (live.size() < 48) {
+        live.push_back(memory->allocate(size));
+      } else {
+        live[static_cast<std::size_t>(size % live.size())] = memory->allocate(size);
+      }
+    }
+    live.clear();
+    memory->sweep();
+  };
+  for (int warm = 0; warm < 3; ++warm) {
+    churn();
+  }
+  EXPECT_EQ(allocations_during(churn), 0u);
+}
+
+TEST_F(PoolTest, TaintAndReleaseOnABoundSliceAllocateNothingForOneClaim) {
+  Allocation buffer = memory->allocate(4096);
+  const Binding whole = buffer.whole();
+  auto scope = [&] {
+    for (int round = 0; round < 100; ++round) {
+      const FailureId provisional = graph.insert(Error::torn_down());
+      memory->taint(whole, provisional);
+      memory->written(whole);
+      graph.prune(provisional);
+    }
+  };
+  scope();
+  EXPECT_EQ(allocations_during(scope), 0u);
+}
+
+} // namespace
+} // namespace taintpool
