@@ -1,0 +1,376 @@
+------------------------------- MODULE Scopes -------------------------------
+(***************************************************************************)
+(* The device layer: launches with read and write sets, decided before     *)
+(* anything is claimed (skip or enter), the provisional failure of a write *)
+(* scope, and the body's outcome (success, failure, partial failure,       *)
+(* throw); host writes; reads.  DESIGN.md §3.5: S1-S5, D1, D2; with G4,    *)
+(* G5, G7, G8 and R1-R3 as the device uses them.                           *)
+(*                                                                         *)
+(* What it models                                                          *)
+(*   taint[a]      each allocation's claims (TaintOps.tla: the same T1/T2  *)
+(*                 the engine runs)                                        *)
+(*   nodes, tags, kind, records, nextId                                    *)
+(*                 the graph: live ids, tag counts, error kind, and the    *)
+(*                 skip records kept on each root (G7)                     *)
+(*   scope         the open write scope: launch number k, provisional p,   *)
+(*                 write set; k = 0 when none is open                      *)
+(*   launches      launches started (host writes are launches too: a scope *)
+(*                 with no reads whose body copies in)                     *)
+(* and an oracle the device never sees (ghost variables):                  *)
+(*   why[a][b]     0 if byte b of a was last written by work that          *)
+(*                 succeeded (fresh memory counts as written), else the    *)
+(*                 failure that is the root cause -- the failed or torn    *)
+(*                 launch itself, or for a launch that did not run because *)
+(*                 it would have read garbage, the root of that garbage.   *)
+(*                 It is computed from the *semantic* decision (do the     *)
+(*                 read bytes have a successful last writer?), never from  *)
+(*                 the taint.                                              *)
+(*   direct[f]     the allocations f's own launch claimed on entry         *)
+(*   reach[f]      the allocations f can reach by dataflow: direct[f],     *)
+(*                 then the outputs of any launch reading an allocation    *)
+(*                 already in reach[f]                                     *)
+(*   mintedBy[f]   the launch that minted f; skippedL the skipped launches *)
+(*                                                                         *)
+(* A launch is two steps: Launch (S1: decide; skip, or enter and claim     *)
+(* the write set with the provisional failure) and Close (the body's       *)
+(* outcome).  The device is single-threaded and launches are not           *)
+(* reentrant, so nothing else happens while a scope is open.  Reads do not *)
+(* change state: D1 is an invariant over every binding.                    *)
+(*                                                                         *)
+(* What it abstracts away                                                  *)
+(*   Allocation lifetime (Lifecycle.tla), the skip-record cap of 16 (at    *)
+(*   most MaxLaunches records exist here), error messages, bad bindings    *)
+(*   (P3: rejected before anything is claimed), asynchronous backends and  *)
+(*   late failures (Device::synchronize), out-of-memory while claiming.    *)
+(*   A launch reads at most one binding; it writes one binding or two      *)
+(*   whole allocations; a partial failure reports one written range.       *)
+(*                                                                         *)
+(* Bounds (Scopes.cfg): allocations of 2, 1 and 1 bytes, 3 launches (host *)
+(* writes included).                                                       *)
+(* Covers skip chains of length 2 (A -> B -> C), read-write               *)
+(* bindings, byte-precise reads next to stale bytes, repairs by relaunch   *)
+(* and host write.  Not covered: longer chains, more failures than 3.      *)
+(*                                                                         *)
+(* Mutations (proofs/mutants/Scopes_*.cfg), besides TaintOps' own:         *)
+(*   "skip_mints"          a skip mints a new failure for its outputs (S4) *)
+(*   "claim_before_decide" the write set is claimed before the reads are   *)
+(*                         checked (S1)                                    *)
+(*   "outputs_checked"     write bindings are checked like reads (S5)      *)
+(*   "partial_releases_all" a partial failure releases the whole write set *)
+(*   "throw_releases"      a throwing body releases its write set (S3)     *)
+(*   "fail_prunes"         a failed scope removes its provisional even     *)
+(*                         though the write set still carries it (G5, R2)  *)
+(*   "empty_writes_mint"   entering with no write set mints a provisional  *)
+(*                         nothing claims or prunes (S1, R3)               *)
+(*   "sticky_error"        any live failure skips every later launch (D2)  *)
+(*   "record_wrong_needed" a skip record names an output as `needed` (G8)  *)
+(***************************************************************************)
+EXTENDS TaintOps
+
+CONSTANTS Sizes,        \* Sizes[a]: bytes of allocation a; allocations 1..Len(Sizes)
+          MaxLaunches   \* launches (and so failures) over a behaviour
+
+\* The sizes Scopes.cfg checks (a cfg file cannot write a tuple):
+\* one allocation with two bytes for byte precision, two with one.
+SmallSizes == <<2, 1, 1>>
+
+Allocs  == DOMAIN Sizes
+Offsets(a) == 0..(Sizes[a] - 1)
+Ids     == 1..MaxLaunches
+Bad     == MaxLaunches + 1          \* the oracle's "no such root" marker
+Binds   == UNION {{<<a, lo, hi>> : lo \in 0..Sizes[a], hi \in 0..Sizes[a]} : a \in Allocs}
+Proper  == {w \in Binds : w[2] < w[3]}
+Whole(a) == <<a, 0, Sizes[a]>>
+MaxSize == CHOOSE n \in {Sizes[a] : a \in Allocs} : \A a \in Allocs : Sizes[a] <= n
+
+ReadSets  == {<<>>} \cup {<<r>> : r \in Proper}
+WriteSets == {<<>>} \cup {<<w>> : w \in Proper}
+             \cup {<<Whole(x[1]), Whole(x[2])>> : x \in {y \in Allocs \X Allocs : y[1] # y[2]}}
+
+NoScope == [k |-> 0, p |-> 0, writes |-> <<>>, ghostRoot |-> 0]
+
+VARIABLES taint, nodes, tags, kind, records, nextId, launches, scope,
+          why, direct, reach, mintedBy, skippedL
+vars == <<taint, nodes, tags, kind, records, nextId, launches, scope,
+          why, direct, reach, mintedBy, skippedL>>
+
+AllocsOf(ws) == {ws[i][1] : i \in DOMAIN ws}
+BindBytes(w) == w[2]..(w[3] - 1)
+
+(***************************************************************************)
+(* The engine state as one value, so a sequence of taint operations can be *)
+(* folded over it: [taint, tags, nodes].                                   *)
+(***************************************************************************)
+ApplyRes(S, a, res) ==
+    LET t2 == [g \in Ids |-> S.tags[g] + (IF g \in res.tag THEN 1 ELSE 0)
+                                       - (IF g \in res.untag THEN 1 ELSE 0)]
+    IN  [taint |-> [S.taint EXCEPT ![a] = res.claims],
+         tags  |-> t2,
+         nodes |-> S.nodes \ {g \in res.untag : t2[g] = 0}]      \* G3
+
+RECURSIVE TaintSeq(_, _, _)
+TaintSeq(S, ws, f) ==
+    IF ws = <<>> THEN S
+    ELSE LET w == Head(ws)
+         IN  TaintSeq(ApplyRes(S, w[1], TaintOp(S.taint[w[1]], w[2], w[3], f)), Tail(ws), f)
+
+RECURSIVE WrittenSeq(_, _)
+WrittenSeq(S, ws) ==
+    IF ws = <<>> THEN S
+    ELSE LET w == Head(ws)
+         IN  WrittenSeq(ApplyRes(S, w[1], WrittenOp(S.taint[w[1]], w[2], w[3])), Tail(ws))
+
+Engine == [taint |-> taint, tags |-> tags, nodes |-> nodes]
+SetEngine(S) == taint' = S.taint /\ tags' = S.tags /\ nodes' = S.nodes
+
+\* G5: remove p if it exists with no tags.
+Prune(S, p) ==
+    IF p \in S.nodes /\ S.tags[p] = 0
+    THEN [S EXCEPT !.nodes = @ \ {p}] ELSE S
+
+\* The oracle: bytes of the write set take value v.
+WhyWrite(w0, ws, v) ==
+    [a \in Allocs |-> [b \in Offsets(a) |->
+        IF \E i \in DOMAIN ws : ws[i][1] = a /\ b \in BindBytes(ws[i]) THEN v ELSE w0[a][b]]]
+
+\* D2's dataflow: a launch reading `reads` and writing `ws` carries every
+\* failure that can reach a read allocation to its outputs.
+Flow(rch, reads, ws) ==
+    [f \in Ids |-> IF AllocsOf(reads) \cap rch[f] # {} THEN rch[f] \cup AllocsOf(ws)
+                   ELSE rch[f]]
+
+Init ==
+    /\ taint = [a \in Allocs |-> {}]
+    /\ nodes = {}
+    /\ tags = [f \in Ids |-> 0]
+    /\ kind = [f \in Ids |-> "none"]
+    /\ records = [f \in Ids |-> <<>>]
+    /\ nextId = 1
+    /\ launches = 0
+    /\ scope = NoScope
+    /\ why = [a \in Allocs |-> [b \in Offsets(a) |-> 0]]
+    /\ direct = [f \in Ids |-> {}]
+    /\ reach = [f \in Ids |-> {}]
+    /\ mintedBy = [f \in Ids |-> 0]
+    /\ skippedL = {}
+
+(***************************************************************************)
+(* S1: Launch(reads, writes).                                              *)
+(***************************************************************************)
+Launch(reads, ws) ==
+    /\ scope.k = 0
+    /\ launches < MaxLaunches
+    /\ LET k == launches + 1
+           p == nextId
+           \* claim_before_decide: the provisional is minted and claims the
+           \* write set before the reads are checked.
+           early   == Mutation = "claim_before_decide"
+           S0      == IF early
+                      THEN TaintSeq([Engine EXCEPT !.nodes = @ \cup {p},
+                                                   !.tags = [@ EXCEPT ![p] = 0]], ws, p)
+                      ELSE Engine
+           checked == IF Mutation = "outputs_checked" THEN reads \o ws ELSE reads
+           hitAt(j) == FailuresIn(S0.taint[checked[j][1]], checked[j][2], checked[j][3])
+           anyHit  == \E j \in DOMAIN checked : hitAt(j) # {}
+           \* the binding whose stale bytes decide the skip: the first one
+           firstHit == CHOOSE j \in DOMAIN checked :
+                          hitAt(j) # {} /\ \A m \in 1..(j - 1) : hitAt(m) = {}
+           hits    == IF anyHit THEN hitAt(firstHit) ELSE {}
+           sticky  == Mutation = "sticky_error" /\ nodes # {}
+           skips   == hits # {} \/ sticky
+           roots   == IF hits # {} THEN hits ELSE nodes
+           needed  == IF hits # {} THEN checked[firstHit][1]
+                      ELSE IF reads # <<>> THEN reads[1][1] ELSE CHOOSE a \in Allocs : TRUE
+           \* The oracle's decision: would the launch read garbage?
+           whyRead == IF reads = <<>> THEN {}
+                      ELSE {why[reads[1][1]][b] : b \in BindBytes(reads[1])} \ {0}
+       IN
+       \/ /\ skips
+          /\ \E root \in roots :
+             LET minted  == Mutation = "skip_mints" \/ early
+                 newRoot == IF Mutation = "skip_mints" THEN p ELSE root
+                 S1 == IF Mutation = "skip_mints"
+                       THEN [S0 EXCEPT !.nodes = @ \cup {p}, !.tags = [@ EXCEPT ![p] = 0]]
+                       ELSE S0
+                 S2 == Prune(TaintSeq(S1, ws, newRoot), p)
+                 rec == [k |-> k,
+                         needed |-> IF Mutation = "record_wrong_needed" /\ ws # <<>>
+                                    THEN ws[1][1] ELSE needed,
+                         produced |-> AllocsOf(ws)]
+                 \* the oracle: outputs take the semantic root, if there is one
+                 gRoot == IF whyRead = {} THEN 0
+                          ELSE IF root \in whyRead THEN root ELSE Bad
+             IN /\ SetEngine(S2)
+                /\ records' = [records EXCEPT ![root] = Append(@, rec)]     \* G7
+                /\ nextId' = IF minted THEN nextId + 1 ELSE nextId
+                /\ kind' = IF Mutation = "skip_mints" THEN [kind EXCEPT ![p] = "Skipped"]
+                           ELSE IF early THEN [kind EXCEPT ![p] = "TornDown"] ELSE kind
+                /\ mintedBy' = IF minted THEN [mintedBy EXCEPT ![p] = k] ELSE mintedBy
+                /\ direct' = IF minted THEN [direct EXCEPT ![p] = AllocsOf(ws)] ELSE direct
+                /\ reach' = LET r1 == Flow(reach, reads, ws)
+                            IN  IF minted THEN [r1 EXCEPT ![p] = AllocsOf(ws)] ELSE r1
+                /\ why' = WhyWrite(why, ws, gRoot)
+                /\ skippedL' = skippedL \cup {k}
+                /\ UNCHANGED scope
+       \/ /\ ~skips
+          /\ ws = <<>>
+          \* enter with an empty write set: nothing is claimed, nothing minted;
+          \* a failure of the body is only reported to the caller
+          /\ IF Mutation = "empty_writes_mint"
+             THEN /\ nodes' = nodes \cup {p}
+                  /\ tags' = [tags EXCEPT ![p] = 0]
+                  /\ nextId' = nextId + 1
+                  /\ kind' = [kind EXCEPT ![p] = "TornDown"]
+                  /\ mintedBy' = [mintedBy EXCEPT ![p] = k]
+                  /\ UNCHANGED <<taint, direct>>
+             ELSE UNCHANGED <<taint, nodes, tags, nextId, kind, mintedBy, direct>>
+          /\ reach' = Flow(reach, reads, ws)
+          /\ UNCHANGED <<records, why, scope, skippedL>>
+       \/ /\ ~skips
+          /\ ws # <<>>
+          \* enter: the provisional TornDown failure claims the write set
+          /\ LET S1 == IF early THEN S0
+                       ELSE TaintSeq([Engine EXCEPT !.nodes = @ \cup {p},
+                                                    !.tags = [@ EXCEPT ![p] = 0]], ws, p)
+                 \* the oracle: a launch that would read garbage does not run
+                 gRoot == IF whyRead = {} THEN 0 ELSE CHOOSE g \in whyRead : TRUE
+             IN /\ SetEngine(S1)
+                /\ nextId' = nextId + 1
+                /\ kind' = [kind EXCEPT ![p] = "TornDown"]
+                /\ mintedBy' = [mintedBy EXCEPT ![p] = k]
+                /\ direct' = [direct EXCEPT ![p] = AllocsOf(ws)]
+                /\ reach' = [Flow(reach, reads, ws) EXCEPT ![p] = AllocsOf(ws)]
+                /\ why' = WhyWrite(why, ws, IF gRoot = 0 THEN p ELSE gRoot)
+                /\ scope' = [k |-> k, p |-> p, writes |-> ws, ghostRoot |-> gRoot]
+                /\ UNCHANGED <<records, skippedL>>
+    /\ launches' = launches + 1
+
+(***************************************************************************)
+(* Close: the body's outcome.                                              *)
+(***************************************************************************)
+CloseWith(S, released, newKind) ==
+    /\ SetEngine(Prune(S, scope.p))
+    /\ kind' = newKind
+    \* the oracle: what the body wrote has a successful writer -- unless the
+    \* oracle knows the launch should never have run
+    /\ why' = IF scope.ghostRoot # 0 THEN why ELSE WhyWrite(why, released, 0)
+    /\ scope' = NoScope
+    /\ UNCHANGED <<records, nextId, launches, direct, reach, mintedBy, skippedL>>
+
+Replaced == IF scope.p \in nodes THEN [kind EXCEPT ![scope.p] = "Launch"] ELSE kind   \* G4
+
+Succeed ==
+    /\ scope.k # 0
+    /\ CloseWith(WrittenSeq(Engine, scope.writes), scope.writes, kind)
+
+Fail ==
+    /\ scope.k # 0
+    /\ IF Mutation = "fail_prunes"
+       THEN /\ SetEngine([Engine EXCEPT !.nodes = @ \ {scope.p}])
+            /\ kind' = Replaced
+            /\ why' = why
+            /\ scope' = NoScope
+            /\ UNCHANGED <<records, nextId, launches, direct, reach, mintedBy, skippedL>>
+       ELSE CloseWith(Engine, <<>>, Replaced)
+
+\* S2: the body wrote `part` (inside write binding i) before failing.
+PartialFail(i, lo, hi) ==
+    /\ scope.k # 0
+    /\ i \in DOMAIN scope.writes
+    /\ LET w == scope.writes[i]
+           part == << <<w[1], w[2] + lo, w[2] + hi>> >>
+           released == IF Mutation = "partial_releases_all" THEN scope.writes ELSE part
+       IN  /\ lo < hi /\ w[2] + hi <= w[3]
+           /\ LET S == WrittenSeq(Engine, released)
+              IN  /\ SetEngine(Prune(S, scope.p))
+                  /\ kind' = Replaced
+                  /\ why' = IF scope.ghostRoot # 0 THEN why ELSE WhyWrite(why, part, 0)
+                  /\ scope' = NoScope
+                  /\ UNCHANGED <<records, nextId, launches, direct, reach, mintedBy, skippedL>>
+
+\* S3: the body throws; the write set stays claimed by TornDown.
+Throw ==
+    /\ scope.k # 0
+    /\ IF Mutation = "throw_releases"
+       THEN /\ SetEngine(Prune(WrittenSeq(Engine, scope.writes), scope.p))
+            /\ kind' = kind
+            /\ why' = why
+            /\ scope' = NoScope
+            /\ UNCHANGED <<records, nextId, launches, direct, reach, mintedBy, skippedL>>
+       ELSE CloseWith(Engine, <<>>, kind)
+
+Next ==
+    \/ \E r \in ReadSets, ws \in WriteSets : Launch(r, ws)
+    \/ Succeed \/ Fail \/ Throw
+    \/ \E i \in 1..2, lo \in 0..MaxSize, hi \in 0..MaxSize : PartialFail(i, lo, hi)
+
+Spec == Init /\ [][Next]_vars
+
+(***************************************************************************)
+(* Reports (G8): walk the root's skip records back from the allocation     *)
+(* read, each step the newest strictly older record that produced the      *)
+(* current allocation; the walk ends at the origin.                        *)
+(***************************************************************************)
+RECURSIVE WalkFrom(_, _, _)
+WalkFrom(recs, cur, older) ==
+    LET hits == {i \in 1..(older - 1) : cur \in recs[i].produced}
+    IN  IF hits = {} THEN [origin |-> cur, path |-> <<>>]
+        ELSE LET i == CHOOSE j \in hits : \A m \in hits : m <= j
+                 rest == WalkFrom(recs, recs[i].needed, i)
+             IN  [origin |-> rest.origin, path |-> <<recs[i].k>> \o rest.path]
+Report(f, a) ==
+    LET w == WalkFrom(records[f], a, Len(records[f]) + 1)
+    IN  [failure |-> f, kind |-> kind[f], read |-> a, origin |-> w.origin, path |-> w.path]
+
+\* D1: what a read of binding r returns -- the bytes, or one report per
+\* distinct failure (G9).
+ReadOutcome(r) ==
+    LET fs == FailuresIn(taint[r[1]], r[2], r[3])
+    IN  IF fs = {} THEN [ok |-> TRUE, reports |-> {}]
+        ELSE [ok |-> FALSE, reports |-> {Report(f, r[1]) : f \in fs}]
+
+(***************************************************************************)
+(* Invariants.                                                             *)
+(***************************************************************************)
+TypeOK ==
+    /\ \A a \in Allocs : Shape(taint[a])
+    /\ nodes \subseteq Ids
+    /\ tags \in [Ids -> Nat]
+    /\ \A a \in Allocs : why[a] \in [Offsets(a) -> 0..Bad]
+
+Carriers(f) == {a \in Allocs : Carries(taint[a], f)}
+
+\* R1-R3 while scopes come and go: tags equal carriers, every claimed id has
+\* a node, and a node with no carrier is the open scope's provisional.
+R1_TagsEqualCarriers == \A f \in nodes : tags[f] = Cardinality(Carriers(f))
+R2_ClaimedHaveNodes  == \A a \in Allocs : ClaimedFailures(taint[a]) \subseteq nodes
+R3_NodeIffTaggedOrHeld ==
+    \A f \in nodes : tags[f] > 0 \/ f = scope.p
+
+\* D1: a read succeeds iff every byte it returns was last written by work
+\* that succeeded (the oracle); otherwise it reports.
+D1_ReadOracle ==
+    \A r \in Proper :
+        (FailuresIn(taint[r[1]], r[2], r[3]) = {}) <=> \A b \in BindBytes(r) : why[r[1]][b] = 0
+
+\* D1/G8/G9: the failure a read names for each stale byte is the oracle's
+\* root, and its report walks back to an allocation the root's own launch
+\* left unwritten.
+G8_ReportNamesRoot ==
+    /\ \A a \in Allocs : \A b \in Offsets(a) : OwnerAt(taint[a], b) = why[a][b]
+    \* a report depends on the failure and the allocation read, not the range
+    /\ \A a \in Allocs : \A f \in ClaimedFailures(taint[a]) :
+          LET rep == Report(f, a)
+          IN  /\ rep.origin \in direct[f]
+              /\ rep.kind \in {"TornDown", "Launch"}
+
+\* D2: a failure only ever claims bytes of allocations its dataflow reaches:
+\* work that shares no allocation with a failure is never affected by it.
+D2_Isolation ==
+    \A a \in Allocs : \A f \in ClaimedFailures(taint[a]) : a \in reach[f]
+
+\* S4: a skip mints nothing: every failure was minted by a launch that ran.
+S4_SkipMintsNothing ==
+    \A f \in 1..(nextId - 1) : mintedBy[f] \notin skippedL
+
+=============================================================================
