@@ -41,9 +41,17 @@ if(NOT _taintpool_cuda_mode STREQUAL "OFF")
       set(CMAKE_CUDA_HOST_COMPILER "${CMAKE_CXX_COMPILER}")
     endif()
     enable_language(CUDA)
-    set(CMAKE_CUDA_STANDARD 20)
-    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
-    set(CMAKE_CUDA_EXTENSIONS OFF)
+    # CMake before 3.26 does not know nvcc's C++20 flag, so a .cu target that
+    # links taintpool::core (cxx_std_20) would fail to generate ("requires
+    # the language dialect CUDA20"). nvcc has taken -std=c++20 since 12.0.
+    if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION
+       AND CMAKE_CUDA_COMPILER_ID STREQUAL "NVIDIA"
+       AND CMAKE_CUDA_COMPILER_VERSION VERSION_GREATER_EQUAL 12.0)
+      set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+      set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+      list(APPEND CMAKE_CUDA20_COMPILE_FEATURES cuda_std_20)
+      list(APPEND CMAKE_CUDA_COMPILE_FEATURES cuda_std_20)
+    endif()
     find_package(CUDAToolkit REQUIRED)
     set(TAINTPOOL_CUDA_ENABLED ON)
     message(STATUS "taintpool: CUDA backend enabled (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES})")
@@ -65,6 +73,8 @@ endif()
 function(taintpool_set_cuda_warnings target)
   target_compile_options(${target} PRIVATE
     $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra>)
+  set_target_properties(${target} PROPERTIES CUDA_STANDARD 20 CUDA_STANDARD_REQUIRED ON
+    CUDA_EXTENSIONS OFF)
   if(TAINTPOOL_WARNINGS_AS_ERRORS)
     target_compile_options(${target} PRIVATE
       $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings>)

@@ -1,0 +1,217 @@
+// CudaBackend: the Device's scopes on an NVIDIA GPU (§3.6; S1–S5, D1–D2).
+//
+// The scope logic stays in Device; this backend supplies what differs on a
+// GPU, mirroring HostBackend:
+//
+//   storage    a CudaStorage (cudaMalloc pages, or cudaMallocAsync on the
+//              backend's stream), or any Storage the caller wraps around one
+//              (FaultInjectingStorage, CountingStorage);
+//   run        clears a pending non-sticky runtime error (so an unrelated
+//              earlier failure is not blamed on this launch), calls the body
+//              — which launches kernels on stream_of(context), with the
+//              device pointers the context's bindings hold — and then reads
+//              cudaGetLastError(). Any error the body caused through the
+//              runtime becomes LaunchOutcome::failure(Error::launch(...)),
+//              so it taints the write set (S1): an invalid configuration,
+//              too many resources requested, no kernel image for the device,
+//              a failed staging cudaMallocAsync. The error text names the
+//              runtime error ("cudaErrorInvalidConfiguration (invalid
+//              configuration argument)");
+//   copies     copy_in: host-to-device on the stream, then synchronise (the
+//              host span may go away when it returns); copy_out: the same,
+//              device-to-host, after everything queued before it. A runtime
+//              error is returned as an Error: a failed host write taints its
+//              binding, a failed read throws (Device::read).
+//
+// Checked kernels. A kernel cannot return an error, so a body that wants its
+// kernel's verdict asks checked(context, tile_bytes) for a KernelStatus — a
+// status slot in device memory plus the tile layout of each output — and
+// passes it to the kernel, which marks tiles finished and may report a
+// failure code (kernel_status.cuh). The launch is then *unconfirmed*: the
+// Device logs it and what runs after it. synchronize() waits for the stream,
+// copies every used slot back in one transfer, and returns a LateFailure for
+// each checked launch that reported a failure or left a tile unmarked, with
+// the marked tiles as its written ranges (S2). The Device attributes each to
+// the launch's unfinished bytes and to every launch that consumed them since
+// (skip records with `ran` set), exactly as on DeferredHostBackend. Slots
+// live in one bump arena (status_words); a launch that does not fit makes
+// the backend drain early — synchronise and read the slots now, keeping the
+// failures for the next synchronize().
+//
+// What cannot be attributed: a *sticky* error (an illegal address, a device
+// assert, a kernel that faulted — cudaErrorIllegalAddress and the others
+// driver_types.h says leave "the process in an inconsistent state") poisons
+// the whole CUDA context. The runtime does not say which launch faulted and
+// every byte of device memory is lost. From the moment the backend sees one
+// — after a launch, at a copy, or at synchronisation:
+//   * every launch still unconfirmed (checked, not yet synchronised) is
+//     reported failed with the poison error and *no* written ranges, so its
+//     whole write set and everything downstream of it is tainted;
+//   * unchecked launches were confirmed when they were queued, so their
+//     outputs are not re-tainted — but no byte can be read any more:
+//     copy_out refuses, so Device::read throws Exception with the poison
+//     error instead of returning bytes (D1 holds: nothing garbage escapes);
+//   * run() refuses further work — it returns a failure without calling the
+//     body — and copy_in fails, so every later output carries the poison;
+//   * poisoned() and poison() say so. Destroy the Device, then the backend;
+//     the GPU is usable again only after the process calls
+//     cudaDeviceReset() (or exits). The backend never resets anything.
+//
+// Cost. run() adds two cudaGetLastError() calls to the scope (thread-local
+// reads in the runtime). An unchecked launch is confirmed when queued, so
+// the Device keeps no log for it. checked() is a bump in the arena and one
+// record, no allocation once warm; synchronize() with checked launches
+// pending adds one device-to-host copy of the used slots and one memset.
+//
+// Threading and streams: one thread drives the backend and its Device, with
+// the backend's device current (the constructor makes it current). Bodies
+// must launch on stream_of(context) only: the pool reuses a freed buffer's
+// memory for the next allocation at once, which is safe because every
+// kernel and copy touching it is ordered on this one stream.
+#pragma once
+
+#include <taintpool/cuda/cuda_storage.hpp>
+#include <taintpool/cuda/kernel_status.hpp>
+#include <taintpool/device/backend.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace taintpool::cuda {
+
+struct CudaBackendOptions {
+  int device = 0;
+  /// Launch on this stream (borrowed; it must outlive the backend). Null:
+  /// the backend creates a non-blocking stream of its own.
+  Stream stream = nullptr;
+  /// Pages from cudaMallocAsync on the stream instead of cudaMalloc.
+  bool stream_ordered_storage = false;
+  /// Page and allocation alignment: 256 or 512.
+  std::uint64_t alignment = 256;
+  /// The pools' configuration; default: MemoryConfig{} at `alignment`.
+  std::optional<MemoryConfig> memory;
+  /// Capacity of the status-slot arena, in 32-bit words (each checked launch
+  /// takes 2 + one bit per tile); held twice, in device and pinned memory.
+  std::uint32_t status_words = 1u << 20;
+};
+
+/// How many CUDA devices this process can use; 0, with `why` set to the
+/// runtime's reason, when none (no driver, no GPU). Never throws.
+[[nodiscard]] int device_count(std::string* why = nullptr) noexcept;
+
+class CudaBackend final : public Backend {
+ public:
+  /// Owns a CudaStorage on options.device (stream-ordered on the backend's
+  /// stream if asked). Makes options.device current. Throws Exception
+  /// (kind Generic) when the device cannot be used; std::invalid_argument
+  /// for bad options.
+  explicit CudaBackend(CudaBackendOptions options = {});
+  /// Uses `storage` (it must outlive the backend and every Device on it, and
+  /// give memory of options.device usable on the backend's stream).
+  CudaBackend(Storage& storage, CudaBackendOptions options);
+  /// Waits for the stream; frees the slots; destroys a stream it created.
+  /// Destroy every Device on the backend first.
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  [[nodiscard]] Storage& storage() override { return *storage_; }
+  [[nodiscard]] MemoryConfig memory_config() const override { return config_; }
+  /// "cuda device 0 (NVIDIA H200)".
+  [[nodiscard]] std::string name() const override { return name_; }
+
+  LaunchOutcome run(KernelBody body, const KernelContext& context) override;
+  [[nodiscard]] std::optional<Error> copy_in(std::byte* to, const std::byte* from,
+                                             std::size_t bytes) override;
+  [[nodiscard]] std::optional<Error> copy_out(std::byte* to, const std::byte* from,
+                                              std::size_t bytes) override;
+  /// The stream (as void*); stream_of(context) gives it typed.
+  [[nodiscard]] void* backend_data() noexcept override { return stream_; }
+  [[nodiscard]] std::vector<LateFailure> synchronize() override;
+  [[nodiscard]] std::optional<std::uint64_t> oldest_unconfirmed_launch() const noexcept override;
+
+  /// From inside a body: makes this launch checked and returns the status
+  /// slot to pass to its kernel. tile_bytes has one entry per write binding:
+  /// the bytes of that output each tile covers (0: the output is one tile);
+  /// tile t of output o is bytes [t * tile_bytes[o], min((t + 1) *
+  /// tile_bytes[o], size)) of that binding. At most kMaxCheckedOutputs
+  /// outputs, once per launch. Throws std::invalid_argument /
+  /// std::logic_error / std::length_error for a layout that does not fit
+  /// (inside a body: S3). On a poisoned backend it returns an empty status
+  /// (the launch is refused anyway).
+  [[nodiscard]] KernelStatus checked(const KernelContext& context,
+                                     std::span<const std::uint64_t> tile_bytes);
+  [[nodiscard]] KernelStatus checked(const KernelContext& context,
+                                     std::initializer_list<std::uint64_t> tile_bytes) {
+    return checked(context, std::span<const std::uint64_t>(tile_bytes.begin(), tile_bytes.size()));
+  }
+
+  [[nodiscard]] Stream stream() const noexcept { return stream_; }
+  [[nodiscard]] int device() const noexcept { return options_.device; }
+  /// The owned CudaStorage, or null when the caller passed a storage.
+  [[nodiscard]] CudaStorage* cuda_storage() noexcept { return owned_storage_.get(); }
+  /// Checked launches not yet confirmed or reported.
+  [[nodiscard]] std::size_t unconfirmed_launches() const noexcept {
+    return checks_.size() + pending_.size();
+  }
+  /// Status-arena drains forced by a full arena (diagnostics, tests).
+  [[nodiscard]] std::uint64_t early_drains() const noexcept { return early_drains_; }
+
+  /// Whether a sticky error has poisoned the context; poison() says which.
+  [[nodiscard]] bool poisoned() const noexcept { return poison_.has_value(); }
+  [[nodiscard]] const std::optional<Error>& poison() const noexcept { return poison_; }
+
+ private:
+  /// A checked launch waiting for its slot to be read.
+  struct PendingCheck {
+    std::uint64_t launch = 0;
+    std::uint32_t offset = 0; ///< First word of its slot in the arena.
+    std::uint32_t outputs = 0;
+    std::uint32_t tiles = 0;
+    std::uint32_t first_tile[kMaxCheckedOutputs + 1] = {};
+    std::uint64_t tile_bytes[kMaxCheckedOutputs] = {};
+    std::uint64_t output_bytes[kMaxCheckedOutputs] = {};
+  };
+
+  void start();
+  void release() noexcept;
+  /// Records a runtime error seen `where`; poisons the backend if it is
+  /// sticky or the stream no longer answers. Returns the error's text.
+  std::string note(int error, const char* where);
+  void poison_with(int error, const char* where);
+  [[nodiscard]] Error refusal() const;
+  void forget_checks(std::uint64_t launch) noexcept;
+  /// Waits for the stream, reads every used slot, turns the failures into
+  /// LateFailures appended to `into`, and empties the arena.
+  void collect(std::vector<LateFailure>& into);
+  void fail_unconfirmed(std::vector<LateFailure>& into, const Error& why);
+  [[nodiscard]] std::optional<LateFailure> verdict(const PendingCheck& check) const;
+
+  CudaBackendOptions options_;
+  std::unique_ptr<CudaStorage> owned_storage_;
+  Storage* storage_ = nullptr;
+  MemoryConfig config_;
+  std::string name_;
+  Stream stream_ = nullptr;
+  bool owns_stream_ = false;
+  std::uint32_t* status_device_ = nullptr; ///< The slot arena.
+  std::uint32_t* status_host_ = nullptr;   ///< Pinned mirror the slots are read into.
+  std::uint32_t used_ = 0;                 ///< Words of the arena handed out.
+  std::vector<PendingCheck> checks_;       ///< Oldest first.
+  std::vector<LateFailure> pending_;       ///< Read by an early drain, not yet returned.
+  std::uint64_t early_drains_ = 0;
+  std::optional<Error> poison_;
+};
+
+/// The stream a body launches on.
+[[nodiscard]] inline Stream stream_of(const KernelContext& context) noexcept {
+  return static_cast<Stream>(context.backend_data());
+}
+
+} // namespace taintpool::cuda

@@ -1,0 +1,477 @@
+#include <taintpool/cuda/cuda_backend.hpp>
+#include <taintpool/exception.hpp>
+
+#include <algorithm>
+#include <bit>
+#include <cuda_runtime.h>
+#include <limits>
+#include <stdexcept>
+#include <utility>
+
+#include "cuda_error.hpp"
+
+namespace taintpool::cuda {
+
+using detail::describe;
+using detail::is_sticky;
+
+int device_count(std::string* why) noexcept {
+  int count = 0;
+  const cudaError_t error = cudaGetDeviceCount(&count);
+  if (error != cudaSuccess) {
+    static_cast<void>(cudaGetLastError());
+    if (why != nullptr) {
+      try {
+        *why = describe(error);
+      } catch (...) {
+      }
+    }
+    return 0;
+  }
+  if (count == 0 && why != nullptr) {
+    try {
+      *why = "the CUDA runtime sees no device";
+    } catch (...) {
+    }
+  }
+  return count;
+}
+
+namespace {
+
+MemoryConfig default_config(const CudaBackendOptions& options) {
+  if (options.memory) {
+    return *options.memory;
+  }
+  MemoryConfig config;
+  config.alignment = options.alignment;
+  return config;
+}
+
+[[noreturn]] void unusable(int device, const char* what, cudaError_t error) {
+  static_cast<void>(cudaGetLastError());
+  throw Exception(Error::generic("cuda device " + std::to_string(device) + ": " + what +
+                                 " failed: " + describe(error)));
+}
+
+} // namespace
+
+CudaBackend::CudaBackend(CudaBackendOptions options)
+    : options_(std::move(options))
+    , config_(default_config(options_)) {
+  if (options_.alignment != 256 && options_.alignment != 512) {
+    throw std::invalid_argument("CudaBackend: alignment " + std::to_string(options_.alignment) +
+                                " is not 256 or 512");
+  }
+  start();
+  try {
+    owned_storage_ = std::make_unique<CudaStorage>(
+        CudaStorageOptions{options_.device, options_.alignment, options_.stream_ordered_storage,
+                           options_.stream_ordered_storage ? stream_ : nullptr});
+  } catch (...) {
+    release();
+    throw;
+  }
+  storage_ = owned_storage_.get();
+}
+
+CudaBackend::CudaBackend(Storage& storage, CudaBackendOptions options)
+    : options_(std::move(options))
+    , storage_(&storage)
+    , config_(default_config(options_)) {
+  start();
+}
+
+void CudaBackend::start() {
+  if (options_.status_words < kStatusHeaderWords + 1) {
+    throw std::invalid_argument("CudaBackend: status_words must be at least " +
+                                std::to_string(kStatusHeaderWords + 1));
+  }
+  // The backend's device stays current on this thread: bodies launch on it.
+  if (const cudaError_t error = cudaSetDevice(options_.device); error != cudaSuccess) {
+    unusable(options_.device, "cudaSetDevice", error);
+  }
+  cudaDeviceProp properties{};
+  if (const cudaError_t error = cudaGetDeviceProperties(&properties, options_.device);
+      error != cudaSuccess) {
+    unusable(options_.device, "cudaGetDeviceProperties", error);
+  }
+  name_ = "cuda device " + std::to_string(options_.device) + " (" + properties.name + ")";
+  try {
+    if (options_.stream != nullptr) {
+      stream_ = options_.stream;
+    } else {
+      cudaStream_t stream = nullptr;
+      if (const cudaError_t error = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+          error != cudaSuccess) {
+        unusable(options_.device, "cudaStreamCreateWithFlags", error);
+      }
+      stream_ = stream;
+      owns_stream_ = true;
+    }
+    const std::size_t bytes = std::size_t{options_.status_words} * sizeof(std::uint32_t);
+    void* device_words = nullptr;
+    if (const cudaError_t error = cudaMalloc(&device_words, bytes); error != cudaSuccess) {
+      unusable(options_.device, "cudaMalloc of the status-slot arena", error);
+    }
+    status_device_ = static_cast<std::uint32_t*>(device_words);
+    void* host_words = nullptr;
+    if (const cudaError_t error = cudaMallocHost(&host_words, bytes); error != cudaSuccess) {
+      unusable(options_.device, "cudaMallocHost of the status-slot mirror", error);
+    }
+    status_host_ = static_cast<std::uint32_t*>(host_words);
+    cudaError_t error = cudaMemsetAsync(status_device_, 0, bytes, stream_);
+    if (error == cudaSuccess) {
+      error = cudaStreamSynchronize(stream_);
+    }
+    if (error != cudaSuccess) {
+      unusable(options_.device, "clearing the status-slot arena", error);
+    }
+    checks_.reserve(64);
+    pending_.reserve(16);
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+void CudaBackend::release() noexcept {
+  if (stream_ != nullptr) {
+    static_cast<void>(cudaStreamSynchronize(stream_));
+  }
+  if (status_device_ != nullptr) {
+    static_cast<void>(cudaFree(status_device_));
+    status_device_ = nullptr;
+  }
+  if (status_host_ != nullptr) {
+    static_cast<void>(cudaFreeHost(status_host_));
+    status_host_ = nullptr;
+  }
+  if (owns_stream_ && stream_ != nullptr) {
+    static_cast<void>(cudaStreamDestroy(stream_));
+  }
+  stream_ = nullptr;
+  owns_stream_ = false;
+  // A poisoned context fails all of the above; that must not leak into the
+  // caller's next runtime call.
+  static_cast<void>(cudaGetLastError());
+}
+
+CudaBackend::~CudaBackend() {
+  release();
+}
+
+// ------------------------------------------------------------ errors
+
+std::string CudaBackend::note(int code, const char* where) {
+  const auto error = static_cast<cudaError_t>(code);
+  bool sticky = is_sticky(error);
+  if (!sticky && stream_ != nullptr) {
+    // Not a documented sticky error; still, if the stream no longer
+    // answers, nothing more can run on this context.
+    const cudaError_t probe = cudaStreamQuery(stream_);
+    if (probe != cudaSuccess && probe != cudaErrorNotReady) {
+      static_cast<void>(cudaGetLastError());
+      sticky = true;
+    }
+  }
+  if (sticky && !poison_) {
+    poison_with(code, where);
+  }
+  return describe(error);
+}
+
+void CudaBackend::poison_with(int code, const char* where) {
+  poison_ = Error::launch(
+      name_ + " is unusable: " + describe(static_cast<cudaError_t>(code)) + ", first seen " +
+      where +
+      ". This sticky error poisons the whole CUDA context: the faulting launch cannot be "
+      "named, every byte of device memory is lost, every launch not yet confirmed is reported "
+      "failed, and nothing more runs on this backend. Destroy the Device and the backend; the "
+      "GPU is usable again only after cudaDeviceReset() or a new process");
+}
+
+Error CudaBackend::refusal() const {
+  return Error::launch("not run: " + poison_->message());
+}
+
+// ------------------------------------------------------------ launches
+
+LaunchOutcome CudaBackend::run(KernelBody body, const KernelContext& context) {
+  if (poison_) {
+    return LaunchOutcome::failure(refusal());
+  }
+  // A non-sticky error left pending by earlier, unrelated runtime calls must
+  // not be blamed on this launch; a sticky one poisons us before we start.
+  if (const cudaError_t stale = cudaGetLastError(); stale != cudaSuccess) {
+    static_cast<void>(note(stale, "before a launch"));
+    if (poison_) {
+      return LaunchOutcome::failure(refusal());
+    }
+  }
+  LaunchOutcome outcome = body(context);
+  const cudaError_t error = cudaGetLastError();
+  if (error == cudaSuccess && !poison_) {
+    if (!outcome.ok()) {
+      forget_checks(context.launch()); // It failed already; its slot says nothing more.
+    }
+    return outcome;
+  }
+  forget_checks(context.launch());
+  if (error == cudaSuccess) {
+    return LaunchOutcome::failure(refusal()); // Poisoned while the body ran (an early drain).
+  }
+  // Conservative: whatever the body said it wrote, a launch the runtime
+  // refused wrote nothing we can vouch for.
+  std::string text = note(error, "when a kernel was launched");
+  if (poison_) {
+    text += "; " + poison_->message();
+  }
+  return LaunchOutcome::failure(Error::launch(std::move(text) + " (at launch, on " + name_ + ")"));
+}
+
+KernelStatus CudaBackend::checked(const KernelContext& context,
+                                  std::span<const std::uint64_t> tile_bytes) {
+  if (tile_bytes.size() != context.writes()) {
+    throw std::invalid_argument("CudaBackend::checked: " + std::to_string(tile_bytes.size()) +
+                                " tile sizes for a launch with " +
+                                std::to_string(context.writes()) + " outputs");
+  }
+  if (tile_bytes.size() > kMaxCheckedOutputs) {
+    throw std::invalid_argument("CudaBackend::checked: a checked launch describes at most " +
+                                std::to_string(kMaxCheckedOutputs) + " outputs, not " +
+                                std::to_string(tile_bytes.size()));
+  }
+  if (!checks_.empty() && checks_.back().launch == context.launch()) {
+    throw std::logic_error("CudaBackend::checked: called twice for launch " +
+                           std::to_string(context.launch()));
+  }
+  if (poison_) {
+    return KernelStatus{};
+  }
+  PendingCheck check;
+  check.launch = context.launch();
+  check.outputs = static_cast<std::uint32_t>(tile_bytes.size());
+  std::uint64_t tiles = 0;
+  for (std::uint32_t output = 0; output < check.outputs; ++output) {
+    const std::uint64_t size = context.write_binding(output).range.size();
+    const std::uint64_t tile = tile_bytes[output] == 0 ? size : tile_bytes[output];
+    check.first_tile[output] = static_cast<std::uint32_t>(tiles);
+    check.tile_bytes[output] = tile;
+    check.output_bytes[output] = size;
+    tiles += size == 0 ? 0 : size / tile + (size % tile != 0 ? 1 : 0);
+    if (tiles > std::numeric_limits<std::uint32_t>::max() - 64) {
+      throw std::length_error("CudaBackend::checked: more than 2^32 tiles in one launch");
+    }
+  }
+  for (std::uint32_t output = check.outputs; output <= kMaxCheckedOutputs; ++output) {
+    check.first_tile[output] = static_cast<std::uint32_t>(tiles);
+  }
+  check.tiles = static_cast<std::uint32_t>(tiles);
+  const std::uint64_t words = kStatusHeaderWords + (tiles + 31) / 32;
+  if (words > options_.status_words) {
+    throw std::length_error(
+        "CudaBackend::checked: a launch of " + std::to_string(tiles) + " tiles needs " +
+        std::to_string(words) + " status words; the arena holds " +
+        std::to_string(options_.status_words) + " (CudaBackendOptions::status_words)");
+  }
+  if (used_ + words > options_.status_words) {
+    // Full: read what is there now; its failures wait in pending_ for the
+    // Device's next synchronize().
+    ++early_drains_;
+    collect(pending_);
+    if (poison_) {
+      return KernelStatus{};
+    }
+  }
+  check.offset = used_;
+  used_ += static_cast<std::uint32_t>(words);
+  checks_.push_back(check);
+
+  KernelStatus status;
+  status.words = status_device_ + check.offset;
+  status.tiles = check.tiles;
+  std::copy(std::begin(check.first_tile), std::end(check.first_tile),
+            std::begin(status.first_tile));
+  return status;
+}
+
+void CudaBackend::forget_checks(std::uint64_t launch) noexcept {
+  // Only the newest check can belong to the launch that is running.
+  if (!checks_.empty() && checks_.back().launch == launch) {
+    checks_.pop_back();
+  }
+}
+
+// ------------------------------------------------------------ synchronisation
+
+std::optional<std::uint64_t> CudaBackend::oldest_unconfirmed_launch() const noexcept {
+  // Early-drained failures are older than every check still in the arena.
+  if (!pending_.empty()) {
+    return pending_.front().launch;
+  }
+  if (!checks_.empty()) {
+    return checks_.front().launch;
+  }
+  return std::nullopt;
+}
+
+std::vector<LateFailure> CudaBackend::synchronize() {
+  std::vector<LateFailure> failures = std::exchange(pending_, {});
+  pending_.reserve(16);
+  collect(failures);
+  return failures;
+}
+
+void CudaBackend::fail_unconfirmed(std::vector<LateFailure>& into, const Error& why) {
+  for (const PendingCheck& check : checks_) {
+    into.push_back(
+        LateFailure{check.launch, Error::launch("its outputs are unknown: " + why.message()), {}});
+  }
+  checks_.clear();
+  used_ = 0;
+}
+
+void CudaBackend::collect(std::vector<LateFailure>& into) {
+  if (poison_) {
+    fail_unconfirmed(into, *poison_);
+    return;
+  }
+  cudaError_t error = cudaStreamSynchronize(stream_);
+  if (error == cudaSuccess && used_ != 0) {
+    error =
+        cudaMemcpyAsync(status_host_, status_device_, std::size_t{used_} * sizeof(std::uint32_t),
+                        cudaMemcpyDeviceToHost, stream_);
+    if (error == cudaSuccess) {
+      error = cudaStreamSynchronize(stream_);
+    }
+  }
+  if (error != cudaSuccess) {
+    static_cast<void>(cudaGetLastError());
+    const std::string text = note(error, "when the stream was synchronised");
+    // Poisoned or not, the slots cannot be trusted: every unconfirmed
+    // launch fails with no written ranges.
+    fail_unconfirmed(into, poison_ ? *poison_
+                                   : Error::launch(text + " when the stream was synchronised"));
+    return;
+  }
+  for (const PendingCheck& check : checks_) {
+    if (std::optional<LateFailure> failure = verdict(check)) {
+      into.push_back(std::move(*failure));
+    }
+  }
+  checks_.clear();
+  if (used_ != 0) {
+    // Ordered before every later kernel on the stream, so the next slots
+    // start clean without a wait here.
+    error = cudaMemsetAsync(status_device_, 0, std::size_t{used_} * sizeof(std::uint32_t), stream_);
+    if (error != cudaSuccess) {
+      static_cast<void>(cudaGetLastError());
+      static_cast<void>(note(error, "when the status slots were cleared"));
+    }
+    used_ = 0;
+  }
+}
+
+std::optional<LateFailure> CudaBackend::verdict(const PendingCheck& check) const {
+  const std::uint32_t* words = status_host_ + check.offset;
+  const std::uint32_t code = words[0];
+  const std::uint32_t bad_marks = words[1];
+  const std::uint32_t* bits = words + kStatusHeaderWords;
+  const auto done = [&](std::uint32_t tile) {
+    return ((bits[tile / 32] >> (tile % 32)) & 1u) != 0;
+  };
+  std::uint64_t finished = 0;
+  for (std::uint32_t word = 0; word < (check.tiles + 31) / 32; ++word) {
+    std::uint32_t value = bits[word];
+    if (word == check.tiles / 32 && check.tiles % 32 != 0) {
+      value &= (1u << (check.tiles % 32)) - 1u;
+    }
+    finished += static_cast<std::uint64_t>(std::popcount(value));
+  }
+  if (code == 0 && bad_marks == 0 && finished == check.tiles) {
+    return std::nullopt;
+  }
+  std::string message = code != 0
+                            ? "the checked kernel reported failure code " + std::to_string(code)
+                            : std::string("the checked kernel left tiles unmarked");
+  message +=
+      "; " + std::to_string(finished) + " of " + std::to_string(check.tiles) + " tiles finished";
+  if (bad_marks != 0) {
+    message += "; " + std::to_string(bad_marks) + " tile marks named no tile of their output";
+  }
+  LateFailure failure{check.launch, Error::launch(std::move(message)), {}};
+  // S2: each run of finished tiles of an output is one written range.
+  for (std::uint32_t output = 0; output < check.outputs; ++output) {
+    const std::uint32_t first = check.first_tile[output];
+    const std::uint32_t count = check.first_tile[output + 1] - first;
+    std::uint32_t tile = 0;
+    while (tile < count) {
+      if (!done(first + tile)) {
+        ++tile;
+        continue;
+      }
+      const std::uint32_t begin = tile;
+      while (tile < count && done(first + tile)) {
+        ++tile;
+      }
+      const std::uint64_t from = std::uint64_t{begin} * check.tile_bytes[output];
+      const std::uint64_t to =
+          std::min(std::uint64_t{tile} * check.tile_bytes[output], check.output_bytes[output]);
+      failure.written.push_back(WrittenRange{output, ByteRange::of(from, to)});
+    }
+  }
+  return failure;
+}
+
+// ------------------------------------------------------------ copies
+
+std::optional<Error> CudaBackend::copy_in(std::byte* to, const std::byte* from, std::size_t bytes) {
+  if (poison_) {
+    return refusal();
+  }
+  if (bytes == 0) {
+    return std::nullopt;
+  }
+  cudaError_t error = cudaMemcpyAsync(to, from, bytes, cudaMemcpyHostToDevice, stream_);
+  if (error == cudaSuccess) {
+    error = cudaStreamSynchronize(stream_); // The host span may go away when we return.
+  }
+  if (error != cudaSuccess) {
+    static_cast<void>(cudaGetLastError());
+    std::string text = note(error, "when copying to the device");
+    if (poison_) {
+      text += "; " + poison_->message();
+    }
+    return Error::launch("copying " + std::to_string(bytes) + " bytes to " + name_ +
+                         " failed: " + text);
+  }
+  return std::nullopt;
+}
+
+std::optional<Error> CudaBackend::copy_out(std::byte* to, const std::byte* from,
+                                           std::size_t bytes) {
+  if (poison_) {
+    return Error::launch("cannot read: " + poison_->message());
+  }
+  if (bytes == 0) {
+    return std::nullopt;
+  }
+  // Queued after every write to the bytes (one stream), then waited for.
+  cudaError_t error = cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToHost, stream_);
+  if (error == cudaSuccess) {
+    error = cudaStreamSynchronize(stream_);
+  }
+  if (error != cudaSuccess) {
+    static_cast<void>(cudaGetLastError());
+    std::string text = note(error, "when copying to the host");
+    if (poison_) {
+      text += "; " + poison_->message();
+    }
+    return Error::launch("copying " + std::to_string(bytes) + " bytes from " + name_ +
+                         " failed: " + text);
+  }
+  return std::nullopt;
+}
+
+} // namespace taintpool::cuda
