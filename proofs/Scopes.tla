@@ -182,8 +182,7 @@ Launch(reads, ws) ==
            needed  == IF hits # {} THEN checked[firstHit][1]
                       ELSE IF reads # <<>> THEN reads[1][1] ELSE CHOOSE a \in Allocs : TRUE
            \* The oracle's decision: would the launch read garbage?
-           whyRead == IF reads = <<>> THEN {}
-                      ELSE {why[reads[1][1]][b] : b \in BindBytes(reads[1])} \ {0}
+           whyRead == UNION {{why[r[1]][b] : b \in BindBytes(r)} : r \in Elems(reads)} \ {0}
        IN
        \/ /\ skips
           /\ \E root \in roots :
@@ -273,20 +272,25 @@ Fail ==
             /\ UNCHANGED <<records, nextId, launches, direct, reach, mintedBy, skippedL>>
        ELSE CloseWith(Engine, <<>>, Replaced)
 
-\* S2: the body wrote `part` (inside write binding i) before failing.
-PartialFail(i, lo, hi) ==
+\* S2: the body reported `parts` written before failing: a sequence of
+\* <<i, lo, hi>>, bytes [lo, hi) of write binding i.  Reported ranges are
+\* untrusted: one that is not inside its binding is ignored.
+ValidPart(pt) ==
+    /\ pt[1] \in DOMAIN scope.writes
+    /\ pt[2] <= pt[3]
+    /\ scope.writes[pt[1]][2] + pt[3] <= scope.writes[pt[1]][3]
+Absolute(pt) == LET w == scope.writes[pt[1]] IN <<w[1], w[2] + pt[2], w[2] + pt[3]>>
+PartialFail(parts) ==
     /\ scope.k # 0
-    /\ i \in DOMAIN scope.writes
-    /\ LET w == scope.writes[i]
-           part == << <<w[1], w[2] + lo, w[2] + hi>> >>
+    /\ LET part == [j \in DOMAIN SelectSeq(parts, ValidPart) |->
+                      Absolute(SelectSeq(parts, ValidPart)[j])]
            released == IF Mutation = "partial_releases_all" THEN scope.writes ELSE part
-       IN  /\ lo < hi /\ w[2] + hi <= w[3]
-           /\ LET S == WrittenSeq(Engine, released)
-              IN  /\ SetEngine(Prune(S, scope.p))
-                  /\ kind' = Replaced
-                  /\ why' = IF scope.ghostRoot # 0 THEN why ELSE WhyWrite(why, part, 0)
-                  /\ scope' = NoScope
-                  /\ UNCHANGED <<records, nextId, launches, direct, reach, mintedBy, skippedL>>
+           S == WrittenSeq(Engine, released)
+       IN  /\ SetEngine(Prune(S, scope.p))
+           /\ kind' = Replaced
+           /\ why' = IF scope.ghostRoot # 0 THEN why ELSE WhyWrite(why, part, 0)
+           /\ scope' = NoScope
+           /\ UNCHANGED <<records, nextId, launches, direct, reach, mintedBy, skippedL>>
 
 \* S3: the body throws; the write set stays claimed by TornDown.
 Throw ==
@@ -302,7 +306,8 @@ Throw ==
 Next ==
     \/ \E r \in ReadSets, ws \in WriteSets : Launch(r, ws)
     \/ Succeed \/ Fail \/ Throw
-    \/ \E i \in 1..2, lo \in 0..MaxSize, hi \in 0..MaxSize : PartialFail(i, lo, hi)
+    \/ \E i \in 1..2, lo \in 0..MaxSize, hi \in 0..MaxSize :
+          lo < hi /\ ValidPart(<<i, lo, hi>>) /\ PartialFail(<< <<i, lo, hi>> >>)
 
 Spec == Init /\ [][Next]_vars
 
