@@ -16,6 +16,7 @@
 #                          clang) warns about something clang-14 and g++ 12
 #                          accept; locally the default is ON, as everywhere.
 #   CMAKE_GENERATOR        Ninja when ninja is installed, else Unix Makefiles.
+#   TAINTPOOL_FUZZ_TARGETS only these targets (fuzz/campaign --targets).
 
 # The repository: next to this script normally; OSS-Fuzz copies build.sh to
 # $SRC/build.sh and the repository to $SRC/taintpool.
@@ -56,7 +57,12 @@ cmake -S "$repo" -B "$build" -G "$CMAKE_GENERATOR" \
   -DTAINTPOOL_WARNINGS_AS_ERRORS="$TAINTPOOL_WERROR" \
   -DTAINTPOOL_FUZZ_ENGINE="$LIB_FUZZING_ENGINE"
 
+# TAINTPOOL_FUZZ_TARGETS (space- or comma-separated) narrows the build, as
+# fuzz/campaign --targets does; OSS-Fuzz builds every target.
 targets=$(awk '/^[A-Za-z0-9_]/ { print $1 }' "$repo/fuzz/targets.txt")
+if [[ -n "${TAINTPOOL_FUZZ_TARGETS:-}" ]]; then
+  targets=${TAINTPOOL_FUZZ_TARGETS//,/ }
+fi
 # shellcheck disable=SC2086 # one word per target
 cmake --build "$build" --parallel "${TAINTPOOL_BUILD_JOBS:-$(nproc)}" --target $targets
 

@@ -18,9 +18,11 @@
 #include <cstdlib>
 #include <exception>
 #include <functional>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "show.hpp"
@@ -30,8 +32,16 @@ namespace taintpool::fuzz {
 /// How an operation ended, at the grain the contract specifies: a contract
 /// violation (std::logic_error and its subclasses other than
 /// invalid_argument), a bad argument (std::invalid_argument), an arithmetic
-/// overflow (std::overflow_error), or anything else.
-enum class Ending { returned, logic_error, invalid_argument, overflow_error, other_exception };
+/// overflow (std::overflow_error), out of memory (std::bad_alloc, real or
+/// injected: alloc_faults.hpp), or anything else.
+enum class Ending {
+  returned,
+  logic_error,
+  invalid_argument,
+  overflow_error,
+  bad_alloc,
+  other_exception
+};
 
 inline std::string show(Ending ending) {
   switch (ending) {
@@ -43,6 +53,8 @@ inline std::string show(Ending ending) {
     return "threw std::invalid_argument";
   case Ending::overflow_error:
     return "threw std::overflow_error";
+  case Ending::bad_alloc:
+    return "threw std::bad_alloc";
   case Ending::other_exception:
     return "threw something else";
   }
@@ -76,6 +88,8 @@ Outcome run_op(Fn&& fn) noexcept {
     return {Ending::overflow_error, error.what()};
   } catch (const std::logic_error& error) {
     return {Ending::logic_error, error.what()};
+  } catch (const std::bad_alloc& error) {
+    return {Ending::bad_alloc, error.what()};
   } catch (const std::exception& error) {
     return {Ending::other_exception, error.what()};
   } catch (...) {
@@ -109,22 +123,37 @@ class Checker {
     std::abort();
   }
 
-  void expect(bool ok, std::string_view rule, std::string_view what) const noexcept {
+  /// Fails with `what` unless `ok`. `what` is a string, or — so that the
+  /// passing path, taken millions of times, builds no text — a callable
+  /// returning one.
+  template <class What>
+  void expect(bool ok, std::string_view rule, What&& what) const noexcept {
     if (!ok) [[unlikely]] {
-      fail(rule, what);
+      fail(rule, render(std::forward<What>(what)));
     }
   }
 
-  /// Core and model agree on `what`, or the check fails showing both.
-  template <class T>
-  void expect_equal(std::string_view rule, std::string_view what, const T& core,
+  /// Core and model agree on `what` (a string or a callable, as for
+  /// expect), or the check fails showing both.
+  template <class What, class T>
+  void expect_equal(std::string_view rule, What&& what, const T& core,
                     const T& model) const noexcept {
     if (!(core == model)) [[unlikely]] {
-      fail(rule, std::string(what) + "\n  core:  " + show(core) + "\n  model: " + show(model));
+      fail(rule, render(std::forward<What>(what)) + "\n  core:  " + show(core) +
+                     "\n  model: " + show(model));
     }
   }
 
  private:
+  template <class What>
+  static std::string render(What&& what) {
+    if constexpr (std::is_invocable_v<What>) {
+      return std::string(std::forward<What>(what)());
+    } else {
+      return std::string(std::forward<What>(what));
+    }
+  }
+
   std::string target_;
   Context context_;
 };

@@ -1,0 +1,29 @@
+// Allocation fault injection: make the n-th heap allocation of this thread
+// throw std::bad_alloc, so a fuzzer can check the engine's promise that an
+// operation which throws — out of memory included — leaves every object as
+// it was (taint.hpp "Contract"; DESIGN.md §3.3 G10 makes allocation rare, not
+// impossible).
+//
+// How: fuzz/common/alloc_faults.cpp replaces the global operator new/delete
+// (the replaceable forms: plain and array, throwing and nothrow) with thin
+// wrappers over malloc/free that count down while armed. Every fuzz binary
+// links it (fuzz/CMakeLists.txt); unarmed, it costs one thread-local compare
+// per allocation. Only the thread that armed it counts, so libFuzzer's own
+// threads never see a fault. Under AddressSanitizer the wrappers' malloc and
+// free are still checked (only new/delete mismatch reports are lost).
+#pragma once
+
+#include <cstdint>
+
+namespace taintpool::fuzz {
+
+/// From now on, allocation number `n` (0 = the next one) by this thread
+/// throws std::bad_alloc (or returns null, for the nothrow forms). One-shot:
+/// disarmed once it fires.
+void arm_allocation_fault(std::uint64_t n) noexcept;
+
+/// Stops counting. Returns how many allocations were still to go before the
+/// fault, or -1 if it fired (or was never armed).
+std::int64_t disarm_allocation_fault() noexcept;
+
+} // namespace taintpool::fuzz
