@@ -92,7 +92,7 @@ T5_Shape == Shape(claims)
 
 \* T1, T2, T4 (meaning): the claim structure refines the per-byte map of
 \* last failing writers that the operations' plain meaning produces.
-T1T2T4_RefinesOwnerMap == \A b \in Offsets : OwnerAt(claims, b) = owner[b]
+T1T2T4_RefinesOwnerMap == OwnerMap(claims, Size) = owner
 
 \* R1 (carrier side), T1, T2, T4: this allocation holds exactly one tag on
 \* each failure with a claim here, and none on any other.
@@ -103,15 +103,14 @@ R1_OneTagPerClaim ==
 \* byte keeps its owner (other failures lose only r, split if need be).
 T1_TaintExact ==
     \A r \in Proper, f \in Failures :
-        LET after == TaintOp(claims, r[1], r[2], f).claims
-        IN  \A b \in Offsets :
-                OwnerAt(after, b) = IF b \in Bytes(r) THEN f ELSE OwnerAt(claims, b)
+        OwnerMap(TaintOp(claims, r[1], r[2], f).claims, Size)
+            = [b \in Offsets |-> IF b \in Bytes(r) THEN f ELSE owner[b]]
 
 \* T1 set, never add: re-tainting bytes F already claims changes nothing --
 \* no new claim, no range, no tag, no untag.
 T1_SetNotAdd ==
     \A r \in Ranges, f \in Failures :
-        (\A b \in Bytes(r) : OwnerAt(claims, b) = f)
+        (\A b \in Bytes(r) : owner[b] = f)
             => TaintOp(claims, r[1], r[2], f) = Unchanged(claims)
 
 \* T2: written(r) releases exactly the bytes of r; bytes outside r keep
@@ -119,9 +118,8 @@ T1_SetNotAdd ==
 T2_WrittenExact ==
     \A r \in Ranges :
         LET res == WrittenOp(claims, r[1], r[2])
-        IN  /\ \A b \in Offsets :
-                   OwnerAt(res.claims, b) = IF b \in Bytes(r) THEN NoFailure
-                                                              ELSE OwnerAt(claims, b)
+        IN  /\ OwnerMap(res.claims, Size)
+                   = [b \in Offsets |-> IF b \in Bytes(r) THEN NoFailure ELSE owner[b]]
             /\ res.untag = ClaimedFailures(claims) \ ClaimedFailures(res.claims)
             /\ res.tag = {}
 

@@ -98,9 +98,12 @@ ClaimBytes(c) == UNION {Bytes(r) : r \in Elems(c.rs)}
 
 \* The failure that last left byte b unwritten, or NoFailure: the meaning of
 \* a claim set (the per-byte map the reference model keeps, model/owner_map).
+Covers(c, b) == \E i \in DOMAIN c.rs : c.rs[i][1] <= b /\ b < c.rs[i][2]
 OwnerAt(C, b) ==
-    LET holders == {c \in C : b \in ClaimBytes(c)}
+    LET holders == {c \in C : Covers(c, b)}
     IN  IF holders = {} THEN NoFailure ELSE (CHOOSE c \in holders : TRUE).f
+\* The whole map over offsets 0..n-1.
+OwnerMap(C, n) == [b \in 0..(n - 1) |-> OwnerAt(C, b)]
 
 \* T3: every failure claiming at least one byte of [lo, hi), each once.
 \* failure(r) returns one of these, or none when the set is empty.

@@ -19,6 +19,8 @@
 (*   written  T2;  clear: T4;  prune f: G5;  replace f: G4 (no state)      *)
 (*   query    T3: fs = failures(r) exactly; one? is in fs, or 0 iff empty  *)
 (*   skipped  G7: f must be live (threw? otherwise)                        *)
+(*   move     alloc -> to: the claims (and tags) move; refused (threw?)    *)
+(*            if `to` still holds claims                                   *)
 (*   tag f    G2 by hand (threw? iff f has no node)                        *)
 (*   untag f  G3 of a hand tag (threw? iff f has no node or no tags; an    *)
 (*            untag of a tag some claim holds breaks R1 and is caught)     *)
@@ -35,6 +37,7 @@ Has(e, field) == field \in DOMAIN e
 Events == {TraceLog[j] : j \in DOMAIN TraceLog}
 
 TraceAllocs == {e.alloc : e \in {x \in Events : Has(x, "alloc")}}
+               \cup {e.to : e \in {x \in Events : Has(x, "to")}}
 TraceIds ==
     LET named == {e.f : e \in {x \in Events : Has(x, "f")}}
     IN  1..(IF named = {} THEN 1
@@ -97,6 +100,15 @@ Step(e) ==
                 /\ \A j \in 1..(Len(e.fs) - 1) : e.fs[j] < e.fs[j + 1]
                 /\ Has(e, "one") => IF fs = {} THEN e.one = 0 ELSE e.one \in fs
                 /\ Refused
+      [] e.op = "move" ->
+            \* move-assignment: claims and their tags move; a destination that
+            \* still holds claims is refused (it would drop their tags, R1)
+            IF claims[e.to] # {} /\ e.to # e.alloc
+            THEN Threw(e) /\ Refused
+            ELSE /\ ~Threw(e)
+                 /\ claims' = IF e.to = e.alloc THEN claims
+                              ELSE [claims EXCEPT ![e.to] = claims[e.alloc], ![e.alloc] = {}]
+                 /\ UNCHANGED <<nodes, tags, nextId, hand>>
       [] e.op = "prune" ->
             /\ ~Threw(e)
             /\ nodes' = IF e.f \in nodes /\ tags[e.f] = 0 THEN nodes \ {e.f} ELSE nodes

@@ -33,6 +33,11 @@ Trace == <<
   [op |-> "taint", alloc |-> 4, lo |-> 3, hi |-> 5, f |-> 3,
    claims |-> << <<3, 0, 8>> >>],
   [op |-> "prune", f |-> 3, graph |-> << <<3, 1>> >>],
-  [op |-> "clear", alloc |-> 4, graph |-> << >>]
+  [op |-> "taint", alloc |-> 3, lo |-> 0, hi |-> 1, f |-> 3, graph |-> << <<3, 2>> >>],
+  [op |-> "move", alloc |-> 4, to |-> 3, threw |-> TRUE],
+  [op |-> "clear", alloc |-> 3, graph |-> << <<3, 1>> >>],
+  [op |-> "move", alloc |-> 4, to |-> 3, claims |-> << >>, graph |-> << <<3, 1>> >>],
+  [op |-> "query", alloc |-> 3, lo |-> 4, hi |-> 6, fs |-> <<3>>, one |-> 3],
+  [op |-> "clear", alloc |-> 3, graph |-> << >>]
 >>
 =============================================================================
