@@ -47,14 +47,16 @@ TraceLaunchCount ==
                             TraceLog[j].op = "launch" /\ TraceLog[j].status # "refused"})
     IN  IF n = 0 THEN 1 ELSE n
 
-VARIABLES i, alive, created
-tvars == <<vars, i, alive, created>>
+VARIABLES i, alive, created,
+          closing   \* an entered launch awaits its close event
+tvars == <<vars, i, alive, created, closing>>
 
 TInit ==
     /\ Init
     /\ i = 0
     /\ alive = {}
     /\ created = {}
+    /\ closing = FALSE
 
 ValidBinding(w) == w[1] \in alive /\ w[2] <= w[3] /\ w[3] <= Sizes[w[1]]
 
@@ -142,6 +144,10 @@ TNext ==
                 [] e.op = "read"   -> TRead(e)
                 [] OTHER           -> FALSE
            /\ ObservedAny(e)
+           \* exactly one close follows each entered launch, and nothing else
+           \* comes between them
+           /\ closing = (e.op = "close")
+           /\ closing' = (e.op = "launch" /\ e.status = "entered")
     /\ i' = i + 1
 
 TSpec == TInit /\ [][TNext]_tvars
