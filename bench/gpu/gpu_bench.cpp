@@ -35,6 +35,7 @@
 #include <taintpool/cuda/cuda_storage.hpp>
 #include <taintpool/device/device.hpp>
 #include <taintpool/error_graph.hpp>
+#include <taintpool/host/host_backend.hpp>
 #include <taintpool/pool/memory_manager.hpp>
 
 #include <algorithm>
@@ -376,7 +377,47 @@ struct ScopeRow {
   double checked = 0;      ///< Device::launch with a status slot.
   double checked_sync = 0; ///< device.synchronize() reading the slots, per launch.
   double bare_sync = 0;    ///< cudaStreamSynchronize after a bare batch, per launch.
+  double host_scope = 0;   ///< The same scope on HostBackend: the Device's own share.
+  double last_error = 0;   ///< Two cudaGetLastError calls: CudaBackend::run's own share.
 };
+
+/// The scope's parts, without a GPU in the loop: Device::launch on the host
+/// backend (the Device's own bookkeeping), and the two cudaGetLastError
+/// calls CudaBackend::run adds.
+void scope_parts(ScopeRow& row, int rounds) {
+  using namespace taintpool;
+  HostBackend backend;
+  Device device(backend);
+  const Allocation a = device.create_buffer(4096);
+  const Allocation b = device.create_buffer(4096);
+  const Allocation c = device.create_buffer(4096);
+  const Binding reads[] = {a.whole(), b.whole()};
+  const Binding writes[] = {c.whole()};
+  constexpr int batch = 256;
+  std::vector<double> host;
+  std::vector<double> errors;
+  int sink = 0;
+  for (int round = -5; round < rounds; ++round) {
+    Clock::time_point start = Clock::now();
+    for (int at = 0; at < batch; ++at) {
+      static_cast<void>(device.launch(
+          "nothing", reads, writes, [](const KernelContext&) { return LaunchOutcome::success(); }));
+    }
+    const double scope = seconds_since(start) * 1e9 / batch;
+    start = Clock::now();
+    for (int at = 0; at < batch; ++at) {
+      sink += static_cast<int>(cudaGetLastError());
+      sink += static_cast<int>(cudaGetLastError());
+    }
+    const double error = seconds_since(start) * 1e9 / batch;
+    if (round >= 0) {
+      host.push_back(scope);
+      errors.push_back(error);
+    }
+  }
+  row.host_scope = median(host);
+  row.last_error = median(errors) + (sink != 0 ? 1e-9 : 0.0);
+}
 
 ScopeRow launch_scope() {
   using namespace taintpool;
@@ -459,6 +500,7 @@ ScopeRow launch_scope() {
   row.checked = median(samples[3]);
   row.checked_sync = median(samples[4]);
   row.bare_sync = median(samples[5]);
+  scope_parts(row, rounds);
   return row;
 }
 
@@ -529,8 +571,8 @@ int main(int argc, char** argv) {
        "(median), peak reserved GiB (peak reserved / peak in use):");
   emit("");
   emit("| N | peak in use GiB | taintpool | cudaMalloc/cudaFree | cudaMallocAsync thr 0 | "
-       "cudaMallocAsync thr max |");
-  emit("|---:|---:|---:|---:|---:|---:|");
+       "cudaMallocAsync thr max | async thr max / ours |");
+  emit("|---:|---:|---:|---:|---:|---:|---:|");
   for (const RandomRow& row : randoms) {
     std::string line = "| " + std::to_string(row.operations) + " | " + gib(row.peak_in_use);
     for (int variant = 0; variant < 4; ++variant) {
@@ -541,7 +583,7 @@ int main(int argc, char** argv) {
                     2) +
               "x)";
     }
-    emit(line + " |");
+    emit(line + " | " + fixed(row.ns[3] / row.ns[0], 1) + "x |");
   }
   emit("");
   emit("Launch scope (batches of 256 launches of an empty kernel; host enqueue time per launch, "
@@ -555,6 +597,11 @@ int main(int argc, char** argv) {
        fixed((scope.scoped - scope.bare) / scope.bare * 100.0, 2) + "%) |");
   emit("| the scope alone (body launches nothing) | " + fixed(scope.scope_only, 1) + " | " +
        fixed(scope.scope_only / scope.bare * 100.0, 2) + "% |");
+  emit("| of which the Device's bookkeeping (the same scope on HostBackend) | " +
+       fixed(scope.host_scope, 1) + " | " + fixed(scope.host_scope / scope.bare * 100.0, 2) +
+       "% |");
+  emit("| of which CudaBackend::run's two cudaGetLastError calls | " + fixed(scope.last_error, 1) +
+       " | " + fixed(scope.last_error / scope.bare * 100.0, 2) + "% |");
   emit("| checked launch (status slot) + the launch | " + fixed(scope.checked, 1) + " | +" +
        fixed(scope.checked - scope.bare, 1) + " ns (" +
        fixed((scope.checked - scope.bare) / scope.bare * 100.0, 2) + "%) |");

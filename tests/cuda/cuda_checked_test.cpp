@@ -208,7 +208,8 @@ TEST(CudaChecked, S1_ACheckedLaunchRefusedAtLaunchTimeIsReportedOnceNotAgainAtSy
   EXPECT_TRUE(ops.backend().synchronize().empty());
   const std::vector<Report> reports = device.stale_reports(y.whole());
   ASSERT_EQ(reports.size(), 1u);
-  EXPECT_NE(reports[0].root.message().find("cudaErrorInvalidConfiguration"), std::string::npos);
+  EXPECT_TRUE(names_cuda_error_of(reports[0].root.message(), Fault::InvalidConfiguration))
+      << reports[0].root.message();
   device.check_invariants();
 }
 

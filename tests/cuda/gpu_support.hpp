@@ -72,11 +72,12 @@ inline const char* name(Fault fault) {
   return "?";
 }
 
-/// The runtime error each launch-time fault produces on the GPU.
+/// The runtime error each launch-time fault produces on the GPU, as a name
+/// the failure's message must contain.
 inline const char* cuda_error_of(Fault fault) {
   switch (fault) {
   case Fault::InvalidConfiguration:
-    return "cudaErrorInvalidConfiguration";
+    return "cudaErrorInvalid"; // See names_cuda_error_of.
   case Fault::TooManyResources:
     return "cudaErrorLaunchOutOfResources";
   case Fault::NoKernelImage:
@@ -86,6 +87,18 @@ inline const char* cuda_error_of(Fault fault) {
   default:
     return "";
   }
+}
+
+/// Whether `message` names the runtime error `fault` produces. A block of
+/// 2048 threads was cudaErrorInvalidConfiguration in older runtimes; CUDA
+/// 13.0 on an H200 (driver 580.159.04, seen 2026-11-29) reports
+/// cudaErrorInvalidValue, so either is the invalid configuration.
+inline bool names_cuda_error_of(const std::string& message, Fault fault) {
+  if (fault == Fault::InvalidConfiguration) {
+    return message.find("cudaErrorInvalidConfiguration") != std::string::npos ||
+           message.find("cudaErrorInvalidValue") != std::string::npos;
+  }
+  return message.find(cuda_error_of(fault)) != std::string::npos;
 }
 
 inline bool is_launch_time(Fault fault) {

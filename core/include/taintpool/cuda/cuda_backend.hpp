@@ -15,8 +15,9 @@
 //              so it taints the write set (S1): an invalid configuration,
 //              too many resources requested, no kernel image for the device,
 //              a failed staging cudaMallocAsync. The error text names the
-//              runtime error ("cudaErrorInvalidConfiguration (invalid
-//              configuration argument)");
+//              runtime error as the runtime names it ("cudaErrorLaunch-
+//              OutOfResources (too many resources requested for launch)";
+//              CUDA 13.0 calls a block of 2048 threads cudaErrorInvalidValue);
 //   copies     copy_in: host-to-device on the stream, then synchronise (the
 //              host span may go away when it returns); copy_out: the same,
 //              device-to-host, after everything queued before it. A runtime
