@@ -3,7 +3,8 @@
 // A launch's body runs before launch() returns, so the device never needs to
 // own it. std::function would, and would heap-allocate any lambda that
 // captures more than a couple of pointers — on every launch, breaking the
-// zero-allocation success path. This is two pointers, built in place.
+// zero-allocation success path. This is two pointers, built in place: the
+// callable's address (or a plain function's pointer) and a thunk.
 //
 // The referenced callable must outlive the call: pass lambdas directly to
 // the function that takes the FunctionRef, never store one.
@@ -22,21 +23,37 @@ class FunctionRef;
 template <class R, class... Args>
 class FunctionRef<R(Args...)> {
  public:
+  /// Any callable object (a lambda, a functor), by address.
   template <class Fn>
   requires(!std::is_same_v<std::remove_cvref_t<Fn>, FunctionRef> &&
+           !std::is_function_v<std::remove_reference_t<Fn>> &&
            std::is_invocable_r_v<R, Fn&, Args...>) FunctionRef(Fn&& fn)
   noexcept // NOLINT(google-explicit-constructor): used like a function parameter
-      : object_(const_cast<void*>(static_cast<const void*>(std::addressof(fn))))
-      , call_([](void* object, Args... args) -> R {
-        return std::invoke(*static_cast<std::remove_reference_t<Fn>*>(object),
+      : call_([](Target target, Args... args) -> R {
+        return std::invoke(*static_cast<std::remove_reference_t<Fn>*>(target.object),
                            std::forward<Args>(args)...);
-      }) {}
+      }) {
+    target_.object = const_cast<void*>(static_cast<const void*>(std::addressof(fn)));
+  }
 
-  R operator()(Args... args) const { return call_(object_, std::forward<Args>(args)...); }
+  /// A plain function, by pointer: a function's address is not an object
+  /// address, so it cannot travel as a void*.
+  FunctionRef(R (*function)(Args...)) noexcept // NOLINT(google-explicit-constructor)
+      : call_([](Target target, Args... args) -> R {
+        return target.function(std::forward<Args>(args)...);
+      }) {
+    target_.function = function;
+  }
+
+  R operator()(Args... args) const { return call_(target_, std::forward<Args>(args)...); }
 
  private:
-  void* object_;
-  R (*call_)(void*, Args...);
+  union Target {
+    void* object;
+    R (*function)(Args...);
+  };
+  Target target_{};
+  R (*call_)(Target, Args...);
 };
 
 } // namespace taintpool::detail
