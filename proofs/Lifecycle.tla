@@ -69,6 +69,8 @@
 (*   "merge_keeps_taint"       a merged slice keeps its left half's claims *)
 (*   "tombstone_keeps_taint"   tombstoning does not clear                  *)
 (*   "sweep_forgets_untag"     page release drops claims without untags    *)
+(*   "destroy_forgets_free"    reset/destruction drops the free slices'    *)
+(*                             claims without untags                       *)
 (*   "discovery_keeps_taint"   eager discovery frees the slice uncleared   *)
 (***************************************************************************)
 EXTENDS Naturals, Sequences, FiniteSets
@@ -249,8 +251,10 @@ Reset ==
            keep == Mutation = "tombstone_keeps_taint"
            newTombs == {[alloc |-> At(s).alloc, claims |-> IF keep THEN At(s).claims ELSE {}]
                           : s \in live}
-           lostRecs == IF keep THEN SelectSeq(AllRecords, LAMBDA r : r.state = "free")
-                       ELSE AllRecords
+           lostRecs == CASE keep -> SelectSeq(AllRecords, LAMBDA r : r.state = "free")
+                         [] Mutation = "destroy_forgets_free" ->
+                              SelectSeq(AllRecords, LAMBDA r : r.state = "bound")
+                         [] OTHER -> AllRecords
        IN /\ tombs' = tombs \cup newTombs
           /\ tags' = Retag(tags, {}, ClaimsOf(lostRecs))
     /\ layout' = [p \in Pages |-> <<>>]
