@@ -252,6 +252,26 @@ TEST_F(DeviceTest, S3_TheBodysExceptionReachesTheCallerUnchanged) {
   }
 }
 
+TEST_F(DeviceTest, S3_ABodyThatLaunchesOnItsOwnDeviceIsRefusedAndItsScopeStaysClaimed) {
+  Allocation a = device.create_buffer(8);
+  Allocation b = device.create_buffer(8);
+  bool inner_ran = false;
+  EXPECT_THROW(device.launch("outer", {}, {a.whole()},
+                             [&](const KernelContext&) {
+                               (void)device.launch("inner", {}, {b.whole()},
+                                                   [&](const KernelContext&) {
+                                                     inner_ran = true;
+                                                     return LaunchOutcome::success();
+                                                   });
+                               return LaunchOutcome::success();
+                             }),
+               std::logic_error);
+  EXPECT_FALSE(inner_ran);
+  EXPECT_EQ(device.stale_reports(a.whole()).size(), 1u); // S3: the outer write set.
+  EXPECT_TRUE(device.stale_reports(b.whole()).empty());  // The inner one claimed nothing.
+  device.check_invariants();
+}
+
 // ---- S4 ---------------------------------------------------------------------
 
 TEST_F(DeviceTest, S4_ASkipMintsNoFailure) {
@@ -462,6 +482,24 @@ TEST_F(DeviceTest, G7_ALoopFailingTheSameWayEveryIterationKeepsOneNode) {
   ASSERT_EQ(reports.size(), 1u);
   EXPECT_EQ(reports[0].path.size(), 1u);
   EXPECT_EQ(reports[0].skips_recorded, 1u);
+}
+
+TEST_F(DeviceTest, G7_ASkipLogPastItsCapStillNamesTheRootAndSaysThePathMayBeIncomplete) {
+  Allocation weights = device.create_buffer(8);
+  const LaunchResult root =
+      device.launch("load", {}, {weights.whole()}, fails(Error::launch("bad")));
+  std::vector<Allocation> chain{weights};
+  for (int hop = 0; hop < 20; ++hop) {
+    chain.push_back(device.create_buffer(8));
+    device.launch("hop", {chain[chain.size() - 2].whole()}, {chain.back().whole()}, add(1));
+  }
+  const std::vector<Report> reports = device.stale_reports(chain.back().whole());
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].failure, *root.failure); // The root is always there.
+  EXPECT_EQ(reports[0].skips_recorded, 20u);
+  EXPECT_EQ(reports[0].path.size(), 16u); // Only the newest 16 are kept.
+  EXPECT_TRUE(reports[0].path_may_be_incomplete);
+  EXPECT_NE(to_string(reports[0]).find("the path may begin earlier"), std::string::npos);
 }
 
 // ---- P3, R4 -------------------------------------------------------------------
