@@ -52,7 +52,8 @@
 //              for ::sized) that must throw and change nothing. Then 2 bytes.
 //   error    — kind byte, message byte (from a small table: empty, short,
 //              longer than the small-string buffer).
-//   record   — kernel byte, needed-allocation byte, count byte, produced ids,
+//   record   — kernel byte (bit 7: SkipRecord::ran), needed-allocation byte,
+//              count byte, produced ids,
 //              burst byte: 1 in 8 records a chain of 2..33 records at once,
 //              so a failure's log passes its cap of 16 (G7).
 // Allocation ids in skip records and reports range over 1..6: 1..4 are the
@@ -74,6 +75,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <optional>
 #include <span>
 #include <string>
@@ -84,6 +86,7 @@
 #include "common/byte_reader.hpp"
 #include "common/check.hpp"
 #include "common/show.hpp"
+#include "common/tla_trace.hpp"
 
 namespace {
 
@@ -104,6 +107,10 @@ using taintpool::fuzz::run_op;
 using taintpool::fuzz::show;
 using taintpool::fuzz::show_offset;
 using taintpool::model::EngineModel;
+namespace tla = taintpool::fuzz::tla;
+
+/// The target's name in messages: one source, two builds (targets.txt).
+constexpr const char* kTarget = Taint::inline_claims ? "taint_fuzzer" : "taint_fuzzer_spill";
 
 constexpr std::size_t kAllocations = 4;
 /// Allocation ids skip records and reports name: 1..4 are the fuzzed
@@ -179,6 +186,7 @@ struct Op {
   /// The core call's allocation that fails with std::bad_alloc (0 = its
   /// first), or -1 for none.
   std::int64_t fault_at = -1;
+  bool ran = false; ///< skipped: SkipRecord::ran.
 };
 
 /// Ops whose core side is one fallible call, so an injected std::bad_alloc
@@ -209,7 +217,8 @@ std::uint64_t wrap_allocation(std::uint64_t id) {
 SkipRecord skip_record(const Op& op, std::uint64_t step) {
   SkipRecord record{std::string(kKernels[op.text % kKernels.size()]),
                     AllocationId::from_raw(wrap_allocation(op.needed + step)),
-                    {}};
+                    {},
+                    op.ran};
   if (op.repeat > 1) {
     record.produced.push_back(AllocationId::from_raw(wrap_allocation(op.needed + step + 1)));
   }
@@ -257,7 +266,8 @@ std::string describe_op(const Op& op) {
       produced += (produced.empty() ? "A" : " A") + std::to_string(id);
     }
     return "skipped(" + failure + ", {" + show(std::string(kKernels[op.text % kKernels.size()])) +
-           " needed A" + std::to_string(op.needed) + " produced [" + produced + "]})" +
+           " needed A" + std::to_string(op.needed) + " produced [" + produced + "]" +
+           (op.ran ? " ran" : "") + "})" +
            (op.repeat > 1 ? " x" + std::to_string(op.repeat) + " as a chain" : "");
   }
   case Kind::report:
@@ -472,10 +482,17 @@ const char* claims_rule(Kind kind) {
 
 class Harness {
  public:
-  Harness()
-      : check_("taint_fuzzer") {
+  /// `trace`: where to write this input's TLA+ trace (proofs/TRACES.md),
+  /// or none.
+  Harness(std::optional<std::filesystem::path> trace, std::size_t input_size)
+      : trace_path_(std::move(trace))
+      , input_size_(input_size)
+      , check_(kTarget) {
     for (std::size_t at = 0; at < kAllocations; ++at) {
       model_.add_allocation();
+    }
+    if (trace_path_) {
+      trace_.emplace();
     }
     check_.set_context([this] { return context(); });
   }
@@ -497,6 +514,7 @@ class Harness {
       execute(std::move(op));
     }
     finish();
+    write_trace({});
   }
 
  private:
@@ -539,7 +557,9 @@ class Harness {
       break;
     case Kind::skipped: {
       op.failure = pick_failure(in);
-      op.text = static_cast<std::size_t>(in.below(kKernels.size()));
+      const std::uint8_t kernel = in.byte(); // Bit 7: the launch ran before the failure was known.
+      op.text = kernel % kKernels.size();
+      op.ran = (kernel & 0x80u) != 0;
       op.needed = 1 + in.below(kAllocationIds);
       const std::uint64_t count = in.below(4);
       for (std::uint64_t at = 0; at < count; ++at) {
@@ -555,7 +575,7 @@ class Harness {
       op.needed = 1 + in.below(kAllocationIds);
       break;
     case Kind::reports: {
-      const std::uint64_t count = 1 + in.below(4);
+      const std::uint64_t count = in.below(5); // 0..4 claims: an empty list is valid.
       for (std::uint64_t at = 0; at < count; ++at) {
         const std::uint64_t failure = pick_failure(in);
         op.pairs.emplace_back(failure, 1 + in.below(kAllocationIds));
@@ -706,6 +726,7 @@ class Harness {
     Outcome core;
     Outcome model;
     bool contract_violation = false; // Both ended by throwing: nothing may have changed.
+    const std::vector<FailureId> held_before = trace_ ? held_ : std::vector<FailureId>();
     switch (current.kind) {
     case Kind::insert: {
       const Error error = make_error(current.error_kind, current.text);
@@ -866,6 +887,9 @@ class Harness {
       contract_violation = true;
     }
     pending_fault_ = -1;
+    if (trace_ && core.ending != Ending::bad_alloc) {
+      trace_op(current, core, held_before); // An op that ran out of memory did not happen.
+    }
     // A failure that died (pruned, or its last carrier let go) is no longer
     // held by anyone.
     std::erase_if(held_, [&](FailureId failure) { return !model_.live(failure); });
@@ -951,17 +975,21 @@ class Harness {
   /// move-assigned over while it holds a node of its own — must hand back
   /// exactly the same graph, and leave each moved-from graph empty and sound.
   void execute_graph_move() {
+    const FailureId next = graph_.next_id();
     ErrorGraph other;
     (void)other.insert(Error::generic("dropped by the move-assignment"));
     other = std::move(graph_);
-    check_moved_from(graph_, "move-assigned");
+    check_moved_from(graph_, next, "move-assigned");
     ErrorGraph back(std::move(other));
-    check_moved_from(other, "move-constructed");
+    check_moved_from(other, next, "move-constructed");
     graph_ = std::move(back);
-    check_moved_from(back, "move-assigned back");
+    check_moved_from(back, next, "move-assigned back");
   }
 
-  void check_moved_from(const ErrorGraph& moved, const char* how) const {
+  /// A moved-from graph is empty, sound, and usable: it goes on minting
+  /// after the ids it had already used (error_graph.hpp), so an id is never
+  /// minted twice by one graph object (G1).
+  void check_moved_from(ErrorGraph& moved, FailureId next, const char* how) const {
     std::size_t visited = 0;
     moved.for_each([&](FailureId, const Error&, std::uint64_t) { ++visited; });
     const Outcome shape = run_op([&] { moved.check_invariants(); });
@@ -970,6 +998,19 @@ class Harness {
           return std::string("a graph ") + how + " from holds " + std::to_string(moved.size()) +
                  " nodes, visits " + std::to_string(visited) + ", check_invariants " + show(shape);
         });
+    check_.expect_equal(
+        "G1", [&] { return std::string("next_id of a graph ") + how + " from"; }, moved.next_id(),
+        next);
+    const FailureId minted = moved.insert(Error::torn_down());
+    check_.expect(minted == next && moved.size() == 1 && moved.contains(minted), "G1", [&] {
+      return std::string("insert into a graph ") + how + " from gave " + show(minted) +
+             ", expected " + show(next);
+    });
+    moved.prune(minted);
+    check_.expect(moved.empty(), "G5", [&] {
+      return std::string("prune of an untagged node in a graph ") + how + " from left " +
+             std::to_string(moved.size()) + " nodes";
+    });
   }
 
   /// T3 for one range, and ByteRange's algebra against the claims it meets.
@@ -1006,6 +1047,161 @@ class Harness {
   }
 
   void forget_held(FailureId failure) { std::erase(held_, failure); }
+
+  // -- the TLA+ trace (proofs/TRACES.md, TaintTrace.tla) --------------------
+
+  /// The events of one executed op, with the claims of the allocation each
+  /// names and, on the last, every live node with its tags — the state after
+  /// the op, which for a multi-call op is the state after its last call.
+  void trace_op(const Op& op, const Outcome& core, const std::vector<FailureId>& held_before) {
+    using tla::Value;
+    std::vector<std::pair<Value, std::optional<std::size_t>>> events;
+    const auto number = [](std::uint64_t value) { return Value::number(value); };
+    const auto event = [](const char* name) {
+      return Value::record({{"op", Value::string(name)}});
+    };
+    const bool threw = core.ending == Ending::logic_error;
+    auto on_alloc = [&](const char* name, std::size_t alloc) {
+      Value e = event(name);
+      e.set("alloc", number(alloc + 1));
+      return e;
+    };
+    auto with_range = [&](Value e) -> std::optional<Value> {
+      if (!op.range.valid()) {
+        return std::nullopt; // Refused by the checked constructor: never reached the taint.
+      }
+      const std::uint64_t end = op.range.sized ? op.range.a + op.range.b : op.range.b;
+      e.set("lo", Value::offset(op.range.a));
+      e.set("hi", Value::offset(end));
+      return e;
+    };
+    switch (op.kind) {
+    case Kind::insert: {
+      Value e = event("insert");
+      e.set("f", number(graph_.next_id().raw() - 1));
+      events.emplace_back(std::move(e), std::nullopt);
+      break;
+    }
+    case Kind::taint:
+      if (auto e = with_range(on_alloc("taint", op.alloc))) {
+        e->set("f", number(op.failure));
+        e->set("threw", Value::boolean(threw));
+        events.emplace_back(std::move(*e), op.alloc);
+      }
+      break;
+    case Kind::written:
+      if (auto e = with_range(on_alloc("written", op.alloc))) {
+        events.emplace_back(std::move(*e), op.alloc);
+      }
+      break;
+    case Kind::clear:
+      events.emplace_back(on_alloc("clear", op.alloc), op.alloc);
+      break;
+    case Kind::query:
+      if (auto e = with_range(on_alloc("query", op.alloc))) {
+        const ByteRange range = op.range.sized ? ByteRange::sized(op.range.a, op.range.b)
+                                               : ByteRange::of(op.range.a, op.range.b);
+        std::vector<Value> fs;
+        for (const FailureId failure : taints_[op.alloc].failures(range)) {
+          fs.push_back(number(failure.raw()));
+        }
+        const std::optional<FailureId> one = taints_[op.alloc].failure(range);
+        e->set("fs", Value::tuple(std::move(fs)));
+        e->set("one", number(one ? one->raw() : 0));
+        events.emplace_back(std::move(*e), op.alloc);
+      }
+      break;
+    case Kind::replace:
+    case Kind::prune: {
+      Value e = event(op.kind == Kind::replace ? "replace" : "prune");
+      e.set("f", number(op.failure));
+      events.emplace_back(std::move(e), std::nullopt);
+      break;
+    }
+    case Kind::skipped:
+      // One event per record: a burst stops at the first refusal.
+      for (std::uint64_t step = 0; step < (threw ? 1 : op.repeat); ++step) {
+        Value e = event("skipped");
+        e.set("f", number(op.failure));
+        e.set("threw", Value::boolean(threw));
+        events.emplace_back(std::move(e), std::nullopt);
+      }
+      break;
+    case Kind::move: {
+      Value e = on_alloc("move", op.alloc);
+      e.set("to", number(op.other + 1));
+      e.set("threw", Value::boolean(threw));
+      events.emplace_back(std::move(e), op.alloc);
+      break;
+    }
+    case Kind::graph_contract:
+      if (op.variant == 1 || op.variant == 2) {
+        Value e = event(op.variant == 1 ? "untag" : "tag");
+        e.set("f", number(op.failure));
+        e.set("threw", Value::boolean(threw));
+        events.emplace_back(std::move(e), std::nullopt);
+      }
+      break;
+    case Kind::final_clear:
+      for (std::size_t at = 0; at < kAllocations; ++at) {
+        events.emplace_back(on_alloc("clear", at), at);
+      }
+      break;
+    case Kind::final_prune:
+      for (const FailureId failure : held_before) {
+        Value e = event("prune");
+        e.set("f", number(failure.raw()));
+        events.emplace_back(std::move(e), std::nullopt);
+      }
+      break;
+    case Kind::report:
+    case Kind::reports:
+    case Kind::graph_move:
+      break; // Nothing TaintTrace models (TRACES.md).
+    }
+    for (std::size_t at = 0; at < events.size(); ++at) {
+      auto& [e, alloc] = events[at];
+      if (alloc) {
+        std::vector<Value> claims;
+        taints_[*alloc].for_each_claim([&](FailureId failure, ByteRange range) {
+          claims.push_back(Value::tuple(
+              {number(failure.raw()), Value::offset(range.begin()), Value::offset(range.end())}));
+        });
+        e.set("claims", Value::tuple(std::move(claims)));
+      }
+      if (at + 1 == events.size()) {
+        std::vector<std::pair<std::uint64_t, std::uint64_t>> nodes;
+        graph_.for_each([&](FailureId failure, const Error&, std::uint64_t tags) {
+          nodes.emplace_back(failure.raw(), tags);
+        });
+        std::sort(nodes.begin(), nodes.end());
+        std::vector<Value> graph;
+        for (const auto& [failure, tags] : nodes) {
+          graph.push_back(Value::tuple({number(failure), number(tags)}));
+        }
+        e.set("graph", Value::tuple(std::move(graph)));
+      }
+      trace_->add(std::move(e));
+    }
+  }
+
+  /// Writes the trace, when asked for one. `stopped` names the op a failed
+  /// check stopped at: the trace then holds the ops before it.
+  void write_trace(const std::string& stopped) const {
+    if (!trace_ || !trace_path_) {
+      return;
+    }
+    std::vector<std::string> comments = {
+        std::string("Written by ") + kTarget + " from an input of " + std::to_string(input_size_) +
+            " bytes: " + std::to_string(ops_.size()) + " ops, " + std::to_string(trace_->size()) +
+            " events.",
+        "Offsets are ranks among the offsets the trace uses (TRACES.md); allocations 1..4 are "
+        "the fuzzer's four taints."};
+    if (!stopped.empty()) {
+      comments.push_back("A check failed at " + stopped + "; these are the events before it.");
+    }
+    trace_->write(*trace_path_, comments);
+  }
 
   // -- comparison -----------------------------------------------------------
 
@@ -1147,9 +1343,18 @@ class Harness {
     text += "  core state:\n" + show(observe(CoreView{graph_, taints_}, nullptr));
     text += "  model state:\n" + show(observe(model_, nullptr));
     text += "  held: " + show(held_) + "\n";
+    if (trace_path_) {
+      write_trace(ops_.empty() ? std::string("the start")
+                               : "op #" + std::to_string(ops_.size() - 1) + " (" +
+                                     describe(ops_.back()) + ")");
+      text += "  TLA+ trace of the ops before it: " + trace_path_->string() + "\n";
+    }
     return text;
   }
 
+  std::optional<std::filesystem::path> trace_path_;
+  std::size_t input_size_;
+  std::optional<tla::Trace> trace_;
   // The graph outlives the taints (declared first, destroyed last).
   ErrorGraph graph_;
   std::array<Taint, kAllocations> taints_;
@@ -1167,7 +1372,7 @@ class Harness {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   ByteReader in(data, size);
-  Harness harness;
+  Harness harness(taintpool::fuzz::tla::trace_path(data, size, "taint_"), size);
   harness.run(in);
   return 0;
 }

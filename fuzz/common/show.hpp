@@ -105,7 +105,7 @@ std::string show(const std::vector<T>& values) {
 
 inline std::string show(const SkipRecord& record) {
   return "{skip " + show(record.kernel) + " needed " + show(record.needed) + " produced " +
-         show(record.produced) + "}";
+         show(record.produced) + (record.ran ? " ran" : "") + "}";
 }
 
 inline std::string show(const Report& report) {
