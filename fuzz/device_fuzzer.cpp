@@ -22,7 +22,8 @@
 //   * device.check_invariants() (T5, P1, P2, R1–R3).
 // Per operation:
 //   * launch: returned / threw a binding error before anything was claimed
-//     (P3: the state is compared unchanged, and no launch number was used) /
+//     (P3: the state is compared unchanged, and no launch number was used:
+//     every body checks the number it sees against the model's) /
 //     rethrew the body's exception (S3); the status, failure, needed and
 //     error; for a skip, that core's root and needed are among the pairs S1
 //     allows (the model then follows core's choice);
@@ -555,7 +556,9 @@ class Harness {
                              std::to_string(model_.next_launch()) + "]";
     ops_.push_back(text);
 
+    std::optional<std::uint64_t> numbered; // The launch number the body saw.
     auto body = [&](const KernelContext& context) -> LaunchOutcome {
+      numbered = context.launch();
       std::uint32_t digest = plan.seed;
       for (std::size_t index = 0; index < context.reads(); ++index) {
         for (const std::byte byte : context.read(index)) {
@@ -596,8 +599,15 @@ class Harness {
         result.failure && result.needed) {
       choice.emplace(*result.failure, *result.needed);
     }
+    const std::uint64_t number = model_.next_launch();
     const ModelLaunch expected = model_.launch(kernel, reads, writes, plan, choice);
     compare_launch(ending, result, expected, text);
+    if (numbered && *numbered != number) {
+      // Late failures name launches by number: a launch refused for a bad
+      // binding must not use one (P3), every other launch uses the next.
+      fail("P3/S1", text + ": the body saw launch number " + std::to_string(*numbered) +
+                        ", the model " + std::to_string(number));
+    }
   }
 
   void host_write(ByteReader& in) {
