@@ -4,7 +4,12 @@
 // # What is checked
 //
 // Four allocations (four core Taints, four model allocations) share one
-// ErrorGraph. After EVERY operation the whole observable state must agree:
+// ErrorGraph. The ops: insert, taint, written, clear, query (failure and
+// failures of a range), replace, prune, skipped, report, reports, move (a
+// Taint move-assigned or move-constructed into another slot), graph_contract
+// (tag/untag/id-0 calls the contract refuses) and graph_move (the graph moved
+// through two other graph objects and back). After EVERY op the whole
+// observable state must agree:
 //   * every allocation's claims — core for_each_claim against model claims(),
 //     both canonical and ascending (T1, T2, T4, T5);
 //   * for every failure id ever minted: alive or not (G3, G5), tags (R1),
@@ -33,6 +38,11 @@
 //
 // At the end of every input each taint is cleared and every held failure
 // pruned: the graph must then be empty (R4).
+//
+// With TAINTPOOL_TRACE_OUT set (a directory, or a taint_<name>.tla file),
+// each input also writes its run as a TLA+ trace in the format of
+// proofs/TRACES.md, for TaintTrace.tla to validate (see trace_op); on a
+// failed check, the trace of the ops before it.
 //
 // # How the input is decoded (fuzz/common/byte_reader.hpp: past the end,
 // # every byte reads as 0, so every input is a valid op sequence)
