@@ -156,7 +156,11 @@ class Taint {
   [[nodiscard]] std::vector<FailureId> failures(ByteRange range) const;
 
   /// T4: give back every tag; the taint is clean after.
-  void clear(ErrorGraph& graph) noexcept;
+  void clear(ErrorGraph& graph) noexcept {
+    if (!is_clean()) {
+      clear_claims(graph);
+    }
+  }
 
   /// No byte is claimed.
   [[nodiscard]] bool is_clean() const noexcept {
@@ -234,6 +238,7 @@ class Taint {
   void taint_slow(ByteRange range, FailureId failure, ErrorGraph& graph);
   void written_slow(ByteRange range, ErrorGraph& graph);
   [[nodiscard]] std::optional<FailureId> failure_spilled(ByteRange range) const noexcept;
+  void clear_claims(ErrorGraph& graph) noexcept;
   [[noreturn]] void abandoned() const noexcept;
 
   std::uint64_t failure_ = 0; ///< Inline claim's failure; 0 when spilled or clean.

@@ -287,7 +287,7 @@ std::vector<FailureId> Taint::failures(ByteRange range) const {
   return found;
 }
 
-void Taint::clear(ErrorGraph& graph) noexcept {
+void Taint::clear_claims(ErrorGraph& graph) noexcept {
   if (failure_ != 0) {
     const FailureId released = FailureId::from_raw(failure_);
     failure_ = 0;

@@ -179,7 +179,9 @@ Allocation MemoryManager::allocate(std::uint64_t size) {
   slice->allocation = id;
   slice->size = size;
   live_.insert(detail::LiveAllocation(id, slice));
-  slice->refs.fetch_add(1, std::memory_order_relaxed);
+  // A free slice holds only the manager's reference and no handle can reach
+  // it, so the first handle's count is a plain store, not an atomic add.
+  slice->refs.store(2, std::memory_order_relaxed);
   stats_.in_use += size;
   stats_.padding += slice->extent - size;
   stats_.allocations += 1;
@@ -300,6 +302,9 @@ void MemoryManager::reset() {
 
 MemoryStats MemoryManager::stats() {
   discover_released();
+  for (auto& pool : pools_) {
+    pool->consolidate(); // The largest free block is what merging would give.
+  }
   MemoryStats now = stats_;
   now.largest_free_block = 0;
   for (const auto& pool : pools_) {

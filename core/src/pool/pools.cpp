@@ -1,5 +1,6 @@
 #include "pools.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -92,8 +93,10 @@ void Pool::release_all_pages() noexcept {
     Page* page = pages_;
     for (Slice* slice = page->first; slice != nullptr;) {
       Slice* next = slice->page_next;
-      if (slice->state == SliceState::Free) {
-        bins_.remove(slice);
+      if (slice->state == SliceState::Free || slice->state == SliceState::Recent) {
+        if (slice->state == SliceState::Free) {
+          bins_.remove(slice);
+        }
         cache_.give(slice);
       } else {
         // Tombstoned by the manager: the record lives on for its handles.
@@ -144,7 +147,8 @@ void Pool::check_invariants(MemoryStats& seen) const {
       slice->taint.check_invariants();
       switch (slice->state) {
       case SliceState::Free:
-        ++free_slices;
+      case SliceState::Recent:
+        free_slices += slice->state == SliceState::Free ? 1 : 0;
         if (!slice->taint.is_clean()) {
           layout_violation("a free slice still carries taint (P1)");
         }
@@ -189,8 +193,22 @@ SlicedPool::SlicedPool(Storage& storage, SliceCache& cache, MemoryStats& stats, 
 }
 
 Slice* SlicedPool::reserve(std::uint64_t extent) {
+  // Exactly the extent just released: take it back as it is, newest first.
+  for (std::uint32_t at = recent_count_; at-- > 0;) {
+    Slice* slice = recent_[at];
+    if (slice->extent == extent) {
+      std::copy(recent_.begin() + at + 1, recent_.begin() + recent_count_, recent_.begin() + at);
+      --recent_count_;
+      slice->state = SliceState::Free;
+      return slice;
+    }
+  }
   cache_.ensure(2); // A new page's whole slice, and a split's remainder.
   Slice* slice = bins_.find(extent);
+  if (slice == nullptr && recent_count_ != 0) {
+    consolidate(); // Parked slices may merge into room: no page for them.
+    slice = bins_.find(extent);
+  }
   if (slice == nullptr) {
     slice = add_page(page_size_);
   }
@@ -223,6 +241,32 @@ void SlicedPool::absorb(Slice* left, Slice* right) noexcept {
 }
 
 void SlicedPool::release(Slice* slice) noexcept {
+  // Parked first, so merging the oldest cannot absorb it as a free neighbour.
+  slice->state = SliceState::Recent;
+  if (recent_count_ == kept_recent) {
+    Slice* oldest = recent_[0];
+    std::copy(recent_.begin() + 1, recent_.end(), recent_.begin());
+    --recent_count_;
+    merge(oldest);
+  }
+  recent_[recent_count_++] = slice;
+}
+
+void SlicedPool::consolidate() noexcept {
+  const std::uint32_t count = recent_count_;
+  recent_count_ = 0;
+  for (std::uint32_t at = 0; at < count; ++at) {
+    merge(recent_[at]);
+  }
+}
+
+void SlicedPool::release_all_pages() noexcept {
+  recent_count_ = 0; // Their records go back to the cache with their pages.
+  Pool::release_all_pages();
+}
+
+void SlicedPool::merge(Slice* slice) noexcept {
+  slice->state = SliceState::Free;
   if (Slice* left = slice->page_prev; left != nullptr && left->state == SliceState::Free) {
     bins_.remove(left);
     absorb(left, slice);
@@ -236,6 +280,7 @@ void SlicedPool::release(Slice* slice) noexcept {
 }
 
 void SlicedPool::release_free_pages() noexcept {
+  consolidate();
   for (Page* page = pages_; page != nullptr;) {
     Page* next = page->next;
     if (page->first->state == SliceState::Free && page->first->extent == page->size) {
@@ -247,15 +292,28 @@ void SlicedPool::release_free_pages() noexcept {
 
 void SlicedPool::check_invariants(MemoryStats& seen) const {
   Pool::check_invariants(seen);
+  std::uint32_t parked = 0;
   for (const Page* page = pages_; page != nullptr; page = page->next) {
     if (page->size != page_size_) {
       layout_violation("a sliced page of the wrong size");
     }
-    for (const Slice* slice = page->first; slice->page_next != nullptr; slice = slice->page_next) {
-      if (slice->state == SliceState::Free && slice->page_next->state == SliceState::Free) {
+    for (const Slice* slice = page->first; slice != nullptr; slice = slice->page_next) {
+      if (slice->state == SliceState::Recent) {
+        ++parked;
+        if (std::find(recent_.begin(), recent_.begin() + recent_count_, slice) ==
+            recent_.begin() + recent_count_) {
+          layout_violation("a slice is marked recent but is not on the recent list");
+        }
+      }
+      if (slice->page_next != nullptr && slice->state == SliceState::Free &&
+          slice->page_next->state == SliceState::Free) {
         layout_violation("two free neighbours were not coalesced");
       }
     }
+  }
+  if (parked != recent_count_) {
+    layout_violation("the recent list holds " + std::to_string(recent_count_) + " slices but " +
+                     std::to_string(parked) + " are marked recent");
   }
 }
 

@@ -20,6 +20,7 @@
 #include <taintpool/pool/memory_stats.hpp>
 #include <taintpool/pool/storage.hpp>
 
+#include <array>
 #include <cstdint>
 
 #include "size_bins.hpp"
@@ -44,6 +45,11 @@ class Pool {
 
   /// Gives every page that holds no allocation back to storage.
   virtual void release_free_pages() noexcept = 0;
+
+  /// Merges whatever free space the pool keeps unmerged for speed, so the
+  /// free index alone describes its free memory (before stats and checks
+  /// that speak of the largest free block).
+  virtual void consolidate() noexcept {}
 
   /// Gives every page back. Bound slices must have been tombstoned first;
   /// they are detached (page = null), free slices are recycled.
@@ -78,22 +84,39 @@ class Pool {
   std::uint32_t index_ = 0;
 };
 
+/// Why the recent list: GPU programs allocate the same shapes iteration
+/// after iteration, so the common reserve asks for exactly the extent just
+/// released. Merging that slice into its neighbours and splitting it out
+/// again costs two bin removals, two insertions and a record swap per pair
+/// for nothing. A released slice therefore waits, unmerged, in a short list
+/// (the newest kept_recent); a reserve of exactly its extent takes it back
+/// with no index work at all. The oldest is merged when the list is full,
+/// the whole list before the pool would ask storage for a page (so parking
+/// never costs memory), and before stats or cleanup look at free space.
 class SlicedPool final : public Pool {
  public:
+  static constexpr std::uint32_t kept_recent = 8;
+
   SlicedPool(Storage& storage, SliceCache& cache, MemoryStats& stats, std::uint64_t unit,
              std::uint64_t page_size) noexcept;
 
   [[nodiscard]] Slice* reserve(std::uint64_t extent) override;
   void release(Slice* slice) noexcept override;
   void release_free_pages() noexcept override;
+  void release_all_pages() noexcept override;
+  void consolidate() noexcept override;
   void check_invariants(MemoryStats& seen) const override;
 
  private:
   /// Merges `right` into `left` (both Free, neighbours): the merged slice
   /// starts clean, the absorbed one is recycled (P1).
   void absorb(Slice* left, Slice* right) noexcept;
+  /// Merges a free slice with its free neighbours and files it.
+  void merge(Slice* slice) noexcept;
 
   std::uint64_t page_size_;
+  std::array<Slice*, kept_recent> recent_{}; ///< Oldest first.
+  std::uint32_t recent_count_ = 0;
 };
 
 class ExclusivePool final : public Pool {

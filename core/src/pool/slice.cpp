@@ -42,37 +42,13 @@ SliceCache::~SliceCache() {
   }
 }
 
-void SliceCache::ensure(std::size_t count) {
+void SliceCache::grow(std::size_t count) {
   while (count_ < count) {
     auto* slice = new Slice(inbox_);
     slice->page_next = spares_;
     spares_ = slice;
     ++count_;
   }
-}
-
-Slice* SliceCache::take() noexcept {
-  Slice* slice = spares_;
-  spares_ = slice->page_next;
-  --count_;
-  slice->page_next = nullptr;
-  return slice;
-}
-
-void SliceCache::give(Slice* slice) noexcept {
-  slice->page = nullptr;
-  slice->offset = 0;
-  slice->extent = 0;
-  slice->size = 0;
-  slice->allocation = 0;
-  slice->page_prev = nullptr;
-  slice->bin_prev = nullptr;
-  slice->bin_next = nullptr;
-  slice->bin = 0;
-  slice->state = SliceState::Free;
-  slice->page_next = spares_;
-  spares_ = slice;
-  ++count_;
 }
 
 } // namespace detail

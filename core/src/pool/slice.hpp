@@ -31,7 +31,12 @@ struct Page;
 struct ReleaseInbox;
 class Pool;
 
-enum class SliceState : std::uint8_t { Free, Bound, Tombstoned };
+enum class SliceState : std::uint8_t {
+  Free,      ///< In its pool's free index (SizeBins), merged with free neighbours.
+  Recent,    ///< Freed moments ago and parked unmerged for exact-size reuse (SlicedPool).
+  Bound,     ///< Holds a live allocation.
+  Tombstoned ///< Its allocation was ended while handles remained; its page is gone.
+};
 
 struct Slice {
   explicit Slice(ReleaseInbox& owner_inbox) noexcept;
@@ -114,18 +119,44 @@ class SliceCache {
 
   /// Makes sure `count` spares exist, allocating the shortfall; the only
   /// step here that can throw, so callers do it before changing anything.
-  void ensure(std::size_t count);
+  void ensure(std::size_t count) {
+    if (count_ < count) {
+      grow(count);
+    }
+  }
 
   /// A clean Free slice with no page. ensure() must have provided it.
-  [[nodiscard]] Slice* take() noexcept;
+  [[nodiscard]] Slice* take() noexcept {
+    Slice* slice = spares_;
+    spares_ = slice->page_next;
+    --count_;
+    slice->page_next = nullptr;
+    return slice;
+  }
 
   /// Back to the spares. The slice must be clean and hold only the
   /// manager's reference.
-  void give(Slice* slice) noexcept;
+  void give(Slice* slice) noexcept {
+    slice->page = nullptr;
+    slice->offset = 0;
+    slice->extent = 0;
+    slice->size = 0;
+    slice->allocation = 0;
+    slice->page_prev = nullptr;
+    slice->bin_prev = nullptr;
+    slice->bin_next = nullptr;
+    slice->bin = 0;
+    slice->state = SliceState::Free;
+    slice->page_next = spares_;
+    spares_ = slice;
+    ++count_;
+  }
 
   [[nodiscard]] std::size_t spares() const noexcept { return count_; }
 
  private:
+  void grow(std::size_t count);
+
   ReleaseInbox& inbox_;
   Slice* spares_ = nullptr; ///< Linked through page_next.
   std::size_t count_ = 0;
