@@ -61,7 +61,10 @@
 //              ending at 2^64-1, or bad bounds (inverted for ::of, overflowing
 //              for ::sized) that must throw and change nothing. Then 2 bytes.
 //   error    — kind byte, message byte (from a small table: empty, short,
-//              longer than the small-string buffer).
+//              longer than the small-string buffer); an insert then reads a
+//              burst byte: 1 in 8 inserts 2..33 failures at once.
+//   prune    — failure, then a sweep byte: 1 in 8 prunes every held failure
+//              of one id residue mod 3 instead (many table removals).
 //   record   — kernel byte (bit 7: SkipRecord::ran), needed-allocation byte,
 //              count byte, produced ids,
 //              burst byte: 1 in 8 records a chain of 2..33 records at once,
@@ -257,7 +260,8 @@ std::string describe_op(const Op& op) {
                             show(std::string(kMessages[op.text % kMessages.size()])) + "}";
   switch (op.kind) {
   case Kind::insert:
-    return "insert(" + error + ")";
+    return "insert(" + error + ")" +
+           (op.repeat > 1 ? " x" + std::to_string(op.repeat) : std::string());
   case Kind::taint:
     return "taint(" + alloc + ", " + show_spec(op.range) + ", " + failure + ")";
   case Kind::written:
@@ -269,7 +273,8 @@ std::string describe_op(const Op& op) {
   case Kind::replace:
     return "replace(" + failure + ", " + error + ")";
   case Kind::prune:
-    return "prune(" + failure + ")";
+    return op.variant == 1 ? "prune every held failure with id % 3 == " + std::to_string(op.needed)
+                           : "prune(" + failure + ")";
   case Kind::skipped: {
     std::string produced;
     for (const std::uint64_t id : op.produced) {
@@ -551,6 +556,12 @@ class Harness {
       }
       op.error_kind = static_cast<ErrorKind>(in.below(kErrorKinds));
       op.text = static_cast<std::size_t>(in.below(kMessages.size()));
+      if (op.kind == Kind::insert) {
+        // One in eight inserts is a burst of 2..33 failures, so the graph's
+        // table holds enough nodes to grow, collide and wrap around.
+        const std::uint8_t burst = in.byte();
+        op.repeat = (burst & 0xe0u) == 0xe0u && op.fault_at < 0 ? 2 + (burst & 0x1fu) : 1;
+      }
       break;
     case Kind::taint:
       op.range = pick_range(in);
@@ -562,9 +573,15 @@ class Harness {
       break;
     case Kind::clear:
       break;
-    case Kind::prune:
+    case Kind::prune: {
       op.failure = pick_failure(in);
+      // One in eight prunes sweeps the held failures whose id is one residue
+      // mod 3 instead: many removals from the table, in id order (G5).
+      const std::uint8_t sweep = in.byte();
+      op.variant = (sweep & 0xe0u) == 0xe0u ? 1 : 0;
+      op.needed = sweep % 3;
       break;
+    }
     case Kind::skipped: {
       op.failure = pick_failure(in);
       const std::uint8_t kernel = in.byte(); // Bit 7: the launch ran before the failure was known.
@@ -737,21 +754,25 @@ class Harness {
     Outcome model;
     bool contract_violation = false; // Both ended by throwing: nothing may have changed.
     const std::vector<FailureId> held_before = trace_ ? held_ : std::vector<FailureId>();
+    const std::vector<FailureId> pruned_before =
+        trace_ && current.kind == Kind::prune ? pruned(current) : std::vector<FailureId>();
     switch (current.kind) {
     case Kind::insert: {
       const Error error = make_error(current.error_kind, current.text);
-      const FailureId expected = graph_.next_id();
-      Error argument = error; // Copied before the call: only insert's own allocations count.
-      std::optional<FailureId> inserted;
-      core = run_core([&] { inserted = graph_.insert(std::move(argument)); });
-      if (core.threw()) {
-        break; // Out of memory (checked below): the model does not insert either.
+      for (std::uint64_t step = 0; step < current.repeat; ++step) {
+        const FailureId expected = graph_.next_id();
+        Error argument = error; // Copied before the call: only insert's own allocations count.
+        std::optional<FailureId> inserted;
+        core = run_core([&] { inserted = graph_.insert(std::move(argument)); });
+        if (core.threw()) {
+          break; // Out of memory (checked below): the model does not insert either.
+        }
+        const FailureId core_id = *inserted;
+        const FailureId model_id = model_.insert(error);
+        check_.expect_equal("G1", "insert's id", core_id, model_id);
+        check_.expect_equal("G1", "insert's id against next_id() before it", core_id, expected);
+        held_.push_back(core_id);
       }
-      const FailureId core_id = *inserted;
-      const FailureId model_id = model_.insert(error);
-      check_.expect_equal("G1", "insert's id", core_id, model_id);
-      check_.expect_equal("G1", "insert's id against next_id() before it", core_id, expected);
-      held_.push_back(core_id);
       break;
     }
     case Kind::taint: {
@@ -800,12 +821,12 @@ class Harness {
       check_.expect_equal("G4", "how replace ended (a missing failure is ignored)", core, model);
       break;
     }
-    case Kind::prune: {
-      const FailureId failure = FailureId::from_raw(current.failure);
-      graph_.prune(failure);
-      model_.prune(failure);
+    case Kind::prune:
+      for (const FailureId failure : pruned(current)) {
+        graph_.prune(failure);
+        model_.prune(failure);
+      }
       break;
-    }
     case Kind::skipped: {
       const FailureId failure = FailureId::from_raw(current.failure);
       for (std::uint64_t step = 0; step < current.repeat && !core.threw(); ++step) {
@@ -898,7 +919,8 @@ class Harness {
     }
     pending_fault_ = -1;
     if (trace_ && core.ending != Ending::bad_alloc) {
-      trace_op(current, core, held_before); // An op that ran out of memory did not happen.
+      // An op that ran out of memory did not happen.
+      trace_op(current, core, held_before, pruned_before);
     }
     // A failure that died (pruned, or its last carrier let go) is no longer
     // held by anyone.
@@ -1058,12 +1080,28 @@ class Harness {
 
   void forget_held(FailureId failure) { std::erase(held_, failure); }
 
+  /// The failures a prune op prunes, in order: its one failure, or for a
+  /// sweep the held failures of its residue.
+  [[nodiscard]] std::vector<FailureId> pruned(const Op& op) const {
+    if (op.variant == 0) {
+      return {FailureId::from_raw(op.failure)};
+    }
+    std::vector<FailureId> sweep;
+    for (const FailureId failure : held_) {
+      if (failure.raw() % 3 == op.needed) {
+        sweep.push_back(failure);
+      }
+    }
+    return sweep;
+  }
+
   // -- the TLA+ trace (proofs/TRACES.md, TaintTrace.tla) --------------------
 
   /// The events of one executed op, with the claims of the allocation each
   /// names and, on the last, every live node with its tags — the state after
   /// the op, which for a multi-call op is the state after its last call.
-  void trace_op(const Op& op, const Outcome& core, const std::vector<FailureId>& held_before) {
+  void trace_op(const Op& op, const Outcome& core, const std::vector<FailureId>& held_before,
+                const std::vector<FailureId>& pruned_before) {
     using tla::Value;
     std::vector<std::pair<Value, std::optional<std::size_t>>> events;
     const auto number = [](std::uint64_t value) { return Value::number(value); };
@@ -1086,12 +1124,14 @@ class Harness {
       return e;
     };
     switch (op.kind) {
-    case Kind::insert: {
-      Value e = event("insert");
-      e.set("f", number(graph_.next_id().raw() - 1));
-      events.emplace_back(std::move(e), std::nullopt);
+    case Kind::insert:
+      for (std::uint64_t id = graph_.next_id().raw() - op.repeat; id < graph_.next_id().raw();
+           ++id) {
+        Value e = event("insert");
+        e.set("f", number(id));
+        events.emplace_back(std::move(e), std::nullopt);
+      }
       break;
-    }
     case Kind::taint:
       if (auto e = with_range(on_alloc("taint", op.alloc))) {
         e->set("f", number(op.failure));
@@ -1121,13 +1161,19 @@ class Harness {
         events.emplace_back(std::move(*e), op.alloc);
       }
       break;
-    case Kind::replace:
-    case Kind::prune: {
-      Value e = event(op.kind == Kind::replace ? "replace" : "prune");
+    case Kind::replace: {
+      Value e = event("replace");
       e.set("f", number(op.failure));
       events.emplace_back(std::move(e), std::nullopt);
       break;
     }
+    case Kind::prune:
+      for (const FailureId failure : pruned_before) {
+        Value e = event("prune");
+        e.set("f", number(failure.raw()));
+        events.emplace_back(std::move(e), std::nullopt);
+      }
+      break;
     case Kind::skipped:
       // One event per record: a burst stops at the first refusal.
       for (std::uint64_t step = 0; step < (threw ? 1 : op.repeat); ++step) {
