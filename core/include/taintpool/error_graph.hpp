@@ -90,6 +90,22 @@ class ErrorGraph {
     return FailureId::from_raw(hot_.id);
   }
 
+  /// insert(Error::torn_down()), for the provisional failure every write
+  /// scope mints (S1): the newest-node slot already holds a TornDown error
+  /// whenever it is vacant, so the common case assigns no error at all.
+  FailureId insert_provisional() {
+    if (hot_.id != 0) [[unlikely]] {
+      return insert(Error::torn_down());
+    }
+    if (next_id_ == UINT64_MAX) [[unlikely]] {
+      throw_ids_exhausted();
+    }
+    hot_.id = next_id_++;
+    hot_.tags = 0;
+    ++size_;
+    return FailureId::from_raw(hot_.id);
+  }
+
   /// G2: one more carrier. Throws std::logic_error if `failure` has no node
   /// (R2: a claim must point at a live node); nothing changes then.
   void tag(FailureId failure) {

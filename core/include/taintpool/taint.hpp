@@ -149,6 +149,9 @@ class Taint {
       }
       return std::nullopt;
     }
+    if (storage_.spill.data == nullptr) {
+      return std::nullopt; // Clean: the common case for every read of good data.
+    }
     return failure_spilled(range);
   }
 

@@ -71,6 +71,7 @@ Device::Device(Backend& backend)
 
 Device::Device(Backend& backend, MemoryConfig config)
     : backend_(backend)
+    , reports_late_(backend.reports_late_failures())
     , memory_(backend.storage(), graph_, std::move(config)) {
 }
 
@@ -82,6 +83,7 @@ Allocation Device::create_buffer(std::span<const std::byte> bytes) {
 
 void Device::resolve_all(std::span<const Binding> bindings, std::vector<BoundBuffer>& into,
                          std::vector<Taint*>& taints) {
+  // The scratch keeps its capacity, so a warm launch allocates nothing here.
   into.clear();
   taints.clear();
   for (const Binding& binding : bindings) {
@@ -101,13 +103,14 @@ LaunchResult Device::launch(std::string_view kernel, std::span<const Binding> re
   resolve_all(writes, writes_, write_taints_);
   released_.clear();
   const std::uint64_t launch = next_launch_++;
-  LaunchResult result;
-  try {
-    result = decide_and_run(launch, kernel, body);
-  } catch (...) {
-    log_if_unconfirmed(launch, kernel, reads, writes, LaunchStatus::Failed);
-    throw;
-  }
+  LaunchResult result = [&] {
+    try {
+      return decide_and_run(launch, kernel, body);
+    } catch (...) {
+      log_if_unconfirmed(launch, kernel, reads, writes, LaunchStatus::Failed);
+      throw;
+    }
+  }();
   log_if_unconfirmed(launch, kernel, reads, writes, result.status);
   return result;
 }
@@ -160,35 +163,10 @@ Error named(std::string_view kernel, const Error& error, std::size_t ignored_ran
 
 } // namespace
 
-LaunchResult Device::enter(std::uint64_t launch, std::string_view kernel, KernelBody body) {
-  const KernelContext context(launch, kernel, reads_, writes_, backend_.backend_data());
-  LaunchResult result;
-  if (writes_.empty()) {
-    // Nothing to claim, nothing to taint: a failure here is only reported.
-    LaunchOutcome outcome = backend_.run(body, context);
-    if (!outcome.ok()) {
-      result.status = LaunchStatus::Failed;
-      result.error = named(kernel, *outcome.error(), outcome.written().size());
-    }
-    return result;
-  }
-
-  // The provisional failure claims the whole write set (S1).
-  const FailureId provisional = graph_.insert(Error::torn_down());
+LaunchOutcome Device::run_claimed(FailureId provisional, std::string_view kernel, KernelBody body,
+                                  const KernelContext& context) {
   try {
-    for (std::size_t index = 0; index < writes_.size(); ++index) {
-      write_taints_[index]->taint(writes_[index].range, provisional, graph_);
-    }
-  } catch (...) {
-    // Out of memory mid-claim: what was claimed reads as torn down, which
-    // is the safe direction; the provisional node goes if it claimed nothing.
-    graph_.prune(provisional);
-    throw;
-  }
-
-  std::optional<LaunchOutcome> outcome;
-  try {
-    outcome.emplace(backend_.run(body, context));
+    return backend_.run(body, context);
   } catch (...) {
     // S3: the write set stays claimed by TornDown; say which kernel threw.
     try {
@@ -207,8 +185,36 @@ LaunchResult Device::enter(std::uint64_t launch, std::string_view kernel, Kernel
     graph_.prune(provisional);
     throw;
   }
+}
 
-  if (outcome->ok()) {
+LaunchResult Device::enter(std::uint64_t launch, std::string_view kernel, KernelBody body) {
+  const KernelContext context(launch, kernel, reads_, writes_, backend_.backend_data());
+  LaunchResult result;
+  if (writes_.empty()) {
+    // Nothing to claim, nothing to taint: a failure here is only reported.
+    LaunchOutcome outcome = backend_.run(body, context);
+    if (!outcome.ok()) {
+      result.status = LaunchStatus::Failed;
+      result.error = named(kernel, *outcome.error(), outcome.written().size());
+    }
+    return result;
+  }
+
+  // The provisional failure claims the whole write set (S1).
+  const FailureId provisional = graph_.insert_provisional();
+  try {
+    for (std::size_t index = 0; index < writes_.size(); ++index) {
+      write_taints_[index]->taint(writes_[index].range, provisional, graph_);
+    }
+  } catch (...) {
+    // Out of memory mid-claim: what was claimed reads as torn down, which
+    // is the safe direction; the provisional node goes if it claimed nothing.
+    graph_.prune(provisional);
+    throw;
+  }
+
+  const LaunchOutcome outcome = run_claimed(provisional, kernel, body, context);
+  if (outcome.ok()) {
     for (std::size_t index = 0; index < writes_.size(); ++index) {
       write_taints_[index]->written(writes_[index].range, graph_);
     }
@@ -219,15 +225,15 @@ LaunchResult Device::enter(std::uint64_t launch, std::string_view kernel, Kernel
   // S2: reported ranges are untrusted input. One inside its output is
   // released; one outside is ignored, never releasing bytes it does not own.
   std::size_t ignored = 0;
-  for (const WrittenRange& written : outcome->written()) {
+  for (const WrittenRange& written : outcome.written()) {
     if (written.output >= writes_.size() ||
         written.range.end() > writes_[written.output].range.size()) {
       ++ignored;
     }
   }
-  Error error = named(kernel, *outcome->error(), ignored);
+  Error error = named(kernel, *outcome.error(), ignored);
   graph_.replace(provisional, error);
-  for (const WrittenRange& written : outcome->written()) {
+  for (const WrittenRange& written : outcome.written()) {
     if (written.output < writes_.size() &&
         written.range.end() <= writes_[written.output].range.size()) {
       const BoundBuffer& output = writes_[written.output];
@@ -270,9 +276,14 @@ LaunchResult Device::write(const Binding& into, std::span<const std::byte> bytes
 void Device::log_if_unconfirmed(std::uint64_t launch, std::string_view kernel,
                                 std::span<const Binding> reads, std::span<const Binding> writes,
                                 LaunchStatus status) {
+  if (!reports_late_ && log_.empty()) {
+    return; // A synchronous backend confirms every launch as it runs.
+  }
   const std::optional<std::uint64_t> oldest = backend_.oldest_unconfirmed_launch();
   if (!oldest) {
-    log_.clear(); // Everything is confirmed: no replay will need it.
+    if (!log_.empty()) {
+      log_.clear(); // Everything is confirmed: no replay will need it.
+    }
     return;
   }
   while (!log_.empty() && log_.front().launch < *oldest) {

@@ -1,11 +1,11 @@
 #include <taintpool/exception.hpp>
+#include <taintpool/pool/detail/slice.hpp>
 #include <taintpool/pool/memory_manager.hpp>
 
 #include <stdexcept>
 #include <string>
 
 #include "pools.hpp"
-#include "slice.hpp"
 
 namespace taintpool {
 
@@ -109,10 +109,6 @@ void MemoryManager::end_allocations(Slice* released) noexcept {
   }
 }
 
-void MemoryManager::sweep() {
-  discover_released();
-}
-
 // ------------------------------------------------------------ allocation
 
 std::uint32_t MemoryManager::route(std::uint64_t size) const noexcept {
@@ -197,18 +193,14 @@ void MemoryManager::throw_not_found(AllocationId allocation) const {
                        " no longer exists: its last handle was dropped, or the memory was reset"));
 }
 
-Slice& MemoryManager::lookup_swept(const Binding& binding) {
-  detail::LiveAllocation* entry = live_.find(binding.allocation.raw());
+void MemoryManager::throw_bad_binding(const Binding& binding) const {
+  const detail::LiveAllocation* entry = live_.find(binding.allocation.raw());
   if (entry == nullptr) {
     throw_not_found(binding.allocation);
   }
-  Slice& slice = *entry->slice;
-  if (binding.range.end() > slice.size) {
-    throw Exception(Error::invalid_binding(
-        "bytes " + to_string(binding.range) + " reach past the end of " +
-        to_string(binding.allocation) + " (size " + std::to_string(slice.size) + ")"));
-  }
-  return slice;
+  throw Exception(Error::invalid_binding("bytes " + to_string(binding.range) +
+                                         " reach past the end of " + to_string(binding.allocation) +
+                                         " (size " + std::to_string(entry->slice->size) + ")"));
 }
 
 void MemoryManager::taint(const Binding& binding, FailureId failure) {
@@ -232,19 +224,13 @@ BoundBytes MemoryManager::resolve(const Binding& binding) {
   return resolve_swept(binding);
 }
 
-BoundBytes MemoryManager::resolve_swept(const Binding& binding) {
-  Slice& slice = lookup_swept(binding);
-  return BoundBytes{binding.allocation, binding.range, slice.page->base + slice.offset,
-                    slice.size,         &slice.taint,  pool_index(&slice)};
-}
-
 bool MemoryManager::contains(AllocationId allocation) {
   discover_released();
   return live_.find(allocation.raw()) != nullptr;
 }
 
 std::uint32_t MemoryManager::pool_index(const Slice* slice) const noexcept {
-  return slice->page->pool->index();
+  return slice->page->pool_index;
 }
 
 AllocationInfo MemoryManager::describe(const Slice* slice) const noexcept {

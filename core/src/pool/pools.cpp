@@ -51,6 +51,7 @@ Slice* Pool::add_page(std::uint64_t size) {
   page->base = static_cast<std::byte*>(storage_.resolve(page->handle));
   page->size = size;
   page->pool = this;
+  page->pool_index = index_;
   page->next = pages_;
   if (pages_ != nullptr) {
     pages_->prev = page;

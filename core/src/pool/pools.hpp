@@ -17,6 +17,7 @@
 //                  and only its head is checked.
 #pragma once
 
+#include <taintpool/pool/detail/slice.hpp>
 #include <taintpool/pool/memory_stats.hpp>
 #include <taintpool/pool/storage.hpp>
 
@@ -24,7 +25,6 @@
 #include <cstdint>
 
 #include "size_bins.hpp"
-#include "slice.hpp"
 
 namespace taintpool::detail {
 

@@ -1,10 +1,10 @@
 #include "size_bins.hpp"
 
+#include <taintpool/pool/detail/slice.hpp>
+
 #include <bit>
 #include <stdexcept>
 #include <string>
-
-#include "slice.hpp"
 
 namespace taintpool::detail {
 

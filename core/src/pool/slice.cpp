@@ -1,7 +1,6 @@
-#include "slice.hpp"
-
 #include <taintpool/exception.hpp>
 #include <taintpool/pool/allocation.hpp>
+#include <taintpool/pool/detail/slice.hpp>
 
 #include <new>
 

@@ -137,6 +137,7 @@ class CudaBackend final : public Backend {
                                               std::size_t bytes) override;
   /// The stream (as void*); stream_of(context) gives it typed.
   [[nodiscard]] void* backend_data() noexcept override { return stream_; }
+  [[nodiscard]] bool reports_late_failures() const noexcept override { return true; }
   [[nodiscard]] std::vector<LateFailure> synchronize() override;
   [[nodiscard]] std::optional<std::uint64_t> oldest_unconfirmed_launch() const noexcept override;
 

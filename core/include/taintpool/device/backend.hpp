@@ -67,6 +67,11 @@ class Backend {
   /// What KernelContext::backend_data() returns to bodies.
   [[nodiscard]] virtual void* backend_data() noexcept { return nullptr; }
 
+  /// Whether launches may be found failed after run() returned (a checked
+  /// kernel on an asynchronous device). Asked once, when a Device is built;
+  /// a backend that says no must never report a LateFailure.
+  [[nodiscard]] virtual bool reports_late_failures() const noexcept { return false; }
+
   /// Waits for every queued launch and copy, and returns the launches that
   /// turned out to have failed, oldest first. Confirms everything before.
   [[nodiscard]] virtual std::vector<LateFailure> synchronize() { return {}; }

@@ -171,9 +171,13 @@ class Device {
                    std::vector<Taint*>& taints);
   LaunchResult skip(std::string_view kernel, FailureId root, AllocationId needed);
   LaunchResult enter(std::uint64_t launch, std::string_view kernel, KernelBody body);
+  /// Runs the body with the write set claimed; on a throw, S3.
+  LaunchOutcome run_claimed(FailureId provisional, std::string_view kernel, KernelBody body,
+                            const KernelContext& context);
 
   Backend& backend_;
-  ErrorGraph graph_; // Declared before memory_: the memory clears taints into it on destruction.
+  bool reports_late_; ///< backend_.reports_late_failures(), asked once.
+  ErrorGraph graph_;  // Declared before memory_: the memory clears taints into it on destruction.
   MemoryManager memory_;
   std::vector<BoundBuffer> reads_; // Scratch, reused across launches (no allocation once warm).
   std::vector<BoundBuffer> writes_;

@@ -33,6 +33,8 @@ class DeferredHostBackend final : public HostBackend {
     pending_.push_back(LateFailure{context.launch(), std::move(error), std::move(written)});
   }
 
+  [[nodiscard]] bool reports_late_failures() const noexcept override { return true; }
+
   [[nodiscard]] std::vector<LateFailure> synchronize() override {
     unconfirmed_.clear();
     return std::exchange(pending_, {});

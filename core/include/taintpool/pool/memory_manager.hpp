@@ -36,6 +36,7 @@
 #include <taintpool/error_graph.hpp>
 #include <taintpool/failure_id.hpp>
 #include <taintpool/pool/allocation.hpp>
+#include <taintpool/pool/detail/slice.hpp>
 #include <taintpool/pool/memory_config.hpp>
 #include <taintpool/pool/memory_stats.hpp>
 #include <taintpool/pool/storage.hpp>
@@ -128,14 +129,18 @@ class MemoryManager {
   /// resolve() without discovering releases first, so the results of several
   /// calls stay valid together (a launch resolves all its bindings, then
   /// works on them). Call sweep() once before a batch of these.
-  [[nodiscard]] BoundBytes resolve_swept(const Binding& binding);
+  [[nodiscard]] BoundBytes resolve_swept(const Binding& binding) {
+    detail::Slice& slice = lookup_swept(binding);
+    return BoundBytes{binding.allocation, binding.range, slice.page->base + slice.offset,
+                      slice.size,         &slice.taint,  slice.page->pool_index};
+  }
 
   /// Whether the allocation is live (not dropped-and-discovered, not reset).
   [[nodiscard]] bool contains(AllocationId allocation);
 
   /// Discovers every allocation whose last handle is gone: clears its taint
   /// (P1) and returns its slice to its pool.
-  void sweep();
+  void sweep() { discover_released(); }
 
   /// sweep(), then gives every page holding no allocation back to storage.
   void cleanup();
@@ -183,7 +188,14 @@ class MemoryManager {
     discover_released();
     return lookup_swept(binding);
   }
-  [[nodiscard]] detail::Slice& lookup_swept(const Binding& binding);
+  [[nodiscard]] detail::Slice& lookup_swept(const Binding& binding) {
+    detail::LiveAllocation* entry = live_.find(binding.allocation.raw());
+    if (entry == nullptr || binding.range.end() > entry->slice->size) [[unlikely]] {
+      throw_bad_binding(binding);
+    }
+    return *entry->slice;
+  }
+  [[noreturn]] void throw_bad_binding(const Binding& binding) const;
   [[nodiscard]] std::uint32_t route(std::uint64_t size) const noexcept;
   [[nodiscard]] detail::Slice* reserve_or_throw(std::uint32_t pool, std::uint64_t size,
                                                 std::uint64_t extent);

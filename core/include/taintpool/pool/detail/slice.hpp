@@ -1,4 +1,6 @@
-// Slice, Page and ReleaseInbox: the records a MemoryManager keeps. Internal.
+// Slice, Page and ReleaseInbox: the records a MemoryManager keeps. Internal:
+// public only so the manager's binding lookup can be inline on the launch
+// path; nothing outside taintpool should name these.
 //
 // A Page is one block from storage. Slices tile it exactly — offsets run from
 // 0 with no gap, extents sum to the page size (P2) — and each slice is Free,
@@ -69,8 +71,9 @@ struct Page {
   std::byte* base = nullptr;
   std::uint64_t size = 0;
   Pool* pool = nullptr;
-  Slice* first = nullptr; ///< Lowest-offset slice.
-  Page* prev = nullptr;   ///< The owning pool's list of pages.
+  std::uint32_t pool_index = 0; ///< The pool's place in its manager's ladder.
+  Slice* first = nullptr;       ///< Lowest-offset slice.
+  Page* prev = nullptr;         ///< The owning pool's list of pages.
   Page* next = nullptr;
   Page* idle_prev = nullptr; ///< Exclusive pool: free pages, oldest first.
   Page* idle_next = nullptr;
