@@ -89,4 +89,4 @@ for target in $targets; do
     fi
   fi
 done
-echo "build.sh: built $(echo $targets) into $OUT"
+echo "build.sh: built ${targets//$'\n'/ } into $OUT"
