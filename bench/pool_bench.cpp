@@ -1,0 +1,268 @@
+// Benchmarks of the pool (DESIGN.md §5, issue 3): taintpool's MemoryManager
+// beside a simple std::map best-fit coalescing pool (baselines/map_pool.hpp)
+// over the same host storage, in one binary and one run.
+//
+// Workloads (every "pair" is one reserve+bind and its release, the release
+// discovered by the manager):
+//   SameSize/size        allocate and drop one buffer, repeatedly: 256 B to
+//                        1 GiB (the exclusive pool above 32 MiB).
+//   Churn/order          keep 64 buffers of mixed sizes; free them in LIFO or
+//                        FIFO order and allocate again.
+//   Random/N             N operations, 73% allocate (size uniform in
+//                        [1, 64 KiB]) / 27% free a random live buffer, then
+//                        free the rest: the random-allocation workload.
+// The manager runs with taint off (arg 0: nothing claimed) or on (arg 1:
+// every buffer is claimed whole by a failure before it is dropped, so every
+// release pays P1's clear on discovery).
+//
+// Counters: time_per_pair (seconds, SI prefix); allocs_per_pair (global
+// operator new calls); peak_ratio (peak reserved / peak in use, Random only).
+// Build Release (cmake --preset release); see bench/README.md.
+#include <taintpool/error_graph.hpp>
+#include <taintpool/pool/host_storage.hpp>
+#include <taintpool/pool/memory_manager.hpp>
+
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "baselines/map_pool.hpp"
+#include "support/alloc_counter.hpp"
+
+namespace taintpool::bench {
+namespace {
+
+constexpr std::uint64_t kRandomMax = 64 << 10;
+
+/// The ladder's first sliced pool page size, so MapPool pages match it.
+constexpr std::uint64_t kSmallPage = 2 << 20;
+
+void report_pairs(benchmark::State& state, std::uint64_t allocs_before, double pairs) {
+  state.counters["time_per_pair"] =
+      benchmark::Counter(pairs * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  report_allocations(state, allocs_before, pairs * static_cast<double>(state.iterations()));
+  state.counters["allocs_per_pair"] = state.counters["allocs_per_cycle"];
+  state.counters.erase("allocs_per_cycle");
+}
+
+/// Claims the whole buffer with a failure, as a failed launch would, so its
+/// release has a taint to clear (P1).
+void claim(MemoryManager& memory, ErrorGraph& graph, const Allocation& buffer) {
+  const FailureId failure = graph.insert(Error::torn_down());
+  memory.taint(buffer.whole(), failure);
+  graph.prune(failure);
+}
+
+// ------------------------------------------------------------ same size
+
+void BM_Pool_SameSize(benchmark::State& state) {
+  const auto size = static_cast<std::uint64_t>(state.range(0));
+  const bool taint = state.range(1) != 0;
+  HostStorage storage;
+  ErrorGraph graph;
+  MemoryManager memory(storage, graph);
+  for (int warm = 0; warm < 4; ++warm) {
+    Allocation buffer = memory.allocate(size);
+  }
+  const std::uint64_t allocs = heap_allocations();
+  for (auto _ : state) {
+    Allocation buffer = memory.allocate(size);
+    if (taint && size > 0) {
+      claim(memory, graph, buffer);
+    }
+    benchmark::DoNotOptimize(buffer);
+  }
+  memory.sweep();
+  report_pairs(state, allocs, 1);
+  if (!graph.empty()) {
+    state.SkipWithError("the graph did not empty (R4)");
+  }
+}
+
+void BM_MapPool_SameSize(benchmark::State& state) {
+  const auto size = static_cast<std::uint64_t>(state.range(0));
+  HostStorage storage;
+  MapPool pool(storage, size > (32u << 20) ? size : kSmallPage, 256);
+  pool.release(pool.allocate(size), size);
+  const std::uint64_t allocs = heap_allocations();
+  for (auto _ : state) {
+    const MapPool::Block block = pool.allocate(size);
+    benchmark::DoNotOptimize(block);
+    pool.release(block, size);
+  }
+  report_pairs(state, allocs, 1);
+}
+
+void same_sizes(benchmark::internal::Benchmark* bench, bool with_taint) {
+  for (std::int64_t size = 256; size <= (std::int64_t{1} << 30); size *= 16) {
+    bench->Args({size, 0});
+    if (with_taint) {
+      bench->Args({size, 1});
+    }
+  }
+  bench->Args({std::int64_t{1} << 30, 0});
+}
+
+// ------------------------------------------------------------ churn
+
+std::vector<std::uint64_t> churn_sizes() {
+  std::mt19937_64 random(3);
+  std::vector<std::uint64_t> sizes(64);
+  for (auto& size : sizes) {
+    size = 1 + random() % 16384;
+  }
+  return sizes;
+}
+
+void BM_Pool_Churn(benchmark::State& state) {
+  const bool lifo = state.range(0) == 0;
+  const bool taint = state.range(1) != 0;
+  const std::vector<std::uint64_t> sizes = churn_sizes();
+  HostStorage storage;
+  ErrorGraph graph;
+  MemoryManager memory(storage, graph);
+  std::vector<Allocation> live(sizes.size());
+  auto round = [&] {
+    for (std::size_t index = 0; index < sizes.size(); ++index) {
+      live[index] = memory.allocate(sizes[index]);
+      if (taint) {
+        claim(memory, graph, live[index]);
+      }
+    }
+    for (std::size_t index = 0; index < sizes.size(); ++index) {
+      live[lifo ? sizes.size() - 1 - index : index].reset();
+    }
+  };
+  round();
+  const std::uint64_t allocs = heap_allocations();
+  for (auto _ : state) {
+    round();
+  }
+  memory.sweep();
+  report_pairs(state, allocs, static_cast<double>(sizes.size()));
+}
+
+void BM_MapPool_Churn(benchmark::State& state) {
+  const bool lifo = state.range(0) == 0;
+  const std::vector<std::uint64_t> sizes = churn_sizes();
+  HostStorage storage;
+  MapPool pool(storage, kSmallPage, 256);
+  std::vector<MapPool::Block> live(sizes.size());
+  auto round = [&] {
+    for (std::size_t index = 0; index < sizes.size(); ++index) {
+      live[index] = pool.allocate(sizes[index]);
+    }
+    for (std::size_t index = 0; index < sizes.size(); ++index) {
+      const std::size_t at = lifo ? sizes.size() - 1 - index : index;
+      pool.release(live[at], sizes[at]);
+    }
+  };
+  round();
+  const std::uint64_t allocs = heap_allocations();
+  for (auto _ : state) {
+    round();
+  }
+  report_pairs(state, allocs, static_cast<double>(sizes.size()));
+}
+
+// ------------------------------------------------------------ random
+
+/// The random workload: `operations` steps of 73% allocate / 27% free, then
+/// free everything. Calls allocate(size) -> handle and release(handle, size).
+template <class Allocate, class Release, class Handle>
+std::uint64_t random_workload(std::int64_t operations, std::uint64_t seed, Allocate&& allocate,
+                              Release&& release,
+                              std::vector<std::pair<Handle, std::uint64_t>>& live) {
+  std::mt19937_64 random(seed);
+  std::uint64_t pairs = 0;
+  for (std::int64_t step = 0; step < operations; ++step) {
+    if (live.empty() || random() % 100 < 73) {
+      const std::uint64_t size = 1 + random() % kRandomMax;
+      live.emplace_back(allocate(size), size);
+      ++pairs;
+    } else {
+      const std::size_t victim = random() % live.size();
+      std::swap(live[victim], live.back());
+      release(live.back().first, live.back().second);
+      live.pop_back();
+    }
+  }
+  while (!live.empty()) {
+    release(live.back().first, live.back().second);
+    live.pop_back();
+  }
+  return pairs;
+}
+
+void BM_Pool_Random(benchmark::State& state) {
+  const std::int64_t operations = state.range(0);
+  const bool taint = state.range(1) != 0;
+  HostStorage storage;
+  ErrorGraph graph;
+  MemoryManager memory(storage, graph);
+  std::vector<std::pair<Allocation, std::uint64_t>> live;
+  live.reserve(static_cast<std::size_t>(operations));
+  auto allocate = [&](std::uint64_t size) {
+    Allocation buffer = memory.allocate(size);
+    if (taint) {
+      claim(memory, graph, buffer);
+    }
+    return buffer;
+  };
+  auto release = [](Allocation& buffer, std::uint64_t) { buffer.reset(); };
+  std::uint64_t seed = 1;
+  random_workload(operations, seed, allocate, release, live); // warm: pages and records
+  std::uint64_t pairs = 0;
+  const std::uint64_t allocs = heap_allocations();
+  for (auto _ : state) {
+    pairs += random_workload(operations, ++seed, allocate, release, live);
+  }
+  memory.sweep();
+  report_pairs(state, allocs, static_cast<double>(pairs) / static_cast<double>(state.iterations()));
+  const MemoryStats stats = memory.stats();
+  state.counters["peak_ratio"] = stats.peak_overhead();
+  if (!graph.empty()) {
+    state.SkipWithError("the graph did not empty (R4)");
+  }
+}
+
+void BM_MapPool_Random(benchmark::State& state) {
+  const std::int64_t operations = state.range(0);
+  HostStorage storage;
+  MapPool pool(storage, kSmallPage, 256);
+  std::vector<std::pair<MapPool::Block, std::uint64_t>> live;
+  live.reserve(static_cast<std::size_t>(operations));
+  auto allocate = [&](std::uint64_t size) { return pool.allocate(size); };
+  auto release = [&](const MapPool::Block& block, std::uint64_t size) {
+    pool.release(block, size);
+  };
+  std::uint64_t seed = 1;
+  random_workload(operations, seed, allocate, release, live);
+  std::uint64_t pairs = 0;
+  const std::uint64_t allocs = heap_allocations();
+  for (auto _ : state) {
+    pairs += random_workload(operations, ++seed, allocate, release, live);
+  }
+  report_pairs(state, allocs, static_cast<double>(pairs) / static_cast<double>(state.iterations()));
+  state.counters["peak_ratio"] =
+      static_cast<double>(pool.peak_reserved()) / static_cast<double>(pool.peak_in_use());
+}
+
+BENCHMARK(BM_Pool_SameSize)->Apply([](auto* bench) { same_sizes(bench, true); });
+BENCHMARK(BM_MapPool_SameSize)->Apply([](auto* bench) { same_sizes(bench, false); });
+BENCHMARK(BM_Pool_Churn)->Args({0, 0})->Args({1, 0})->Args({0, 1})->Args({1, 1});
+BENCHMARK(BM_MapPool_Churn)->Arg(0)->Arg(1)->ArgNames({"fifo"});
+BENCHMARK(BM_Pool_Random)
+    ->Args({1000, 0})
+    ->Args({10000, 0})
+    ->Args({100000, 0})
+    ->Args({10000, 1})
+    ->ArgNames({"N", "taint"});
+BENCHMARK(BM_MapPool_Random)->Arg(1000)->Arg(10000)->Arg(100000)->ArgNames({"N"});
+
+} // namespace
+} // namespace taintpool::bench
+BENCHMARK_MAIN();
