@@ -145,6 +145,52 @@ TEST(ErrorGraph, G3_RemovalWorksForOlderNodesAsWellAsTheNewest) {
   EXPECT_TRUE(graph.empty());
 }
 
+TEST(ErrorGraph, G3_LiveFailuresStayFindableThroughLongChurnOfInsertsAndRemovals) {
+  // A program keeps a few stale buffers at a time while failures keep coming
+  // and going: thousands of inserts, a handful live at once, removed in a
+  // scrambled order. The ids live at any moment are far apart, so they
+  // collide in the graph's table; after every step each live failure must
+  // still be found with its own error and tag count, and each removed one
+  // must be gone.
+  ErrorGraph graph;
+  std::vector<std::pair<FailureId, std::string>> live;
+  std::vector<FailureId> gone;
+  std::uint64_t state = 0x2545F4914F6CDD1Dull;
+  const auto next_random = [&] {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  for (int step = 0; step < 20000; ++step) {
+    std::string message = "step " + std::to_string(step);
+    const FailureId failure = graph.insert(Error::launch(message));
+    graph.tag(failure);
+    live.emplace_back(failure, std::move(message));
+    while (live.size() > 1 + next_random() % 6) {
+      const std::size_t victim = next_random() % live.size();
+      graph.untag(live[victim].first);
+      gone.push_back(live[victim].first);
+      live.erase(live.begin() + static_cast<std::ptrdiff_t>(victim));
+    }
+    for (const auto& [id, text] : live) {
+      const Error* error = graph.error(id);
+      ASSERT_NE(error, nullptr) << to_string(id) << " lost at step " << step;
+      ASSERT_EQ(error->message(), text);
+      ASSERT_EQ(graph.tags(id), 1u);
+    }
+    ASSERT_EQ(graph.size(), live.size());
+    if (!gone.empty()) {
+      ASSERT_FALSE(graph.contains(gone.back()));
+    }
+  }
+  ASSERT_NO_THROW(graph.check_invariants());
+  for (const auto& entry : live) {
+    graph.untag(entry.first);
+  }
+  EXPECT_TRUE(graph.empty());
+}
+
 // ---- G4 replace --------------------------------------------------------------
 
 TEST(ErrorGraph, G4_ReplaceSwapsTheErrorAndKeepsTheTags) {
