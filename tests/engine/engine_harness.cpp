@@ -375,9 +375,8 @@ std::string first_difference(const CoreEngine& core, const model::EngineModel& m
   // G9 over every claim: one report per distinct failure, first-seen order.
   std::vector<Report> expected_reports;
   for (const auto& claim : read_claims) {
-    const bool seen =
-        std::any_of(expected_reports.begin(), expected_reports.end(),
-                    [&](const Report& done) { return done.failure == claim.first; });
+    const bool seen = std::any_of(expected_reports.begin(), expected_reports.end(),
+                                  [&](const Report& done) { return done.failure == claim.first; });
     if (!seen) {
       expected_reports.push_back(model.report(claim.first, claim.second));
     }
