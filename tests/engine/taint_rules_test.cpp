@@ -481,7 +481,7 @@ TEST(Taint, T6_ASecondFailureSpillsAndShrinksBackWhenItLeaves) {
   EXPECT_EQ(claims_of(a), (Claims{{f1, r(0, 50)}}));
 }
 
-TEST(Taint, T6_RefusingBackTwoRangesIntoOneReturnsInline) {
+TEST(Taint, T6_FusingTwoRangesBackIntoOneReturnsInline) {
   Scenario s;
   [[maybe_unused]] auto& [graph, a, b, c] = s;
   const FailureId f = fail(graph);
