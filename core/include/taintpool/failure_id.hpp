@@ -44,6 +44,8 @@ class NonzeroId {
   [[nodiscard]] constexpr std::uint64_t raw() const noexcept { return raw_; }
 
   friend constexpr bool operator==(NonzeroId, NonzeroId) noexcept = default;
+  // clang-tidy 14 sees the literal 0 a defaulted <=> compares with.
+  // NOLINTNEXTLINE(modernize-use-nullptr)
   friend constexpr std::strong_ordering operator<=>(NonzeroId, NonzeroId) noexcept = default;
 
  private:

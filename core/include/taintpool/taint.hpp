@@ -87,7 +87,9 @@ class Taint {
     other.storage_.spill = {};
   }
   /// Throws std::logic_error if this taint still holds claims (they would be
-  /// dropped without their untags); clear() it first.
+  /// dropped without their untags); clear() it first. Not noexcept on
+  /// purpose: a move that silently broke R1 would be worse than one that throws.
+  // NOLINTNEXTLINE(performance-noexcept-move-constructor,bugprone-exception-escape)
   Taint& operator=(Taint&& other);
 
   ~Taint() {
@@ -128,12 +130,28 @@ class Taint {
       return;
     }
     if constexpr (inline_claims) {
-      if (failure_ != 0 && range.contains(inline_range())) {
-        const FailureId released = FailureId::from_raw(failure_);
-        failure_ = 0;
-        storage_.spill = {};
-        graph.untag(released);
-        return;
+      if (failure_ != 0) {
+        InlineClaim& claim = storage_.inline_claim;
+        if (range.end() <= claim.begin || claim.end <= range.begin()) {
+          return; // No byte of the claim is written.
+        }
+        if (range.contains(inline_range())) {
+          const FailureId released = FailureId::from_raw(failure_);
+          failure_ = 0;
+          storage_.spill = {};
+          graph.untag(released);
+          return;
+        }
+        // One edge is written: the claim shrinks and stays one range. A write
+        // strictly inside it splits it, which spills (below).
+        if (range.begin() <= claim.begin) {
+          claim.begin = range.end();
+          return;
+        }
+        if (claim.end <= range.end()) {
+          claim.end = range.begin();
+          return;
+        }
       }
     }
     written_slow(range, graph);
@@ -242,7 +260,7 @@ class Taint {
   void written_slow(ByteRange range, ErrorGraph& graph);
   [[nodiscard]] std::optional<FailureId> failure_spilled(ByteRange range) const noexcept;
   void clear_claims(ErrorGraph& graph) noexcept;
-  [[noreturn]] void abandoned() const noexcept;
+  [[noreturn]] static void abandoned() noexcept;
 
   std::uint64_t failure_ = 0; ///< Inline claim's failure; 0 when spilled or clean.
   Storage storage_;

@@ -25,10 +25,9 @@ CudaStorage::CudaStorage(CudaStorageOptions options)
   }
 }
 
-CudaStorage::~CudaStorage() {
-  // The pool gives every page back before its storage goes; anything left is
-  // a page whose owner outlived us, and nothing can be done for it here.
-}
+// The pool gives every page back before its storage goes; anything left is
+// a page whose owner outlived us, and nothing can be done for it here.
+CudaStorage::~CudaStorage() = default;
 
 std::string CudaStorage::name() const {
   std::string text = "cuda device " + std::to_string(options_.device);
@@ -38,6 +37,8 @@ std::string CudaStorage::name() const {
   return text;
 }
 
+// Not const, though no member changes: it hands out the storage's device memory.
+// NOLINTNEXTLINE(readability-make-member-function-const)
 void* CudaStorage::raw_allocate(std::uint64_t size, const char*& call) {
   void* pointer = nullptr;
   cudaError_t error = cudaSuccess;
@@ -58,6 +59,8 @@ void* CudaStorage::raw_allocate(std::uint64_t size, const char*& call) {
   return pointer;
 }
 
+// Not const, though no member changes: it takes back the storage's device memory.
+// NOLINTNEXTLINE(readability-make-member-function-const)
 void CudaStorage::raw_free(void* pointer) noexcept {
   const cudaError_t error = options_.stream_ordered
                                 ? cudaFreeAsync(pointer, as_stream(options_.stream))

@@ -328,6 +328,8 @@ bool Taint::carries(FailureId failure) const noexcept {
   return contains_failure(claims.data(), claims.data() + claims.size(), failure.raw());
 }
 
+// Throws on a carrier by contract (taint.hpp), so not noexcept.
+// NOLINTNEXTLINE(performance-noexcept-move-constructor,bugprone-exception-escape)
 Taint& Taint::operator=(Taint&& other) {
   if (this == &other) {
     return *this;
@@ -343,10 +345,11 @@ Taint& Taint::operator=(Taint&& other) {
   return *this;
 }
 
-void Taint::abandoned() const noexcept {
-  std::fputs("taintpool: a Taint was destroyed while it still held claims; their tags can never "
-             "be released (R1, R4). Call clear() before the carrier goes away.\n",
-             stderr);
+void Taint::abandoned() noexcept {
+  static_cast<void>(std::fputs(
+      "taintpool: a Taint was destroyed while it still held claims; their tags can never "
+      "be released (R1, R4). Call clear() before the carrier goes away.\n",
+      stderr));
   std::abort();
 }
 

@@ -28,10 +28,10 @@ std::string bytes(std::uint64_t count) {
 MemoryManager::MemoryManager(Storage& storage, ErrorGraph& graph, MemoryConfig config)
     : storage_(storage)
     , graph_(graph)
-    , config_(std::move(config))
-    , inbox_(nullptr) {
+    , config_(std::move(config)) {
   config_.validate(storage_.alignment());
-  inbox_ = new detail::ReleaseInbox();
+  // In the body, after validate(): a bad config throws before anything is allocated.
+  inbox_ = new detail::ReleaseInbox(); // NOLINT(cppcoreguidelines-prefer-member-initializer)
   try {
     cache_ = std::make_unique<detail::SliceCache>(*inbox_);
     for (const SlicedPoolConfig& pool : config_.sliced) {
@@ -187,7 +187,7 @@ Allocation MemoryManager::allocate(std::uint64_t size) {
 
 // ------------------------------------------------------------ bindings
 
-void MemoryManager::throw_not_found(AllocationId allocation) const {
+void MemoryManager::throw_not_found(AllocationId allocation) {
   throw Exception(
       Error::not_found(to_string(allocation) +
                        " no longer exists: its last handle was dropped, or the memory was reset"));
@@ -229,11 +229,11 @@ bool MemoryManager::contains(AllocationId allocation) {
   return live_.find(allocation.raw()) != nullptr;
 }
 
-std::uint32_t MemoryManager::pool_index(const Slice* slice) const noexcept {
+std::uint32_t MemoryManager::pool_index(const Slice* slice) noexcept {
   return slice->page->pool_index;
 }
 
-AllocationInfo MemoryManager::describe(const Slice* slice) const noexcept {
+AllocationInfo MemoryManager::describe(const Slice* slice) noexcept {
   return AllocationInfo{
       AllocationId::from_raw(slice->allocation), slice->size,       slice->extent,
       slice->page->base + slice->offset,         pool_index(slice), &slice->taint};

@@ -119,7 +119,7 @@ std::uint64_t SizeBins::largest() const noexcept {
 void SizeBins::check_invariants() const {
   std::uint64_t seen = 0;
   for (std::uint32_t bin = 0; bin < rows * columns; ++bin) {
-    const bool mapped = (column_maps_[bin / columns] >> (bin % columns)) & 1u;
+    const bool mapped = ((column_maps_[bin / columns] >> (bin % columns)) & 1u) != 0;
     if (mapped != (heads_[bin] != nullptr)) {
       throw std::logic_error("size bins: bitmap and list disagree for bin " + std::to_string(bin));
     }

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 
 namespace taintpool::detail {
@@ -59,7 +60,7 @@ class SizeBins {
   std::uint64_t unit_log2_;
   std::uint64_t row_map_ = 0;
   std::array<std::uint16_t, rows> column_maps_{};
-  std::array<Slice*, rows * columns> heads_{};
+  std::array<Slice*, std::size_t{rows} * columns> heads_{};
   std::uint64_t count_ = 0;
 };
 

@@ -29,7 +29,7 @@ StorageHandle HostStorage::allocate(std::uint64_t size) {
   return StorageHandle{reinterpret_cast<std::uintptr_t>(page)};
 }
 
-void HostStorage::deallocate(StorageHandle handle, std::uint64_t) noexcept {
+void HostStorage::deallocate(StorageHandle handle, std::uint64_t /*size*/) noexcept {
   ::operator delete (resolve(handle), std::align_val_t{alignment_});
 }
 

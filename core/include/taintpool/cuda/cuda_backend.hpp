@@ -188,8 +188,8 @@ class CudaBackend final : public Backend {
   void release() noexcept;
   /// Records a runtime error seen `where`; poisons the backend if it is
   /// sticky or the stream no longer answers. Returns the error's text.
-  std::string note(int error, const char* where);
-  void poison_with(int error, const char* where);
+  std::string note(int code, const char* where);
+  void poison_with(int code, const char* where);
   [[nodiscard]] Error refusal() const;
   void forget_checks(std::uint64_t launch) noexcept;
   /// Waits for the stream, reads every used slot, turns the failures into

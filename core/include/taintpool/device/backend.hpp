@@ -86,6 +86,8 @@ class Backend {
   Backend() = default;
   Backend(const Backend&) = default;
   Backend& operator=(const Backend&) = default;
+  Backend(Backend&&) = default;
+  Backend& operator=(Backend&&) = default;
 };
 
 } // namespace taintpool

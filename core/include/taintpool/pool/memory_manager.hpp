@@ -73,6 +73,9 @@ struct LiveAllocation {
     slice = std::exchange(other.slice, nullptr);
     return *this;
   }
+  LiveAllocation(const LiveAllocation&) = delete; ///< Move-only, like the table's slots.
+  LiveAllocation& operator=(const LiveAllocation&) = delete;
+  ~LiveAllocation() = default;
   void vacate() noexcept {
     id = 0;
     slice = nullptr;
@@ -200,15 +203,15 @@ class MemoryManager {
   [[nodiscard]] detail::Slice* reserve_or_throw(std::uint32_t pool, std::uint64_t size,
                                                 std::uint64_t extent);
   void tombstone_all() noexcept;
-  [[nodiscard]] AllocationInfo describe(const detail::Slice* slice) const noexcept;
-  [[nodiscard]] std::uint32_t pool_index(const detail::Slice* slice) const noexcept;
-  [[noreturn]] void throw_not_found(AllocationId allocation) const;
+  [[nodiscard]] static AllocationInfo describe(const detail::Slice* slice) noexcept;
+  [[nodiscard]] static std::uint32_t pool_index(const detail::Slice* slice) noexcept;
+  [[noreturn]] static void throw_not_found(AllocationId allocation);
   [[noreturn]] void throw_out_of_memory(std::uint64_t size, const std::string& cause);
 
   Storage& storage_;
   ErrorGraph& graph_;
   MemoryConfig config_;
-  detail::ReleaseInbox* inbox_;
+  detail::ReleaseInbox* inbox_ = nullptr;
   std::unique_ptr<detail::SliceCache> cache_;
   std::vector<std::unique_ptr<detail::Pool>> pools_;
   detail::IdTable<detail::LiveAllocation> live_;

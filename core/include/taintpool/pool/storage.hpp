@@ -61,6 +61,8 @@ class Storage {
   Storage() = default;
   Storage(const Storage&) = default;
   Storage& operator=(const Storage&) = default;
+  Storage(Storage&&) = default;
+  Storage& operator=(Storage&&) = default;
 };
 
 } // namespace taintpool
