@@ -29,6 +29,27 @@ namespace taintpool::detail {
 template <class Node>
 class IdTable {
  public:
+  IdTable() noexcept = default;
+  IdTable(const IdTable&) = delete;
+  IdTable& operator=(const IdTable&) = delete;
+  /// A moved-from table is empty and usable: its count goes with its slots.
+  IdTable(IdTable&& other) noexcept
+      : slots_(std::move(other.slots_))
+      , size_(std::exchange(other.size_, 0))
+      , shift_(std::exchange(other.shift_, 64u)) {
+    other.slots_.clear();
+  }
+  IdTable& operator=(IdTable&& other) noexcept {
+    if (this != &other) {
+      slots_ = std::move(other.slots_);
+      size_ = std::exchange(other.size_, 0);
+      shift_ = std::exchange(other.shift_, 64u);
+      other.slots_.clear();
+    }
+    return *this;
+  }
+  ~IdTable() = default;
+
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
 
   /// The node with this id, or null. Probes start at the id's home slot and
