@@ -1,0 +1,366 @@
+// Pins: MemoryManager::check_invariants (P1, P2) — through the pools' and
+// the size bins' own checks — catches every corruption it names; and the
+// configuration checks, accessors and figures no other pool suite reaches.
+//
+// Why: pool_fuzzer, the stateful pool tests and every PoolTest's TearDown
+// trust check_invariants() to turn a broken layout into a failure; a check
+// that can never fire would let them pass over a pool that hands out
+// overlapping memory. The public API cannot build a broken layout, so the
+// corruption tests are white-box: they reach a live allocation's Slice (a
+// public detail record, pool/detail/slice.hpp) through the address of its
+// Taint, change one field, expect the named violation, and put the field
+// back before TearDown checks the pool again.
+#include <taintpool/byte_range.hpp>
+#include <taintpool/error_graph.hpp>
+#include <taintpool/exception.hpp>
+#include <taintpool/pool/detail/slice.hpp>
+#include <taintpool/pool/fault_injecting_storage.hpp>
+#include <taintpool/pool/host_storage.hpp>
+#include <taintpool/pool/memory_config.hpp>
+#include <taintpool/pool/memory_manager.hpp>
+#include <taintpool/pool/memory_stats.hpp>
+#include <taintpool/pool/storage.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "pool_fixture.hpp"
+
+namespace taintpool::testing {
+namespace {
+
+using detail::Page;
+using detail::Slice;
+using detail::SliceState;
+
+static_assert(std::is_standard_layout_v<Slice>);
+
+struct PoolChecks : PoolTest {
+  /// The record holding a live allocation, found through its taint.
+  Slice& slice_of(const Allocation& allocation) {
+    Taint* taint = memory->resolve(allocation.whole()).taint;
+    return *reinterpret_cast<Slice*>(reinterpret_cast<char*>(taint) - offsetof(Slice, taint));
+  }
+
+  void expect_violation(const std::string& words) {
+    try {
+      memory->check_invariants();
+      ADD_FAILURE() << "check_invariants() accepted a pool whose " << words;
+    } catch (const std::logic_error& error) {
+      EXPECT_NE(std::string(error.what()).find(words), std::string::npos) << error.what();
+    }
+  }
+
+  /// Sets `field` to `bad`, expects the violation, puts it back (TearDown
+  /// checks the pool again).
+  template <class T, class U>
+  void corrupt(T& field, U bad, const std::string& words) {
+    const T good = field;
+    field = static_cast<T>(bad);
+    expect_violation(words);
+    field = good;
+  }
+
+  /// The free remainder of the page holding `slice`.
+  static Slice& free_neighbour(const Slice& slice) {
+    for (Slice* other = slice.page->first; other != nullptr; other = other->page_next) {
+      if (other->state == SliceState::Free) {
+        return *other;
+      }
+    }
+    ADD_FAILURE() << "no free slice on the page";
+    return *slice.page->first;
+  }
+
+  /// Eight 1 KiB allocations: one 8 KiB page of the first pool, exactly.
+  std::vector<Allocation> fill_one_page() {
+    std::vector<Allocation> held;
+    for (int i = 0; i < 8; ++i) {
+      held.push_back(memory->allocate(1024));
+    }
+    return held;
+  }
+
+  /// The page's last slice.
+  static Slice& last_on_page(const Slice& slice) {
+    Slice* last = slice.page->first;
+    while (last->page_next != nullptr) {
+      last = last->page_next;
+    }
+    return *last;
+  }
+};
+
+// ------------------------------------------------------------ pages and slices (P2)
+
+TEST_F(PoolChecks, P2_APageNotLinkedToItsPoolIsCaught) {
+  const Allocation a = memory->allocate(256);
+  corrupt(slice_of(a).page->pool, nullptr, "the page list is not linked both ways to its pool");
+}
+
+TEST_F(PoolChecks, P2_ASliceNotLinkedToItsNeighboursIsCaught) {
+  const Allocation a = memory->allocate(256);
+  Slice& slice = slice_of(a);
+  corrupt(slice.page_prev, &slice, "a slice is not linked to its page and neighbours");
+}
+
+TEST_F(PoolChecks, P2_SlicesThatDoNotTileTheirPageAreCaught) {
+  const Allocation a = memory->allocate(256);
+  corrupt(slice_of(a).offset, 256,
+          "slices do not tile their page: a slice at offset 256 where 0 was expected");
+}
+
+TEST_F(PoolChecks, P2_AnExtentThatIsNotAPositiveMultipleOfTheAlignmentIsCaught) {
+  const Allocation a = memory->allocate(256);
+  corrupt(slice_of(a).extent, 100, "extent 100 is not a positive multiple of the alignment 256");
+}
+
+TEST_F(PoolChecks, P2_ASliceRunningPastItsPageIsCaught) {
+  const Allocation a = memory->allocate(256);
+  Slice& slice = slice_of(a);
+  corrupt(slice.extent, slice.page->size + 256, "a slice runs past its page");
+}
+
+TEST_F(PoolChecks, P2_SlicesCoveringLessThanTheirPageAreCaught) {
+  const std::vector<Allocation> held = fill_one_page();
+  Slice& last = last_on_page(slice_of(held.front()));
+  ASSERT_EQ(last.state, SliceState::Bound);
+  ASSERT_EQ(last.offset + last.extent, last.page->size);
+  last.size -= 256; // Still within its (shrunk) slice: only the page's tiling is off.
+  corrupt(last.extent, last.extent - 256, "slices cover 7936 bytes of a 8192-byte page");
+  last.size += 256;
+}
+
+TEST_F(PoolChecks, P2_AnAllocationLargerThanItsSliceIsCaught) {
+  const Allocation a = memory->allocate(256);
+  corrupt(slice_of(a).size, 512, "an allocation is larger than its slice");
+}
+
+TEST_F(PoolChecks, P2_AnAllocationOffTheAlignmentIsCaught) {
+  const Allocation a = memory->allocate(256);
+  Page& page = *slice_of(a).page;
+  corrupt(page.base, page.base + 8, "an allocation is not aligned to 256");
+}
+
+TEST_F(PoolChecks, P1_ATombstonedSliceStillOnALivePageIsCaught) {
+  const Allocation a = memory->allocate(256);
+  corrupt(slice_of(a).state, SliceState::Tombstoned, "a tombstoned slice is still on a live page");
+}
+
+TEST_F(PoolChecks, P1_AFreeSliceThatStillCarriesTaintIsCaught) {
+  const Allocation a = memory->allocate(256);
+  Slice& rest = free_neighbour(slice_of(a));
+  const FailureId failure = fail();
+  rest.taint.taint(ByteRange::of(0, 8), failure, graph);
+  expect_violation("a free slice still carries taint (P1)");
+  rest.taint.clear(graph);
+  EXPECT_FALSE(graph.contains(failure)) << "the test's tag was its only hold";
+}
+
+TEST_F(PoolChecks, P1_AFreeSliceThatNamesAnAllocationIsCaught) {
+  const Allocation a = memory->allocate(256);
+  corrupt(free_neighbour(slice_of(a)).allocation, 99, "a free slice names an allocation");
+}
+
+TEST_F(PoolChecks, P2_FreeSlicesOnPagesThatTheFreeIndexDoesNotHoldAreCaught) {
+  const Allocation a = memory->allocate(256);
+  Slice& slice = slice_of(a);
+  const std::uint64_t id = slice.allocation;
+  slice.allocation = 0;
+  corrupt(slice.state, SliceState::Free, "2 free slices on pages but 1 in the free index");
+  slice.allocation = id;
+}
+
+// ------------------------------------------------------------ the sliced pool
+
+TEST_F(PoolChecks, P2_ASlicedPageOfTheWrongSizeIsCaught) {
+  const std::vector<Allocation> held = fill_one_page();
+  Slice& last = last_on_page(slice_of(held.front()));
+  last.extent += 256; // The page still tiles, at a size its pool never asks for.
+  corrupt(last.page->size, last.page->size + 256, "a sliced page of the wrong size");
+  last.extent -= 256;
+}
+
+TEST_F(PoolChecks, P2_ASliceMarkedRecentButNotParkedIsCaught) {
+  const Allocation a = memory->allocate(256);
+  Slice& slice = slice_of(a);
+  const std::uint64_t id = slice.allocation;
+  slice.allocation = 0;
+  corrupt(slice.state, SliceState::Recent,
+          "a slice is marked recent but is not on the recent list");
+  slice.allocation = id;
+}
+
+TEST_F(PoolChecks, P2_AParkedSliceNoLongerMarkedRecentIsCaught) {
+  const Allocation keep = memory->allocate(256);
+  Allocation dropped = memory->allocate(256);
+  Slice& parked = slice_of(dropped);
+  dropped.reset();
+  memory->sweep();
+  ASSERT_EQ(parked.state, SliceState::Recent) << "a released slice is parked unmerged";
+  corrupt(parked.state, SliceState::Bound,
+          "the recent list holds 1 slices but 0 are marked recent");
+}
+
+// ------------------------------------------------------------ the exclusive pool
+
+TEST_F(PoolChecks, P2_AMislinkedIdlePageIsCaught) {
+  Allocation big = memory->allocate(32 << 10);
+  Page& page = *slice_of(big).page;
+  big.reset();
+  memory->sweep();
+  ASSERT_EQ(page.first->state, SliceState::Free) << "an exclusive page waits idle for reuse";
+  corrupt(page.idle_prev, &page, "the idle-page list holds a page in use or is mislinked");
+}
+
+TEST_F(PoolChecks, P2_AnIdleListWithTheWrongTailIsCaught) {
+  Allocation one = memory->allocate(32 << 10);
+  Allocation two = memory->allocate(40 << 10);
+  Page& first = *slice_of(one).page;
+  Page& second = *slice_of(two).page;
+  one.reset();
+  two.reset();
+  memory->sweep();
+  Page& oldest = first.idle_prev == nullptr ? first : second;
+  ASSERT_NE(oldest.idle_next, nullptr) << "two idle pages";
+  corrupt(oldest.idle_next, nullptr, "the idle-page list's tail is wrong");
+}
+
+// ------------------------------------------------------------ the size bins
+
+TEST_F(PoolChecks, P2_AFiledSliceThatIsNotFreeIsCaught) {
+  const Allocation a = memory->allocate(256);
+  corrupt(free_neighbour(slice_of(a)).state, SliceState::Bound,
+          "size bins: a filed slice is not free");
+}
+
+TEST_F(PoolChecks, P2_ASliceFiledInTheWrongBinIsCaught) {
+  const Allocation a = memory->allocate(256);
+  Slice& rest = free_neighbour(slice_of(a));
+  corrupt(rest.bin, rest.bin + 1, "is filed in the wrong bin");
+}
+
+TEST_F(PoolChecks, P2_ABrokenBackLinkInABinIsCaught) {
+  const Allocation a = memory->allocate(256);
+  Slice& rest = free_neighbour(slice_of(a));
+  corrupt(rest.bin_prev, &rest, "size bins: broken back link in bin");
+}
+
+// ------------------------------------------------------------ the manager
+
+TEST_F(PoolChecks, P2_AnAllocationWhoseSliceIsBoundToAnotherIsCaught) {
+  const Allocation a = memory->allocate(256);
+  corrupt(slice_of(a).allocation, 12345, "points at a slice not bound to it");
+}
+
+TEST_F(PoolChecks, P2_UsageFiguresThatDriftedFromTheSlicesAreCaught) {
+  const Allocation a = memory->allocate(256);
+  corrupt(slice_of(a).size, 128, "usage figures drifted (P2)");
+}
+
+TEST_F(PoolChecks, P1_ATombstonedSliceThatCarriesTaintIsCaught) {
+  Allocation survivor = memory->allocate(256);
+  Slice& slice = slice_of(survivor);
+  memory->reset(); // The handle lives on; its slice is tombstoned.
+  ASSERT_EQ(slice.state, SliceState::Tombstoned);
+  const FailureId failure = fail();
+  slice.taint.taint(ByteRange::of(0, 8), failure, graph);
+  expect_violation("a tombstoned slice is still on a page, carries taint, or is mislinked (P1)");
+  slice.taint.clear(graph);
+  EXPECT_NO_THROW(memory->check_invariants());
+}
+
+// ------------------------------------------------------------ configuration (P3)
+
+void expect_rejected(const MemoryConfig& config, const std::string& words) {
+  try {
+    config.validate(256);
+    ADD_FAILURE() << "validate() accepted a config whose " << words;
+  } catch (const std::invalid_argument& error) {
+    EXPECT_NE(std::string(error.what()).find(words), std::string::npos) << error.what();
+  }
+}
+
+TEST(MemoryConfigChecks, P3_EachInconsistencyIsRejectedByName) {
+  MemoryConfig config = small_ladder();
+  EXPECT_NO_THROW(config.validate(256));
+
+  MemoryConfig bad = config;
+  bad.sliced[0].page_size = 1000;
+  expect_rejected(bad, "page size 1000 is not a positive multiple of the alignment");
+  bad = config;
+  bad.sliced[0].page_size = 0;
+  expect_rejected(bad, "page size 0 is not a positive multiple of the alignment");
+  bad = config;
+  bad.sliced[0].max_slice = bad.sliced[0].page_size + 256;
+  expect_rejected(bad, "exceeds its page size");
+  bad = config;
+  bad.sliced = {config.sliced[1], config.sliced[0]};
+  expect_rejected(bad, "not in ascending order of max slice");
+  bad = config;
+  bad.max_allocation = 1024;
+  expect_rejected(bad, "max allocation is below the largest sliced pool's max slice");
+  bad = config;
+  bad.max_allocation = (std::numeric_limits<std::uint64_t>::max() >> 1) + 1;
+  expect_rejected(bad, "max allocation above 2^63 cannot be aligned without overflow");
+  bad = config;
+  bad.exclusive_reuse_slack_eighths = 65;
+  expect_rejected(bad, "exclusive reuse slack above 64 eighths");
+  bad = config;
+  bad.alignment = 512;
+  expect_rejected(bad, "exceeds the storage's page alignment 256");
+}
+
+TEST(MemoryConfigChecks, P3_AManagerRefusesAConfigThatDoesNotFitItsStorage) {
+  HostStorage host(256);
+  ErrorGraph graph;
+  MemoryConfig config = small_ladder();
+  config.alignment = 1024;
+  EXPECT_THROW(static_cast<void>(MemoryManager(host, graph, config)), std::invalid_argument);
+  EXPECT_TRUE(graph.empty());
+}
+
+// ------------------------------------------------------------ accessors and figures
+
+TEST_F(PoolChecks, TheManagerReportsItsConfigStorageGraphAndPools) {
+  EXPECT_EQ(memory->config().sliced.size(), 2u);
+  EXPECT_EQ(memory->config().max_allocation, std::uint64_t{1} << 20);
+  EXPECT_EQ(&memory->storage(), &storage);
+  EXPECT_EQ(&memory->graph(), &graph);
+  EXPECT_EQ(memory->pool_count(), 3u) << "two sliced pools and the exclusive one";
+}
+
+TEST(MemoryStatsFigures, P2_PeakOverheadIsPeakReservedOverPeakInUse) {
+  MemoryStats stats;
+  EXPECT_EQ(stats.peak_overhead(), 0.0) << "nothing ever in use";
+  stats.peak_in_use = 1024;
+  stats.peak_reserved = 8192;
+  EXPECT_DOUBLE_EQ(stats.peak_overhead(), 8.0);
+}
+
+TEST(StorageHandles, ZeroNamesNoPage) {
+  EXPECT_FALSE(static_cast<bool>(StorageHandle{}));
+  EXPECT_TRUE(static_cast<bool>(StorageHandle{4096}));
+}
+
+TEST(FaultInjectingStorageStops, P3_RandomFailuresStopWhenToldTo) {
+  HostStorage host(256);
+  FaultInjectingStorage storage(host);
+  storage.fail_randomly(7, 1); // One in one: every request fails.
+  EXPECT_THROW(static_cast<void>(storage.allocate(4096)), StorageExhausted);
+  storage.stop_failing_randomly();
+  const StorageHandle page = storage.allocate(4096);
+  EXPECT_TRUE(static_cast<bool>(page));
+  EXPECT_EQ(storage.injected_failures(), 1u);
+  storage.deallocate(page, 4096);
+}
+
+} // namespace
+} // namespace taintpool::testing
