@@ -1,0 +1,347 @@
+// Pins: what the Device does when its backend or the host misbehaves — a
+// copy in or out that fails, a late failure for a launch the device never
+// logged, a body that asks for a binding it does not have, and the heap
+// running out in the middle of a scope or of the manager's own bookkeeping.
+//
+// Why: these are the paths a GPU takes and a CPU test never does (a DMA
+// error, a driver that reports late, a host under memory pressure). Each
+// must end in a clear outcome — taint on the outputs, an exception naming
+// the problem — with the graph, the pool and the refcounts intact (R1–R4):
+// a half-claimed write set or a leaked provisional failure would be read
+// later as good data or as a failure nobody can explain.
+//
+// The backend here is a HostBackend whose copies and late-failure reports
+// are scripted. Heap faults come from the fuzzers' allocation fault
+// injector (fuzz/common/alloc_faults.hpp), linked into this executable only.
+#include <taintpool/device/device.hpp>
+#include <taintpool/exception.hpp>
+#include <taintpool/host/host_backend.hpp>
+#include <taintpool/pool/host_storage.hpp>
+#include <taintpool/pool/memory_manager.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/alloc_faults.hpp"
+
+namespace taintpool {
+namespace {
+
+using fuzz::arm_allocation_fault;
+using fuzz::disarm_allocation_fault;
+
+/// A host backend whose copies can fail and which reports late failures
+/// the test scripts: `oldest` is what oldest_unconfirmed_launch() says,
+/// `late` what the next synchronize() returns.
+class ScriptedBackend final : public HostBackend {
+ public:
+  std::optional<Error> copy_in_error;
+  std::optional<Error> copy_out_error;
+  std::optional<std::uint64_t> oldest;
+  std::vector<LateFailure> late;
+
+  std::optional<Error> copy_in(std::byte* to, const std::byte* from, std::size_t bytes) override {
+    if (copy_in_error) {
+      return copy_in_error;
+    }
+    return HostBackend::copy_in(to, from, bytes);
+  }
+  std::optional<Error> copy_out(std::byte* to, const std::byte* from, std::size_t bytes) override {
+    if (copy_out_error) {
+      return copy_out_error;
+    }
+    return HostBackend::copy_out(to, from, bytes);
+  }
+  [[nodiscard]] bool reports_late_failures() const noexcept override { return true; }
+  [[nodiscard]] std::vector<LateFailure> synchronize() override { return std::exchange(late, {}); }
+  [[nodiscard]] std::optional<std::uint64_t> oldest_unconfirmed_launch() const noexcept override {
+    return oldest;
+  }
+};
+
+std::vector<std::byte> bytes_of(std::size_t size, std::uint8_t value) {
+  return std::vector<std::byte>(size, static_cast<std::byte>(value));
+}
+
+LaunchOutcome fill(const KernelContext& context) {
+  for (std::size_t index = 0; index < context.writes(); ++index) {
+    for (std::byte& byte : context.write(index)) {
+      byte = std::byte{0x5A};
+    }
+  }
+  return LaunchOutcome::success();
+}
+
+struct BackendFaults : ::testing::Test {
+  ScriptedBackend backend;
+  Device device{backend};
+
+  void TearDown() override {
+    device.sweep();
+    device.check_invariants();
+  }
+};
+
+// ------------------------------------------------------------ copies
+
+TEST_F(BackendFaults, S1_AHostWriteWhoseCopyFailsLeavesItsBindingCarryingTheCopyError) {
+  const Allocation buffer = device.create_buffer(64);
+  backend.copy_in_error = Error::launch("DMA to the device failed");
+  const LaunchResult result = device.write(buffer.whole(), bytes_of(64, 1));
+  EXPECT_EQ(result.status, LaunchStatus::Failed);
+  ASSERT_TRUE(result.error.has_value());
+  EXPECT_NE(result.error->message().find("DMA to the device failed"), std::string::npos);
+
+  std::vector<std::byte> out(64);
+  const ReadOutcome read = device.read(buffer.whole(), out);
+  ASSERT_EQ(read.reports.size(), 1u) << "the failed copy left the buffer stale (D1)";
+  EXPECT_EQ(read.reports[0].root.kind(), ErrorKind::Launch);
+
+  backend.copy_in_error.reset();
+  EXPECT_TRUE(device.write(buffer.whole(), bytes_of(64, 2)).ran()) << "a good copy repairs (S5)";
+  EXPECT_TRUE(device.read(buffer.whole(), out).ok());
+}
+
+TEST_F(BackendFaults, D1_AReadWhoseCopyOutFailsThrowsTheDeviceErrorAndCopiesNothing) {
+  const Allocation buffer = device.create_buffer(bytes_of(32, 7));
+  backend.copy_out_error = Error::launch("DMA from the device failed");
+  std::vector<std::byte> out(32, std::byte{0});
+  try {
+    static_cast<void>(device.read(buffer.whole(), out));
+    ADD_FAILURE() << "a read whose copy failed returned";
+  } catch (const Exception& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::Launch);
+    EXPECT_NE(std::string(error.what()).find("DMA from the device failed"), std::string::npos);
+  }
+  backend.copy_out_error.reset();
+  EXPECT_EQ(device.read_bytes(buffer.whole()), bytes_of(32, 7)) << "the buffer itself is fine";
+}
+
+// ------------------------------------------------------------ what a body sees
+
+TEST_F(BackendFaults, S3_ABodyAskingForABindingItDoesNotHaveThrowsOutOfRangeAndItsWritesStayTorn) {
+  const Allocation out = device.create_buffer(16);
+  try {
+    device.launch("reads_nothing", {}, {out.whole()}, [](const KernelContext& context) {
+      static_cast<void>(context.read_binding(0));
+      return LaunchOutcome::success();
+    });
+    ADD_FAILURE() << "the body's bad index did not propagate";
+  } catch (const std::out_of_range& error) {
+    EXPECT_NE(std::string(error.what()).find("read binding 0 of 0"), std::string::npos)
+        << error.what();
+  }
+  const std::vector<Report> reports = device.stale_reports(out.whole());
+  ASSERT_EQ(reports.size(), 1u) << "S3: the write set stays claimed";
+  EXPECT_EQ(reports[0].root.kind(), ErrorKind::TornDown);
+}
+
+TEST_F(BackendFaults, S3_ABodyViewingABindingAsTheWrongElementTypeThrows) {
+  const Allocation in = device.create_buffer(bytes_of(12, 1));
+  const Allocation out = device.create_buffer(16);
+  EXPECT_THROW(device.launch("as_u64", {in.whole()}, {out.whole()},
+                             [](const KernelContext& context) {
+                               static_cast<void>(context.read_as<std::uint64_t>(0));
+                               return LaunchOutcome::success();
+                             }),
+               std::invalid_argument)
+      << "12 bytes are not a whole array of 8-byte elements";
+}
+
+TEST_F(BackendFaults, ABodySeesItsKernelItsBindingsAndTheBackendData) {
+  const Allocation in = device.create_buffer(bytes_of(8, 3));
+  const Allocation out = device.create_buffer(8);
+  std::string kernel;
+  std::optional<AllocationId> read_from;
+  void* data = &kernel;
+  const LaunchResult result =
+      device.launch("observe", {in.whole()}, {out.whole()}, [&](const KernelContext& context) {
+        kernel = std::string(context.kernel());
+        read_from = context.read_binding(0).allocation;
+        data = context.backend_data();
+        return fill(context);
+      });
+  EXPECT_TRUE(result.ran());
+  EXPECT_EQ(kernel, "observe");
+  EXPECT_EQ(read_from, in.id());
+  EXPECT_EQ(data, nullptr) << "the host backend passes no backend data";
+  EXPECT_EQ(&device.backend(), &backend);
+  EXPECT_EQ(device.backend().name(), "host");
+}
+
+// ------------------------------------------------------------ late failures
+
+TEST_F(BackendFaults, LateFailure_ForALaunchTheDeviceNeverLoggedIsAContractViolation) {
+  const Allocation out = device.create_buffer(8);
+  EXPECT_TRUE(device.launch("confirmed", {}, {out.whole()}, fill).ran());
+  // The backend said nothing was unconfirmed, so the device kept no log;
+  // a late verdict on that launch cannot be attributed.
+  backend.late.push_back(LateFailure{1, Error::launch("late"), {}});
+  try {
+    device.synchronize();
+    ADD_FAILURE() << "a late failure for a confirmed launch was accepted";
+  } catch (const std::logic_error& error) {
+    EXPECT_NE(std::string(error.what()).find("reported launch 1 failed, but it was confirmed"),
+              std::string::npos)
+        << error.what();
+  }
+  std::vector<std::byte> bytes(8);
+  EXPECT_TRUE(device.read(out.whole(), bytes).ok()) << "nothing changed";
+}
+
+TEST_F(BackendFaults, LateFailure_TheLogForgetsLaunchesOnceTheBackendConfirmsThem) {
+  const Allocation a = device.create_buffer(8);
+  const Allocation b = device.create_buffer(8);
+  const Allocation c = device.create_buffer(8);
+  backend.oldest = 1; // Launch 1 unconfirmed: it and everything after it is logged.
+  EXPECT_TRUE(device.launch("one", {}, {a.whole()}, fill).ran());
+  EXPECT_TRUE(device.launch("two", {}, {b.whole()}, fill).ran());
+  backend.oldest = 2; // Launch 1 confirmed: the next launch drops it from the log.
+  EXPECT_TRUE(device.launch("three", {}, {c.whole()}, fill).ran());
+  backend.late.push_back(LateFailure{1, Error::launch("too late"), {}});
+  EXPECT_THROW(device.synchronize(), std::logic_error) << "launch 1 was forgotten";
+
+  backend.oldest.reset(); // Everything confirmed: the next launch clears the log.
+  EXPECT_TRUE(device.launch("four", {}, {a.whole()}, fill).ran());
+  backend.late.push_back(LateFailure{2, Error::launch("too late"), {}});
+  EXPECT_THROW(device.synchronize(), std::logic_error) << "launch 2 was forgotten";
+
+  backend.oldest = 5;
+  EXPECT_TRUE(device.launch("five", {}, {b.whole()}, fill).ran());
+  backend.late.push_back(LateFailure{5, Error::launch("checked kernel failed"), {}});
+  backend.oldest.reset();
+  device.synchronize();
+  std::vector<std::byte> out(8);
+  EXPECT_FALSE(device.read(b.whole(), out).ok()) << "a logged launch's late failure taints";
+  EXPECT_TRUE(device.read(c.whole(), out).ok());
+}
+
+// ------------------------------------------------------------ the heap runs out
+
+TEST_F(BackendFaults, S1_AnOutOfMemoryWhileClaimingTheWriteSetPropagatesAndMintsNothing) {
+  const Allocation out = device.create_buffer(64);
+  // A failure over the middle of the buffer: claiming the whole buffer for
+  // the next launch splits it, which spills to the heap (T6).
+  EXPECT_FALSE(device
+                   .launch("half", {}, {out.bind(16, 16)},
+                           [](const KernelContext&) {
+                             return LaunchOutcome::failure(Error::launch("half failed"));
+                           })
+                   .ran());
+  const std::size_t nodes = device.graph().size();
+  bool fired = false;
+  for (std::uint64_t n = 0; n < 8 && !fired; ++n) {
+    arm_allocation_fault(n);
+    try {
+      static_cast<void>(device.launch("whole", {}, {out.whole()}, fill));
+      fired = disarm_allocation_fault() < 0;
+    } catch (const std::bad_alloc&) {
+      fired = disarm_allocation_fault() < 0;
+      EXPECT_TRUE(fired);
+      EXPECT_EQ(device.graph().size(), nodes) << "no provisional failure is left behind";
+      device.check_invariants();
+      break;
+    }
+    // It ran: put the half failure back for the next attempt.
+    EXPECT_FALSE(device
+                     .launch("half", {}, {out.bind(16, 16)},
+                             [](const KernelContext&) {
+                               return LaunchOutcome::failure(Error::launch("half failed"));
+                             })
+                     .ran());
+  }
+  EXPECT_TRUE(fired) << "no allocation in the scope could be failed";
+}
+
+TEST_F(BackendFaults, S3_ABodyThrowingWhenEvenItsMessageCannotBeBuiltStaysTornDown) {
+  const Allocation out = device.create_buffer(16);
+  try {
+    device.launch("a_kernel_with_a_long_name", {}, {out.whole()}, [](const KernelContext&) {
+      const std::runtime_error error("boom");
+      arm_allocation_fault(0); // The device's message for S3 allocates first.
+      throw error;
+      return LaunchOutcome::success();
+    });
+    ADD_FAILURE() << "the body's exception did not propagate";
+  } catch (const std::runtime_error& error) {
+    EXPECT_STREQ(error.what(), "boom") << "the body's own exception, not the bad_alloc";
+  }
+  EXPECT_LT(disarm_allocation_fault(), 0) << "the message's allocation failed";
+  const std::vector<Report> reports = device.stale_reports(out.whole());
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].root, Error::torn_down()) << "the payload-free TornDown stays";
+}
+
+TEST(ManagerOutOfMemory, P3_AManagerWhoseRecordsCannotBeAllocatedThrowsAndLeaksNothing) {
+  HostStorage storage(256);
+  ErrorGraph graph;
+  int failures = 0;
+  for (std::uint64_t n = 0; n < 64; ++n) {
+    arm_allocation_fault(n);
+    try {
+      MemoryManager memory(storage, graph);
+      const bool fired = disarm_allocation_fault() < 0;
+      EXPECT_FALSE(fired);
+      break; // Built with every allocation it needed.
+    } catch (const std::bad_alloc&) {
+      EXPECT_LT(disarm_allocation_fault(), 0);
+      ++failures;
+    }
+  }
+  EXPECT_GE(failures, 2) << "the inbox, the slice cache and the pools each allocate";
+  EXPECT_TRUE(graph.empty());
+}
+
+TEST(ManagerOutOfMemory, P3_AnAllocationTheHostCannotRecordIsOutOfMemoryAndChangesNothing) {
+  HostStorage storage(256);
+  ErrorGraph graph;
+  MemoryManager memory(storage, graph);
+  std::vector<Allocation> held;
+  std::vector<std::string> causes;
+  // Fresh tables and pages at every size class: each first allocation grows
+  // something, and failing each of its allocations in turn must leave the
+  // manager as it was.
+  for (std::uint64_t size : {64u, 100000u, 64u << 20, 512u}) {
+    for (std::uint64_t n = 0; n < 16; ++n) {
+      const MemoryStats before = memory.stats();
+      arm_allocation_fault(n);
+      try {
+        Allocation allocation = memory.allocate(size);
+        disarm_allocation_fault();
+        held.push_back(std::move(allocation));
+        break;
+      } catch (const Exception& error) {
+        disarm_allocation_fault();
+        EXPECT_EQ(error.kind(), ErrorKind::OutOfMemory);
+        causes.emplace_back(error.what());
+        EXPECT_EQ(memory.stats().allocations, before.allocations);
+        memory.check_invariants();
+      }
+    }
+  }
+  const auto mentions = [&](const char* words) {
+    for (const std::string& cause : causes) {
+      if (cause.find(words) != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  };
+  EXPECT_TRUE(mentions("could not grow the allocation table"));
+  EXPECT_TRUE(mentions("could not allocate the pool's own records"));
+  held.clear();
+  memory.sweep();
+  memory.check_invariants();
+}
+
+} // namespace
+} // namespace taintpool
