@@ -17,6 +17,11 @@
 #                          accept; locally the default is ON, as everywhere.
 #   CMAKE_GENERATOR        Ninja when ninja is installed, else Unix Makefiles.
 #   TAINTPOOL_FUZZ_TARGETS only these targets (fuzz/campaign --targets).
+#   SANITIZER              as OSS-Fuzz names it, for the local defaults only:
+#                          address (the default: ASan + UBSan) or memory
+#                          (MemorySanitizer with origin tracking; fuzz/campaign
+#                          --sanitizer memory). Ignored when CFLAGS/CXXFLAGS
+#                          are given, as OSS-Fuzz gives them.
 
 # The repository: next to this script normally; OSS-Fuzz copies build.sh to
 # $SRC/build.sh and the repository to $SRC/taintpool.
@@ -31,6 +36,12 @@ else
 fi
 
 sanitize="-fsanitize=address,undefined -fno-sanitize-recover=all"
+if [[ "${SANITIZER:-address}" == memory ]]; then
+  # The ignore list: libstdc++'s std::string, which the uninstrumented
+  # libstdc++.so and libFuzzer call on strings MSan never saw written.
+  sanitize="-fsanitize=memory -fsanitize-memory-track-origins=2"
+  sanitize+=" -fsanitize-ignorelist=$repo/fuzz/msan_ignorelist.txt"
+fi
 : "${CC:=clang-14}"
 : "${CXX:=clang++-14}"
 : "${CFLAGS:=-O1 -g -fno-omit-frame-pointer $sanitize -fsanitize=fuzzer-no-link}"

@@ -1,49 +1,15 @@
-// The replaceable global allocation functions, counting down to an injected
-// std::bad_alloc while armed (see alloc_faults.hpp for why).
-//
-// Replacing them is allowed by [replacement.functions]; they must not be
-// inline, so they live in this one translation unit, linked into every fuzz
-// binary. The aligned forms are left to the runtime: nothing in the engine
-// over-aligns, and their delete forms pair with their own new.
+// The countdown behind alloc_faults.hpp: which allocation of this thread is
+// the one to fail. The global operator new/delete that consult it live in
+// replace_new.cpp, a separate translation unit, because MemorySanitizer's
+// runtime defines those operators itself: MSan builds link this file alone,
+// so an armed fault never fires there — the call completes — and a fuzzer
+// compares that outcome as usual (fuzz/CMakeLists.txt picks the files).
 #include "alloc_faults.hpp"
-
-#include <cstdlib>
-#include <new>
 
 namespace {
 
 /// Allocations still to go before the fault; -1 when disarmed.
 thread_local std::int64_t countdown = -1;
-
-/// True when this allocation is the one to fail.
-bool fault_now() noexcept {
-  if (countdown < 0) {
-    return false;
-  }
-  if (countdown == 0) {
-    countdown = -1;
-    return true;
-  }
-  --countdown;
-  return false;
-}
-
-void* allocate(std::size_t size) {
-  if (fault_now()) {
-    throw std::bad_alloc();
-  }
-  if (void* memory = std::malloc(size == 0 ? 1 : size)) {
-    return memory;
-  }
-  throw std::bad_alloc();
-}
-
-void* allocate_nothrow(std::size_t size) noexcept {
-  if (fault_now()) {
-    return nullptr;
-  }
-  return std::malloc(size == 0 ? 1 : size);
-}
 
 } // namespace
 
@@ -59,35 +25,16 @@ std::int64_t disarm_allocation_fault() noexcept {
   return left;
 }
 
-} // namespace taintpool::fuzz
+bool allocation_fault_now() noexcept {
+  if (countdown < 0) {
+    return false;
+  }
+  if (countdown == 0) {
+    countdown = -1;
+    return true;
+  }
+  --countdown;
+  return false;
+}
 
-void* operator new(std::size_t size) {
-  return allocate(size);
-}
-void* operator new[](std::size_t size) {
-  return allocate(size);
-}
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-  return allocate_nothrow(size);
-}
-void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
-  return allocate_nothrow(size);
-}
-void operator delete(void* memory) noexcept {
-  std::free(memory);
-}
-void operator delete[](void* memory) noexcept {
-  std::free(memory);
-}
-void operator delete(void* memory, std::size_t) noexcept {
-  std::free(memory);
-}
-void operator delete[](void* memory, std::size_t) noexcept {
-  std::free(memory);
-}
-void operator delete(void* memory, const std::nothrow_t&) noexcept {
-  std::free(memory);
-}
-void operator delete[](void* memory, const std::nothrow_t&) noexcept {
-  std::free(memory);
-}
+} // namespace taintpool::fuzz

@@ -4,9 +4,9 @@
 // it was (taint.hpp "Contract"; DESIGN.md §3.3 G10 makes allocation rare, not
 // impossible).
 //
-// How: fuzz/common/alloc_faults.cpp replaces the global operator new/delete
+// How: fuzz/common/replace_new.cpp replaces the global operator new/delete
 // (the replaceable forms: plain and array, throwing and nothrow) with thin
-// wrappers over malloc/free that count down while armed. Every fuzz binary
+// wrappers over malloc/free that ask alloc_faults.cpp's countdown while armed. Every fuzz binary
 // links it (fuzz/CMakeLists.txt); unarmed, it costs one thread-local compare
 // per allocation. Only the thread that armed it counts, so libFuzzer's own
 // threads never see a fault. Under AddressSanitizer the wrappers' malloc and
@@ -25,5 +25,9 @@ void arm_allocation_fault(std::uint64_t n) noexcept;
 /// Stops counting. Returns how many allocations were still to go before the
 /// fault, or -1 if it fired (or was never armed).
 std::int64_t disarm_allocation_fault() noexcept;
+
+/// Counts one allocation by this thread; true when it is the one to fail
+/// (and disarms). Called by the replaced operator new (replace_new.cpp).
+bool allocation_fault_now() noexcept;
 
 } // namespace taintpool::fuzz
