@@ -20,6 +20,8 @@
 
 namespace taintpool {
 
+/// A half-open [begin, end) of allocation-relative offsets (§3.1). Two words,
+/// trivially copyable; every query is constexpr, noexcept and O(1).
 class ByteRange {
  public:
   /// The empty range [0, 0).
@@ -42,9 +44,13 @@ class ByteRange {
     return ByteRange(offset, offset + size);
   }
 
+  /// The first byte (or the position of an empty range).
   [[nodiscard]] constexpr std::uint64_t begin() const noexcept { return begin_; }
+  /// One past the last byte.
   [[nodiscard]] constexpr std::uint64_t end() const noexcept { return end_; }
+  /// end − begin; cannot wrap, since begin <= end by construction.
   [[nodiscard]] constexpr std::uint64_t size() const noexcept { return end_ - begin_; }
+  /// Holds no bytes: [x, x) for any x.
   [[nodiscard]] constexpr bool empty() const noexcept { return begin_ == end_; }
 
   /// The intersection is non-empty. An empty range overlaps nothing, not even
@@ -101,6 +107,7 @@ class ByteRange {
 
 /// "[begin, end)", the form every error message uses.
 [[nodiscard]] std::string to_string(ByteRange range);
+/// Writes to_string(range).
 std::ostream& operator<<(std::ostream& out, ByteRange range);
 
 } // namespace taintpool

@@ -18,6 +18,8 @@
 
 namespace taintpool {
 
+/// What kind of trouble a failure is: the part of an Error code branches on.
+/// One byte, so an Error stays a string and a tag.
 enum class ErrorKind : std::uint8_t {
   Generic,        ///< Anything without a more specific kind.
   Launch,         ///< A kernel failed to launch or reported failure.
@@ -25,7 +27,8 @@ enum class ErrorKind : std::uint8_t {
   BufferTooBig,   ///< No pool can ever hold the requested size (P3).
   TornDown,       ///< Provisional: a write scope was entered and never finished (S1, S3).
   Unwritten,      ///< A read found bytes with no successful writer (D1).
-  Skipped,        ///< A launch did not run because an input was stale (S1).
+  Skipped,        ///< A launch did not run because an input was stale (S1). The core
+                  ///< never stores it: a skip carries its root's error (S4).
   NotFound,       ///< A named allocation or failure no longer exists.
   InvalidBinding, ///< A binding reaches past its allocation, or names none (P3).
 };
@@ -33,12 +36,17 @@ enum class ErrorKind : std::uint8_t {
 /// The lower-case name of a kind, as printed: "out of memory", "torn down"...
 [[nodiscard]] std::string_view name(ErrorKind kind) noexcept;
 
+/// A kind plus a message: what a failure node stores (G4, G6) and what a
+/// Report copies out, so a report outlives the node it came from.
 class Error {
  public:
+  /// Moves `message` in; never throws (moving a std::string never allocates).
   Error(ErrorKind kind, std::string message) noexcept
       : message_(std::move(message))
       , kind_(kind) {}
 
+  /// One named constructor per kind, so a producer states the kind at the
+  /// call site. Each moves the message in: no copy beyond the caller's.
   [[nodiscard]] static Error generic(std::string message) {
     return {ErrorKind::Generic, std::move(message)};
   }
@@ -61,9 +69,12 @@ class Error {
   /// The provisional failure of a write scope. Payload-free: no allocation.
   [[nodiscard]] static Error torn_down() noexcept { return {ErrorKind::TornDown, std::string()}; }
 
+  /// What code branches on.
   [[nodiscard]] ErrorKind kind() const noexcept { return kind_; }
+  /// What a person acts on; empty for the payload-free torn_down().
   [[nodiscard]] const std::string& message() const noexcept { return message_; }
 
+  /// Same kind and same message.
   friend bool operator==(const Error&, const Error&) = default;
 
  private:
@@ -74,6 +85,7 @@ class Error {
 /// "out of memory: <message>", or just the kind's name when the message is
 /// empty ("torn down").
 [[nodiscard]] std::string to_string(const Error& error);
+/// Writes to_string(error).
 std::ostream& operator<<(std::ostream& out, const Error& error);
 
 } // namespace taintpool

@@ -43,11 +43,14 @@
 
 namespace taintpool {
 
+/// The failures of one device, each refcounted by its carriers (§3.3).
+/// Move-only; not thread-safe (see above).
 class ErrorGraph {
  public:
   /// Skip records kept per root failure (G7); older ones are counted, not kept.
   static constexpr std::size_t kept_skip_records = 16;
 
+  /// Empty; the first insert returns failure 1. Allocates nothing.
   ErrorGraph() noexcept = default;
   /// Takes every node; `other` is left an empty, usable graph that goes on
   /// minting after the ids it already used. (Member-wise moves would leave
@@ -57,6 +60,8 @@ class ErrorGraph {
       , cold_(std::exchange(other.cold_, {}))
       , size_(std::exchange(other.size_, 0))
       , next_id_(other.next_id_) {}
+  /// As the move constructor. The nodes this graph held are dropped: move
+  /// onto a graph only once nothing carries them (R4).
   ErrorGraph& operator=(ErrorGraph&& other) noexcept {
     if (this != &other) {
       hot_ = std::move(other.hot_);
@@ -70,12 +75,15 @@ class ErrorGraph {
   /// would hold nodes nobody tags.
   ErrorGraph(const ErrorGraph&) = delete;
   ErrorGraph& operator=(const ErrorGraph&) = delete;
+  /// Frees every node. Carriers must be gone first (the Device destroys
+  /// its memory before its graph), or their later untags would dangle.
   ~ErrorGraph() = default;
 
   /// G1: a new node with 0 tags, and its id — the previous id plus one,
-  /// starting at 1, never reused. Throws std::overflow_error instead of
-  /// minting past UINT64_MAX (never, in practice). Allocation-free unless an
-  /// older node must move to the table and the table must grow.
+  /// starting at 1, never reused. Throws std::overflow_error rather than mint
+  /// UINT64_MAX itself, so next_id() stays a valid id (never, in practice).
+  /// Allocation-free unless an older node must move to the table and the
+  /// table must grow.
   FailureId insert(Error error) {
     if (hot_.id != 0) [[unlikely]] {
       retire_hot();
@@ -93,6 +101,7 @@ class ErrorGraph {
   /// insert(Error::torn_down()), for the provisional failure every write
   /// scope mints (S1): the newest-node slot already holds a TornDown error
   /// whenever it is vacant, so the common case assigns no error at all.
+  /// Throws as insert() does; part of the G10 zero-allocation path.
   FailureId insert_provisional() {
     if (hot_.id != 0) [[unlikely]] {
       return insert(Error::torn_down());
@@ -163,12 +172,14 @@ class ErrorGraph {
     return node != nullptr ? node->tags : 0;
   }
 
+  /// Whether the failure still has a node (G6; R3 says why it may).
   [[nodiscard]] bool contains(FailureId failure) const noexcept {
     return find(failure.raw()) != nullptr;
   }
 
   /// Live nodes.
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  /// No live node: what R4 promises once every carrier is gone.
   [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
 
   /// The id the next insert will return.
@@ -176,13 +187,16 @@ class ErrorGraph {
 
   /// G7: a launch was skipped because of `root`. The newest kept_skip_records
   /// records are kept and all are counted. Throws std::logic_error if `root`
-  /// has no node (a skip is only decided on a live failure, S1).
+  /// has no node (a skip is only decided on a live failure, S1). Allocates:
+  /// the log on a failure's first skip (its whole ring, once), and the
+  /// record itself — the skip path, never the success path.
   void skipped(FailureId root, SkipRecord record);
 
   /// Every skip recorded on the failure (kept or dropped); 0 once it is gone.
   [[nodiscard]] std::uint64_t skips_recorded(FailureId failure) const noexcept;
 
   /// The kept skip records, oldest first; empty once the failure is gone.
+  /// A copy: allocates.
   [[nodiscard]] std::vector<SkipRecord> skip_records(FailureId failure) const;
 
   /// G8: why `read` carries `failure`: the root error and the chain of
@@ -191,16 +205,18 @@ class ErrorGraph {
   /// allocation that record needed, and continues among strictly older
   /// records; it ends where no kept record produced the current allocation,
   /// which is then the origin. Throws std::logic_error if `failure` is gone.
+  /// Allocates the report; the walk is quadratic in the kept records, which
+  /// number at most kept_skip_records.
   [[nodiscard]] Report report(FailureId failure, AllocationId read) const;
 
   /// G9: one report per distinct failure among `claims` (failure, allocation
   /// read), in first-seen order; a repeated failure keeps its first
-  /// allocation.
+  /// allocation. Throws as report() does for a failure that is gone.
   [[nodiscard]] std::vector<Report>
   reports(std::span<const std::pair<FailureId, AllocationId>> claims) const;
 
   /// Visits (FailureId, const Error&, tags) for every live node, in no
-  /// particular order.
+  /// particular order. No allocation; `fn` must not insert or remove nodes.
   template <class Fn>
   void for_each(Fn&& fn) const {
     if (hot_.id != 0) {

@@ -19,13 +19,19 @@
 
 namespace taintpool {
 
+/// An Error thrown for bad input or an unmet request (P3); whatever threw it
+/// left its state as it was, so the caller may recover and retry.
 class Exception : public std::runtime_error {
  public:
+  /// what() is to_string(error). Builds that string, so it allocates: this
+  /// is only ever the failure path.
   explicit Exception(Error error)
       : std::runtime_error(to_string(error))
       , error_(std::move(error)) {}
 
+  /// The Error itself, message and kind.
   [[nodiscard]] const Error& error() const noexcept { return error_; }
+  /// error().kind(), for catch sites that branch on it (retry an OutOfMemory).
   [[nodiscard]] ErrorKind kind() const noexcept { return error_.kind(); }
 
  private:

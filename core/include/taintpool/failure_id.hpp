@@ -41,8 +41,11 @@ class NonzeroId {
     return NonzeroId(raw);
   }
 
+  /// The raw value, never 0: for packed storage, hashing and messages.
   [[nodiscard]] constexpr std::uint64_t raw() const noexcept { return raw_; }
 
+  /// By value. Since ids count up and are never reused (G1), the order is
+  /// minting order: a smaller id was minted earlier.
   friend constexpr bool operator==(NonzeroId, NonzeroId) noexcept = default;
   // clang-tidy 14 sees the literal 0 a defaulted <=> compares with.
   // NOLINTNEXTLINE(modernize-use-nullptr)
@@ -54,6 +57,8 @@ class NonzeroId {
   std::uint64_t raw_;
 };
 
+/// The tags that make the two ids distinct types; `name` is what from_raw's
+/// error message calls the id.
 struct FailureTag {
   static constexpr const char* name = "failure";
 };
@@ -72,11 +77,13 @@ using AllocationId = detail::NonzeroId<detail::AllocationTag>;
 /// "failure 12" / "allocation 7": the words reports are written in.
 [[nodiscard]] std::string to_string(FailureId id);
 [[nodiscard]] std::string to_string(AllocationId id);
+/// Write to_string(id).
 std::ostream& operator<<(std::ostream& out, FailureId id);
 std::ostream& operator<<(std::ostream& out, AllocationId id);
 
 } // namespace taintpool
 
+/// Lets both ids key unordered containers: one multiply, noexcept.
 template <class Tag>
 struct std::hash<taintpool::detail::NonzeroId<Tag>> {
   std::size_t operator()(taintpool::detail::NonzeroId<Tag> id) const noexcept {

@@ -35,6 +35,7 @@ struct SkipRecord {
   std::vector<AllocationId> produced; ///< The outputs that took the failure instead.
   bool ran = false; ///< It ran before the failure was known, so its outputs are garbage.
 
+  /// Field by field: for tests and the model comparison.
   friend bool operator==(const SkipRecord&, const SkipRecord&) = default;
 };
 
@@ -45,8 +46,9 @@ struct Report {
   FailureId failure; ///< The root failure.
   Error root;        ///< What the root failure was (a copy, so the report outlives the node).
   AllocationId read; ///< The allocation whose bytes were asked for.
-  /// Stale bytes of `read` this failure claims, when the caller knows them
-  /// (the device fills this in; ErrorGraph::report leaves it empty).
+  /// The lowest range of bytes this failure claims within the bytes that
+  /// were read — one range, not all of them — when the caller knows it (the
+  /// device fills this in; ErrorGraph::report leaves it empty).
   std::optional<ByteRange> stale;
   /// Skipped launches, newest first: path[0] produced `read` and needed
   /// path[1]'s output, and so on back to the origin.
@@ -56,10 +58,12 @@ struct Report {
   AllocationId origin;
   /// Every skip ever recorded on the failure, kept or not.
   std::uint64_t skips_recorded = 0;
-  /// Records were dropped by the cap and the walk ended without reaching a
-  /// launch that could not have been dropped; the origin may lie further back.
+  /// Records were dropped by the cap (skips_recorded > kept_skip_records), so
+  /// the walk may have stopped at a gap: the origin may lie further back. Set
+  /// whenever any record was dropped, whether or not this walk met the gap.
   bool path_may_be_incomplete = false;
 
+  /// Field by field: for tests and the model comparison.
   friend bool operator==(const Report&, const Report&) = default;
 };
 
@@ -69,6 +73,7 @@ struct Report {
 ///     linear was skipped: it needed allocation 7
 ///     allocation 7 was left unwritten by failure 3
 [[nodiscard]] std::string to_string(const Report& report);
+/// Writes to_string(report).
 std::ostream& operator<<(std::ostream& out, const Report& report);
 
 } // namespace taintpool

@@ -62,16 +62,24 @@ namespace detail {
 /// One claimed range of one failure, as the spilled array stores it.
 struct ClaimSegment {
   std::uint64_t failure; ///< Raw FailureId, never 0.
-  std::uint64_t begin;
-  std::uint64_t end; ///< begin < end.
+  std::uint64_t begin;   ///< First claimed byte, allocation-relative.
+  std::uint64_t end;     ///< begin < end.
 };
 } // namespace detail
 
+/// The claims of one allocation (§3.2): three words (T6), move-only, and a
+/// carrier of one tag per claimed failure (R1) — so clear() it before it is
+/// destroyed or assigned over.
+/// The claims of one allocation (§3.2): three words (T6), move-only, and a
+/// carrier of one tag per claimed failure (R1) — so clear() it before it is
+/// destroyed or assigned over.
 class Taint {
  public:
   /// Whether one failure over one range is stored inline (T6).
   static constexpr bool inline_claims = TAINTPOOL_TAINT_INLINE_CLAIMS != 0;
 
+  /// Clean: no claim, no tag, no allocation.
+  /// Clean: no claim, no tag, no allocation.
   Taint() noexcept = default;
 
   /// A Taint with claims is a carrier: copying it would duplicate tags
@@ -92,6 +100,10 @@ class Taint {
   // NOLINTNEXTLINE(performance-noexcept-move-constructor,bugprone-exception-escape)
   Taint& operator=(Taint&& other);
 
+  /// A clean taint costs nothing to destroy. One that still holds claims
+  /// aborts with a message (R1, R4: its tags could never be given back).
+  /// A clean taint costs nothing to destroy. One that still holds claims
+  /// aborts with a message (R1, R4: its tags could never be given back).
   ~Taint() {
     if (!is_clean()) [[unlikely]] {
       abandoned();
@@ -104,6 +116,9 @@ class Taint {
   /// `failure` is tagged if it had no claim here. Set, never add: bytes it
   /// already claims change nothing. An empty range does nothing.
   /// Throws std::logic_error if `failure` has no node (nothing changes).
+  /// Cost: inline and allocation-free for the first claim and for growing
+  /// the inline one (T6); otherwise a binary search and a splice of the
+  /// segments it reaches, allocating only to spill or grow the array.
   void taint(ByteRange range, FailureId failure, ErrorGraph& graph) {
     if (range.empty()) {
       return;
@@ -125,6 +140,8 @@ class Taint {
   /// T2: the bytes of `range` have a successful writer: every claim loses
   /// them, and a failure left with no bytes here is untagged at once. Bytes
   /// outside `range` are untouched. An empty range does nothing.
+  /// Cost: inline and allocation-free unless the write lands strictly
+  /// inside the inline claim (splitting it spills) or the taint is spilled.
   void written(ByteRange range, ErrorGraph& graph) {
     if (range.empty() || is_clean()) {
       return;
@@ -159,7 +176,8 @@ class Taint {
 
   /// T3: a failure claiming at least one byte of `range`, or none. When
   /// several do, which one is unspecified; failures() gives them all.
-  /// Never true for an empty range.
+  /// Never true for an empty range. O(1) clean or inline, O(log n) spilled;
+  /// never allocates — it is the check every read and launch input pays.
   [[nodiscard]] std::optional<FailureId> failure(ByteRange range) const noexcept {
     if (failure_ != 0) {
       if (inline_range().overlaps(range)) {
@@ -174,9 +192,14 @@ class Taint {
   }
 
   /// T3: every failure claiming a byte of `range`, each once, ascending.
+  /// Allocates the result and sorts it: the failure path (reports).
+  /// Allocates the result and sorts it: the failure path (reports).
   [[nodiscard]] std::vector<FailureId> failures(ByteRange range) const;
 
-  /// T4: give back every tag; the taint is clean after.
+  /// T4: give back every tag; the taint is clean after. O(1) inline; a
+  /// spilled array is sorted in place to untag each failure once, then
+  /// freed. noexcept because every claimed failure has a node (R2); an
+  /// untag that threw would mean R1 was already broken, and terminates.
   void clear(ErrorGraph& graph) noexcept {
     if (!is_clean()) {
       clear_claims(graph);
@@ -196,7 +219,8 @@ class Taint {
 
   /// Visits (FailureId, ByteRange) for every claimed range, in ascending
   /// byte order. Ranges of one failure never touch; ranges of different
-  /// failures may.
+  /// failures may. O(segments), no allocation; `fn` must not modify this. O(segments), no
+  /// allocation; `fn` must not modify this.
   template <class Fn>
   void for_each_claim(Fn&& fn) const {
     if (failure_ != 0) {
@@ -208,10 +232,12 @@ class Taint {
     }
   }
 
-  /// Distinct failures with a claim here (each holds one tag, R1).
+  /// Distinct failures with a claim here (each holds one tag, R1). Sorts a
+  /// scratch vector, so it allocates: for checks and tests, not hot paths.
   [[nodiscard]] std::size_t claim_count() const;
 
-  /// Whether `failure` claims any byte here.
+  /// Whether `failure` claims any byte here. O(1) inline, O(segments)
+  /// spilled; no allocation.
   [[nodiscard]] bool carries(FailureId failure) const noexcept;
 
   /// T5 and T6: ranges non-empty, sorted, disjoint; one failure's ranges
@@ -272,7 +298,8 @@ static_assert(sizeof(Taint) <= 24, "T6: every slice pays for a Taint; keep it th
 /// number of `carriers` claiming it; every claimed failure has a node (R2);
 /// a node with no tags is in `held` (R3: only an operation in progress, such
 /// as an open write scope, may hold an untagged node). Throws
-/// std::logic_error naming the first violation.
+/// std::logic_error naming the first violation. Allocates and recounts from
+/// scratch: a test and fuzzer aid.
 void check_refcounts(const ErrorGraph& graph, std::span<const Taint* const> carriers,
                      std::span<const FailureId> held = {});
 

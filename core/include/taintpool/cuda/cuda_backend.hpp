@@ -89,8 +89,9 @@
 
 namespace taintpool::cuda {
 
+/// How a CudaBackend is built; checked by its constructor.
 struct CudaBackendOptions {
-  int device = 0;
+  int device = 0; ///< The CUDA device to run on; made current by the constructor.
   /// Launch on this stream (borrowed; it must outlive the backend). Null:
   /// the backend creates a non-blocking stream of its own.
   Stream stream = nullptr;
@@ -130,15 +131,28 @@ class CudaBackend final : public Backend {
   /// "cuda device 0 (NVIDIA H200)".
   [[nodiscard]] std::string name() const override { return name_; }
 
+  /// Clears a pending non-sticky error, calls the body, and turns a runtime
+  /// error it caused into a failure (see above); on a poisoned backend,
+  /// refuses without calling the body. Two cudaGetLastError calls.
   LaunchOutcome run(KernelBody body, const KernelContext& context) override;
+  /// Host-to-device on the stream, then waits for it (the host span may go
+  /// away on return). A runtime error, or poison, is returned, not thrown.
   [[nodiscard]] std::optional<Error> copy_in(std::byte* to, const std::byte* from,
                                              std::size_t bytes) override;
+  /// Device-to-host on the stream, after everything queued before it, then
+  /// waits. Refuses on a poisoned backend, so no garbage escapes (D1).
   [[nodiscard]] std::optional<Error> copy_out(std::byte* to, const std::byte* from,
                                               std::size_t bytes) override;
   /// The stream (as void*); stream_of(context) gives it typed.
   [[nodiscard]] void* backend_data() noexcept override { return stream_; }
+  /// Yes: checked kernels report at synchronisation.
   [[nodiscard]] bool reports_late_failures() const noexcept override { return true; }
+  /// Waits for the stream, reads every used status slot in one copy, and
+  /// returns the checked launches that failed (plus any an early drain
+  /// found), oldest first; on poison, every unconfirmed launch fails with
+  /// no written ranges.
   [[nodiscard]] std::vector<LateFailure> synchronize() override;
+  /// The oldest checked launch not yet returned by synchronize(), if any.
   [[nodiscard]] std::optional<std::uint64_t> oldest_unconfirmed_launch() const noexcept override;
 
   /// From inside a body: makes this launch checked and returns the status
@@ -152,12 +166,15 @@ class CudaBackend final : public Backend {
   /// (the launch is refused anyway).
   [[nodiscard]] KernelStatus checked(const KernelContext& context,
                                      std::span<const std::uint64_t> tile_bytes);
+  /// As above, with the tile sizes listed inline.
   [[nodiscard]] KernelStatus checked(const KernelContext& context,
                                      std::initializer_list<std::uint64_t> tile_bytes) {
     return checked(context, std::span<const std::uint64_t>(tile_bytes.begin(), tile_bytes.size()));
   }
 
+  /// The stream every body must launch on (owned or borrowed).
   [[nodiscard]] Stream stream() const noexcept { return stream_; }
+  /// The CUDA device it runs on.
   [[nodiscard]] int device() const noexcept { return options_.device; }
   /// The owned CudaStorage, or null when the caller passed a storage.
   [[nodiscard]] CudaStorage* cuda_storage() noexcept { return owned_storage_.get(); }
@@ -170,6 +187,7 @@ class CudaBackend final : public Backend {
 
   /// Whether a sticky error has poisoned the context; poison() says which.
   [[nodiscard]] bool poisoned() const noexcept { return poison_.has_value(); }
+  /// The sticky error that poisoned the context, if any.
   [[nodiscard]] const std::optional<Error>& poison() const noexcept { return poison_; }
 
  private:

@@ -45,6 +45,7 @@ namespace taintpool::cuda {
 /// A CUDA stream, as the runtime's cudaStream_t (the same type).
 using Stream = CUstream_st*;
 
+/// How a CudaStorage gets its pages; checked by its constructor.
 struct CudaStorageOptions {
   int device = 0;                ///< The CUDA device the pages live on.
   std::uint64_t alignment = 256; ///< Page alignment: 256 or 512.
@@ -62,17 +63,26 @@ class CudaStorage final : public Storage {
   CudaStorage(const CudaStorage&) = delete;
   CudaStorage& operator=(const CudaStorage&) = delete;
 
+  /// options.alignment: 256 or 512.
   [[nodiscard]] std::uint64_t alignment() const noexcept override { return options_.alignment; }
+  /// One cudaMalloc (or cudaMallocAsync) with the device made current: a
+  /// driver round trip. Throws StorageExhausted on any driver error (P3).
   [[nodiscard]] StorageHandle allocate(std::uint64_t size) override;
+  /// cudaFree (waits for the device) or cudaFreeAsync on the stream; errors
+  /// are cleared, not reported.
   void deallocate(StorageHandle handle, std::uint64_t size) noexcept override;
+  /// The handle is the device address: no lookup, no CUDA call.
   [[nodiscard]] void* resolve(StorageHandle handle) const noexcept override {
     return reinterpret_cast<void*>(handle.value);
   }
   /// "cuda device 0" or "cuda device 0 (stream-ordered)".
   [[nodiscard]] std::string name() const override;
 
+  /// options.device.
   [[nodiscard]] int device() const noexcept { return options_.device; }
+  /// Whether pages come from cudaMallocAsync on stream().
   [[nodiscard]] bool stream_ordered() const noexcept { return options_.stream_ordered; }
+  /// options.stream (null: the legacy default stream).
   [[nodiscard]] Stream stream() const noexcept { return options_.stream; }
   /// Pages currently held, and their bytes (as requested).
   [[nodiscard]] std::uint64_t pages() const noexcept { return pages_; }

@@ -47,6 +47,8 @@ inline constexpr std::uint32_t kStatusHeaderWords = 2;
 /// The failure code used when a kernel reports failure with code 0.
 inline constexpr std::uint32_t kUnspecifiedFailure = 0xFFFF'FFFFu;
 
+/// One checked launch's status slot and tile layout, passed to its kernel by
+/// value (48 bytes; see above). Default: no slot, which every helper ignores.
 struct KernelStatus {
   /// The slot in device memory (see the layout above); null for an
   /// unchecked launch, which every helper then ignores.

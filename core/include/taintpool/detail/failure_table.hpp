@@ -32,16 +32,20 @@ struct SkipLog {
 
 /// One failure's node (§3.3).
 struct FailureNode {
-  std::uint64_t id = 0;   ///< Raw FailureId; 0 = vacant slot.
-  std::uint64_t tags = 0; ///< Carriers holding a claim of this failure (R1).
-  Error error = Error::torn_down();
-  SkipLog* skips = nullptr; ///< Owned; null until the first skip.
+  std::uint64_t id = 0;             ///< Raw FailureId; 0 = vacant slot.
+  std::uint64_t tags = 0;           ///< Carriers holding a claim of this failure (R1).
+  Error error = Error::torn_down(); ///< TornDown while vacant (see insert_provisional).
+  SkipLog* skips = nullptr;         ///< Owned; null until the first skip.
 
+  /// Vacant.
   FailureNode() noexcept = default;
+  /// Moves leave the source vacant (id 0, TornDown error, no skip log), as
+  /// IdTable and the graph's newest-node slot require.
   FailureNode(FailureNode&& other) noexcept;
   FailureNode& operator=(FailureNode&& other) noexcept;
   FailureNode(const FailureNode&) = delete;
   FailureNode& operator=(const FailureNode&) = delete;
+  /// Frees the skip log, if any.
   ~FailureNode() { delete skips; }
 
   /// Back to vacant; frees the message and skip log, if any.

@@ -20,6 +20,8 @@ namespace taintpool::detail {
 template <class Signature>
 class FunctionRef;
 
+/// Two pointers, trivially copyable (copies share the referent), never
+/// allocates; the callable must outlive every call through it.
 template <class R, class... Args>
 class FunctionRef<R(Args...)> {
  public:
@@ -49,6 +51,7 @@ class FunctionRef<R(Args...)> {
     target_.function = function;
   }
 
+  /// Calls the referenced callable: one indirect call, no allocation.
   R operator()(Args... args) const { return call_(target_, std::forward<Args>(args)...); }
 
  private:

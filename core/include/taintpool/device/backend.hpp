@@ -43,12 +43,18 @@ struct LateFailure {
   std::vector<WrittenRange> written; ///< What it finished before failing (S2; untrusted).
 };
 
+/// What a Device needs from the hardware (see above). One thread drives a
+/// backend and the Devices on it; it must outlive them.
 class Backend {
  public:
   virtual ~Backend() = default;
 
+  /// The storage a Device on this backend takes its pages from.
   [[nodiscard]] virtual Storage& storage() = 0;
+  /// The pool ladder that suits that storage; a Device uses it unless given
+  /// another.
   [[nodiscard]] virtual MemoryConfig memory_config() const = 0;
+  /// For messages: "host", "cuda device 0 (NVIDIA H200)".
   [[nodiscard]] virtual std::string name() const = 0;
 
   /// Runs `body`. Whatever it returns is the outcome; an exception it throws
@@ -57,7 +63,7 @@ class Backend {
   virtual LaunchOutcome run(KernelBody body, const KernelContext& context) = 0;
 
   /// Copies host bytes into a buffer. An error means the bytes did not all
-  /// arrive.
+  /// arrive. Done when it returns: the caller's host span may go away.
   [[nodiscard]] virtual std::optional<Error> copy_in(std::byte* to, const std::byte* from,
                                                      std::size_t bytes) = 0;
   /// Copies a buffer's bytes to the host, after every write to it finished.

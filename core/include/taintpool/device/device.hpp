@@ -66,7 +66,9 @@ namespace taintpool {
 struct ReadOutcome {
   std::vector<Report> reports; ///< One per distinct failure (G9).
 
+  /// No reports: the bytes were copied out.
   [[nodiscard]] bool ok() const noexcept { return reports.empty(); }
+  /// ok().
   [[nodiscard]] explicit operator bool() const noexcept { return ok(); }
 };
 
@@ -77,27 +79,36 @@ struct ReadOutcome {
 /// Error has kind Unwritten and the full reports as its message.
 class StaleRead : public Exception {
  public:
+  /// Renders every report into the message (allocates: the failure path).
   explicit StaleRead(std::vector<Report> reports);
+  /// One per distinct failure (G9), as Device::read would have returned.
   [[nodiscard]] const std::vector<Report>& reports() const noexcept { return reports_; }
 
  private:
   std::vector<Report> reports_;
 };
 
+/// The only way to touch buffers (see above). Owns its graph and memory;
+/// borrows the backend, which must outlive it. Not copyable or movable.
 class Device {
  public:
   /// Uses the backend's storage and its default memory configuration.
   explicit Device(Backend& backend);
+  /// Uses the backend's storage with `config`; std::invalid_argument if the
+  /// config does not fit the storage.
   Device(Backend& backend, MemoryConfig config);
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
   ~Device() = default;
 
   /// A new buffer of `size` bytes. Fresh memory counts as written (D1): it
-  /// carries no failure, whatever bytes it holds.
+  /// carries no failure, whatever bytes it holds. Throws as
+  /// MemoryManager::allocate does (BufferTooBig, OutOfMemory).
   [[nodiscard]] Allocation create_buffer(std::uint64_t size) { return memory_.allocate(size); }
 
-  /// A new buffer holding `bytes` (a create and a host write).
+  /// A new buffer holding `bytes` (a create and a host write). A failed copy
+  /// is not thrown: the buffer comes back carrying the copy's error, and a
+  /// read of it reports that (D1).
   [[nodiscard]] Allocation create_buffer(std::span<const std::byte> bytes);
 
   /// A host write into `into` (S5: repairs stale bytes). `bytes` must be
@@ -107,8 +118,12 @@ class Device {
 
   /// S1–S5. Throws Exception(NotFound / InvalidBinding) for a bad binding
   /// before anything is claimed; rethrows a body's exception after S3.
+  /// Throws std::logic_error if called from a body on the same device (not
+  /// reentrant). Allocation-free once warm on the success path (G10), unless
+  /// an asynchronous backend has unconfirmed launches to log.
   LaunchResult launch(std::string_view kernel, std::span<const Binding> reads,
                       std::span<const Binding> writes, KernelBody body);
+  /// As above, with the bindings listed inline.
   LaunchResult launch(std::string_view kernel, std::initializer_list<Binding> reads,
                       std::initializer_list<Binding> writes, KernelBody body) {
     return launch(kernel, std::span<const Binding>(reads.begin(), reads.size()),
@@ -117,13 +132,17 @@ class Device {
 
   /// D1: copies the binding's bytes into `into` (exactly its size) iff none
   /// has a failure; otherwise copies nothing and returns the reports. A
-  /// device error while copying throws Exception.
+  /// device error while copying throws Exception, as do a bad binding
+  /// (NotFound, InvalidBinding) and an `into` of another size. Synchronizes
+  /// first, so a late failure is attributed before the check.
   [[nodiscard]] ReadOutcome read(const Binding& from, std::span<std::byte> into);
 
-  /// D1, as a value: the bytes, or StaleRead with the reports.
+  /// D1, as a value: the bytes, or StaleRead with the reports. Allocates the
+  /// result.
   [[nodiscard]] std::vector<std::byte> read_bytes(const Binding& from);
 
   /// The reports a read of `from` would return, without copying (D1, G8, G9).
+  /// Synchronizes first; empty when the bytes are good.
   [[nodiscard]] std::vector<Report> stale_reports(const Binding& from);
 
   /// Waits for queued work and attributes every failure a checked kernel
@@ -138,6 +157,9 @@ class Device {
   /// sweep(), and give free pages back to the storage.
   void cleanup() { memory_.cleanup(); }
 
+  /// The device's own parts, for tests and diagnostics. Tagging, tainting or
+  /// resetting through them bypasses the scopes: R1 and D1 are then the
+  /// caller's to keep.
   [[nodiscard]] ErrorGraph& graph() noexcept { return graph_; }
   [[nodiscard]] MemoryManager& memory() noexcept { return memory_; }
   [[nodiscard]] Backend& backend() noexcept { return backend_; }

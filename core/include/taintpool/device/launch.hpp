@@ -34,6 +34,8 @@ struct WrittenRange {
   friend bool operator==(const WrittenRange&, const WrittenRange&) = default;
 };
 
+/// What a body says back: success, failure, or failure after writing some
+/// ranges (S2). Built only through the three named constructors.
 class LaunchOutcome {
  public:
   /// Every output was written. Allocation-free.
@@ -57,8 +59,11 @@ class LaunchOutcome {
     return outcome;
   }
 
+  /// success().
   [[nodiscard]] bool ok() const noexcept { return !error_.has_value(); }
+  /// The failure's error, or null on success.
   [[nodiscard]] const Error* error() const noexcept { return error_ ? &*error_ : nullptr; }
+  /// The S2 ranges a partial failure reported; empty otherwise.
   [[nodiscard]] std::span<const WrittenRange> written() const noexcept { return written_; }
 
  private:
@@ -67,14 +72,18 @@ class LaunchOutcome {
   std::vector<WrittenRange> written_;
 };
 
+/// How a launch ended, as LaunchResult reports it.
 enum class LaunchStatus : std::uint8_t {
-  Ran,     ///< The body ran and succeeded; every output was released.
+  Ran,     ///< The body ran and succeeded; every output was released (on an
+           ///< asynchronous backend, until a late failure says otherwise).
   Failed,  ///< The body ran and failed (S1, S2); `failure` is its failure.
   Skipped, ///< An input was stale; the body did not run; `failure` is the root (S1, S4).
 };
 
+/// What launch() tells the caller. The failure path fills the optionals;
+/// a successful launch leaves them empty and allocates nothing.
 struct LaunchResult {
-  LaunchStatus status = LaunchStatus::Ran;
+  LaunchStatus status = LaunchStatus::Ran; ///< Ran, Failed or Skipped.
   /// Failed: the launch's failure, while it still claims bytes (a failure
   /// with an empty write set, or whose every byte was reported written,
   /// leaves nothing behind and is none). Skipped: the root failure.
@@ -84,6 +93,7 @@ struct LaunchResult {
   /// Failed: the body's error (as stored on the failure, kernel named).
   std::optional<Error> error;
 
+  /// status == Ran.
   [[nodiscard]] bool ran() const noexcept { return status == LaunchStatus::Ran; }
 };
 
@@ -91,9 +101,9 @@ struct LaunchResult {
 /// the host backend, device address for CUDA), and which allocation they
 /// belong to.
 struct BoundBuffer {
-  AllocationId allocation;
-  ByteRange range; ///< Allocation-relative.
-  std::byte* data; ///< Address of the binding's first byte.
+  AllocationId allocation; ///< Whose bytes.
+  ByteRange range;         ///< Allocation-relative.
+  std::byte* data;         ///< Address of the binding's first byte.
 };
 
 /// What a body sees: its inputs and outputs, in the order the launch named
@@ -101,6 +111,8 @@ struct BoundBuffer {
 /// addresses: pass .data() to a kernel, never dereference on the host.
 class KernelContext {
  public:
+  /// Built by the Device for one launch: views only, no copy or allocation.
+  /// Valid for the duration of the body.
   KernelContext(std::uint64_t launch, std::string_view kernel, std::span<const BoundBuffer> reads,
                 std::span<const BoundBuffer> writes, void* backend_data) noexcept
       : launch_(launch)
@@ -112,8 +124,11 @@ class KernelContext {
   /// The launch's sequence number on its device (1, 2, 3 …): how a backend
   /// names it when it reports a failure late (LateFailure).
   [[nodiscard]] std::uint64_t launch() const noexcept { return launch_; }
+  /// The launch's name, as the caller gave it.
   [[nodiscard]] std::string_view kernel() const noexcept { return kernel_; }
+  /// Number of read bindings.
   [[nodiscard]] std::size_t reads() const noexcept { return reads_.size(); }
+  /// Number of write bindings.
   [[nodiscard]] std::size_t writes() const noexcept { return writes_.size(); }
 
   /// Input `index`'s bytes. Throws std::out_of_range for a bad index.
@@ -121,7 +136,7 @@ class KernelContext {
     const BoundBuffer& buffer = at(reads_, index, "read");
     return {buffer.data, static_cast<std::size_t>(buffer.range.size())};
   }
-  /// Output `index`'s bytes.
+  /// Output `index`'s bytes. Throws std::out_of_range for a bad index.
   [[nodiscard]] std::span<std::byte> write(std::size_t index) const {
     const BoundBuffer& buffer = at(writes_, index, "write");
     return {buffer.data, static_cast<std::size_t>(buffer.range.size())};
@@ -135,6 +150,7 @@ class KernelContext {
     check_fits(bytes.data(), bytes.size(), sizeof(T), alignof(T));
     return {reinterpret_cast<const T*>(bytes.data()), bytes.size() / sizeof(T)};
   }
+  /// Output `index` as elements of T; the same checks as read_as.
   template <class T>
   [[nodiscard]] std::span<T> write_as(std::size_t index) const {
     const std::span<std::byte> bytes = write(index);
@@ -142,6 +158,8 @@ class KernelContext {
     return {reinterpret_cast<T*>(bytes.data()), bytes.size() / sizeof(T)};
   }
 
+  /// Input / output `index` with its allocation and range (for a backend, or
+  /// a body that reports S2 ranges). Throws std::out_of_range for a bad index.
   [[nodiscard]] const BoundBuffer& read_binding(std::size_t index) const {
     return at(reads_, index, "read");
   }

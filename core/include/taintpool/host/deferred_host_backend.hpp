@@ -18,8 +18,11 @@
 
 namespace taintpool {
 
+/// A HostBackend whose bodies may defer their verdict (see above). For tests
+/// and fuzzers: bookkeeping allocates, which the real CUDA path avoids.
 class DeferredHostBackend final : public HostBackend {
  public:
+  /// HostBackend's constructors.
   using HostBackend::HostBackend;
 
   /// From inside a body: this launch is unconfirmed until synchronize().
@@ -33,13 +36,17 @@ class DeferredHostBackend final : public HostBackend {
     pending_.push_back(LateFailure{context.launch(), std::move(error), std::move(written)});
   }
 
+  /// Yes: the Device logs launches while any is unconfirmed.
   [[nodiscard]] bool reports_late_failures() const noexcept override { return true; }
 
+  /// Confirms every launch and returns the deferred failures, in the order
+  /// their bodies called fail_later.
   [[nodiscard]] std::vector<LateFailure> synchronize() override {
     unconfirmed_.clear();
     return std::exchange(pending_, {});
   }
 
+  /// The smallest launch number checked since the last synchronize; O(n).
   [[nodiscard]] std::optional<std::uint64_t> oldest_unconfirmed_launch() const noexcept override {
     if (unconfirmed_.empty()) {
       return std::nullopt;

@@ -14,20 +14,26 @@
 
 namespace taintpool {
 
+/// Bodies run on the calling thread over host memory (see above).
 class HostBackend : public Backend {
  public:
-  /// Owns a HostStorage with this alignment; the default memory config.
+  /// Owns a HostStorage with this alignment; the default memory config,
+  /// its alignment lowered to `alignment` when that is smaller.
   explicit HostBackend(std::uint64_t alignment = 256);
   /// Uses `storage`, which must outlive the backend and every device on it.
   HostBackend(Storage& storage, MemoryConfig config);
 
+  /// Backend: the owned or given storage, and the config above.
   [[nodiscard]] Storage& storage() override { return *storage_; }
   [[nodiscard]] MemoryConfig memory_config() const override { return config_; }
+  /// "host".
   [[nodiscard]] std::string name() const override { return "host"; }
 
+  /// Calls the body directly: no overhead, exceptions propagate (S3).
   LaunchOutcome run(KernelBody body, const KernelContext& context) override {
     return body(context);
   }
+  /// memcpy; never fails.
   [[nodiscard]] std::optional<Error> copy_in(std::byte* to, const std::byte* from,
                                              std::size_t bytes) override;
   [[nodiscard]] std::optional<Error> copy_out(std::byte* to, const std::byte* from,

@@ -35,19 +35,23 @@ void release(Slice* slice) noexcept;
 
 /// (allocation, byte range within it): what a launch reads or writes (§3.4).
 struct Binding {
-  AllocationId allocation;
-  ByteRange range;
+  AllocationId allocation; ///< Whose bytes.
+  ByteRange range;         ///< Allocation-relative; checked on every use (P3).
 
+  /// Same allocation, same range.
   friend bool operator==(const Binding&, const Binding&) = default;
 };
 
 // One by-value operator= serves as both copy and move assignment (copy and
 // swap), which the rule-of-five check does not recognise.
+/// The RAII, shared handle to one live buffer (see above): three words;
+/// copies share the buffer, the last one to go ends it (P1).
 class Allocation { // NOLINT(cppcoreguidelines-special-member-functions)
  public:
   /// An empty handle: holds nothing, binds nothing.
   Allocation() noexcept = default;
 
+  /// Shares the buffer: one relaxed atomic increment, no lock, any thread.
   Allocation(const Allocation& other) noexcept
       : slice_(other.slice_)
       , id_(other.id_)
@@ -56,17 +60,23 @@ class Allocation { // NOLINT(cppcoreguidelines-special-member-functions)
       detail::retain(slice_);
     }
   }
+  /// Takes the share; `other` is left empty. No atomic operation.
   Allocation(Allocation&& other) noexcept
       : slice_(std::exchange(other.slice_, nullptr))
       , id_(std::exchange(other.id_, 0))
       , size_(std::exchange(other.size_, 0)) {}
+  /// Copy or move assignment (by value, then swap); the old share is dropped
+  /// as by reset().
   Allocation& operator=(Allocation other) noexcept {
     swap(other);
     return *this;
   }
+  /// reset().
   ~Allocation() { reset(); }
 
-  /// Drops this handle's share now.
+  /// Drops this handle's share now: one atomic decrement and, for the last
+  /// share, one lock-free push onto the manager's release inbox. Safe on any
+  /// thread; the manager clears the taint (P1) on its next call.
   void reset() noexcept {
     if (slice_ != nullptr) {
       detail::release(std::exchange(slice_, nullptr));
@@ -75,12 +85,15 @@ class Allocation { // NOLINT(cppcoreguidelines-special-member-functions)
     }
   }
 
+  /// Exchanges two handles; no atomic operation.
   void swap(Allocation& other) noexcept {
     std::swap(slice_, other.slice_);
     std::swap(id_, other.id_);
     std::swap(size_, other.size_);
   }
 
+  /// Holds a share: not default-constructed, moved from or reset. Says
+  /// nothing about liveness — a handle that outlived its manager is true.
   [[nodiscard]] explicit operator bool() const noexcept { return slice_ != nullptr; }
 
   /// The allocation's id. Throws std::logic_error on an empty handle.
@@ -89,14 +102,17 @@ class Allocation { // NOLINT(cppcoreguidelines-special-member-functions)
   /// Bytes the caller asked for (0 is valid and holds no bytes).
   [[nodiscard]] std::uint64_t size() const noexcept { return size_; }
 
-  /// Every byte of the allocation.
+  /// Every byte of the allocation. Throws std::logic_error on an empty handle.
   [[nodiscard]] Binding whole() const { return Binding{id(), ByteRange::sized(0, size_)}; }
 
   /// `range` of this allocation. Throws Exception(InvalidBinding) when it
-  /// reaches past the end (P3).
+  /// reaches past the end (P3), std::logic_error on an empty handle. Checks
+  /// the handle's size only: whether the allocation still exists is checked
+  /// where the binding is used (NotFound).
   [[nodiscard]] Binding bind(ByteRange range) const;
 
-  /// [offset, offset + size) of this allocation; overflow and overreach throw.
+  /// [offset, offset + size) of this allocation; overflow (std::overflow_error)
+  /// and overreach (InvalidBinding) throw.
   [[nodiscard]] Binding bind(std::uint64_t offset, std::uint64_t size) const {
     return bind(ByteRange::sized(offset, size));
   }

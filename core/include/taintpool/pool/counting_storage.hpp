@@ -10,21 +10,27 @@
 
 namespace taintpool {
 
+/// What a CountingStorage has seen since it was built.
 struct StorageCounts {
   std::uint64_t allocations = 0;   ///< Successful allocate calls.
   std::uint64_t deallocations = 0; ///< deallocate calls.
   std::uint64_t failures = 0;      ///< allocate calls that threw.
-  std::uint64_t live_bytes = 0;
-  std::uint64_t peak_bytes = 0;
+  std::uint64_t live_bytes = 0;    ///< Bytes allocated and not yet deallocated.
+  std::uint64_t peak_bytes = 0;    ///< Highest live_bytes ever seen.
 };
 
+/// Forwards every call to `inner` and counts it; adds no behaviour.
 class CountingStorage final : public Storage {
  public:
+  /// `inner` must outlive this adaptor.
   explicit CountingStorage(Storage& inner) noexcept
       : inner_(inner) {}
 
+  /// The totals so far.
   [[nodiscard]] const StorageCounts& counts() const noexcept { return counts_; }
 
+  /// Storage, forwarded unchanged. allocate and deallocate also count: a
+  /// throwing allocate counts as a failure and rethrows.
   [[nodiscard]] std::uint64_t alignment() const noexcept override { return inner_.alignment(); }
   [[nodiscard]] StorageHandle allocate(std::uint64_t size) override;
   void deallocate(StorageHandle handle, std::uint64_t size) noexcept override;

@@ -19,14 +19,24 @@
 
 namespace taintpool {
 
+/// Forwards to `inner` except when a trigger (see above) refuses a request.
 class FaultInjectingStorage final : public Storage {
  public:
+  /// `inner` must outlive this adaptor. No trigger is armed.
   explicit FaultInjectingStorage(Storage& inner) noexcept
       : inner_(inner) {}
 
+  /// The next `requests` allocate calls fail (replacing any earlier count).
   void fail_next(std::uint64_t requests) noexcept { fail_next_ = requests; }
+  /// Each later request fails with probability 1/one_in (1: every one; 0:
+  /// off), drawn from a splitmix64 sequence seeded with `seed`, so a seed
+  /// replays the same failures. A request fail_next already failed draws
+  /// nothing.
   void fail_randomly(std::uint64_t seed, std::uint64_t one_in) noexcept;
+  /// Turns fail_randomly off.
   void stop_failing_randomly() noexcept { one_in_ = 0; }
+  /// Fails a request that would take live_bytes() past `bytes`; nullopt
+  /// lifts the limit. Only pages allocated through this adaptor count.
   void limit_capacity(std::optional<std::uint64_t> bytes) noexcept { capacity_ = bytes; }
 
   /// Requests this adaptor failed on purpose.
@@ -34,6 +44,10 @@ class FaultInjectingStorage final : public Storage {
   /// Bytes currently allocated through this adaptor.
   [[nodiscard]] std::uint64_t live_bytes() const noexcept { return live_; }
 
+  /// Storage. allocate applies the triggers in the order above — a refused
+  /// request throws StorageExhausted and never reaches `inner` — then
+  /// forwards; the rest forward unchanged, and name() adds
+  /// "(fault-injecting)".
   [[nodiscard]] std::uint64_t alignment() const noexcept override { return inner_.alignment(); }
   [[nodiscard]] StorageHandle allocate(std::uint64_t size) override;
   void deallocate(StorageHandle handle, std::uint64_t size) noexcept override;

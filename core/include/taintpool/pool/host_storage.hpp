@@ -10,16 +10,24 @@
 
 namespace taintpool {
 
+/// Aligned host pages (see above); one operator new per page, no cache.
 class HostStorage final : public Storage {
  public:
   /// Pages aligned to `alignment` (a power of two, at least 8). 256 matches
-  /// what CUDA guarantees for device allocations.
+  /// what CUDA guarantees for device allocations. Throws
+  /// std::invalid_argument otherwise.
   explicit HostStorage(std::uint64_t alignment = 256);
 
+  /// The constructor's alignment.
   [[nodiscard]] std::uint64_t alignment() const noexcept override { return alignment_; }
+  /// One aligned, nothrow operator new. Throws StorageExhausted for size 0,
+  /// a size beyond PTRDIFF_MAX, or a refusal by the system.
   [[nodiscard]] StorageHandle allocate(std::uint64_t size) override;
+  /// The matching aligned operator delete.
   void deallocate(StorageHandle handle, std::uint64_t size) noexcept override;
+  /// The handle is the address: no lookup.
   [[nodiscard]] void* resolve(StorageHandle handle) const noexcept override;
+  /// "host".
   [[nodiscard]] std::string name() const override { return "host"; }
 
  private:

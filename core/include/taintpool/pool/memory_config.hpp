@@ -23,19 +23,23 @@ struct SlicedPoolConfig {
   std::uint64_t max_slice; ///< Largest request this pool serves (≤ page_size).
 };
 
+/// A manager's pool ladder and limits; validated once, when the manager is
+/// built, so a bad one fails there and never mid-run.
 struct MemoryConfig {
   /// Every allocation's address is a multiple of this power of two; every
   /// slice's extent too. Must not exceed the storage's page alignment.
   std::uint64_t alignment = 256;
 
-  /// Ascending by max_slice.
+  /// Strictly ascending by max_slice; each page size a positive multiple of
+  /// the alignment.
   std::vector<SlicedPoolConfig> sliced = {
       {std::uint64_t{2} << 20, std::uint64_t{64} << 10},
       {std::uint64_t{128} << 20, std::uint64_t{32} << 20},
   };
 
   /// Requests above the last sliced pool, up to this, get a page each;
-  /// larger ones are BufferTooBig.
+  /// larger ones are BufferTooBig. At least the last max_slice, and at most
+  /// 2^63 so that rounding a size up to the alignment cannot overflow (P2).
   std::uint64_t max_allocation = std::uint64_t{1} << 40;
 
   /// A free exclusive page is reused for a request only if the page is at
@@ -46,7 +50,8 @@ struct MemoryConfig {
   /// allocations have been served since it became free.
   std::uint64_t exclusive_release_after = 64;
 
-  /// Throws std::invalid_argument naming the first inconsistency.
+  /// Throws std::invalid_argument naming the first inconsistency among the
+  /// constraints above, checked against the storage's page alignment.
   void validate(std::uint64_t storage_alignment) const;
 };
 

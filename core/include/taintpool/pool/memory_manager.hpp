@@ -100,13 +100,16 @@ struct AllocationInfo {
   std::uint64_t size;    ///< Requested bytes.
   std::uint64_t extent;  ///< Bytes of page it occupies (size + padding).
   const std::byte* data; ///< Its address.
-  std::uint32_t pool;
-  const Taint* taint;
+  std::uint32_t pool;    ///< Ladder index; the exclusive pool is last.
+  const Taint* taint;    ///< Its stale bytes; valid until the next non-const call.
 };
 
+/// The pools of one storage and the taint of every allocation in them (see
+/// above). Not copyable or movable: handles and the inbox point into it.
 class MemoryManager {
  public:
   /// Throws std::invalid_argument if the config does not fit the storage.
+  /// `storage` and `graph` must outlive the manager. No page is taken yet.
   MemoryManager(Storage& storage, ErrorGraph& graph, MemoryConfig config = {});
   /// Tombstones every live allocation and gives every page back (P1).
   ~MemoryManager();
@@ -114,19 +117,24 @@ class MemoryManager {
   MemoryManager& operator=(const MemoryManager&) = delete;
 
   /// Reserve-then-bind: a fresh AllocationId on a clean slice of at least
-  /// `size` bytes, aligned to config().alignment. Size 0 is valid.
+  /// `size` bytes, aligned to config().alignment. Size 0 is valid (P3).
+  /// Throws Exception(BufferTooBig) above max_allocation and
+  /// Exception(OutOfMemory) when storage refuses even after free pages are
+  /// given back; nothing changes then. O(1), allocation-free once warm.
   [[nodiscard]] Allocation allocate(std::uint64_t size);
 
   /// T1 on the binding's bytes. Throws Exception(NotFound/InvalidBinding)
   /// for a bad binding, std::logic_error for a dead failure; nothing changes.
   void taint(const Binding& binding, FailureId failure);
-  /// T2 on the binding's bytes.
+  /// T2 on the binding's bytes. Throws as taint() does for a bad binding.
   void written(const Binding& binding);
-  /// T3 on the binding's bytes.
+  /// T3 on the binding's bytes. Throws as taint() does for a bad binding.
   [[nodiscard]] std::optional<FailureId> failure(const Binding& binding);
+  /// T3, all of them (Taint::failures): allocates the result.
   [[nodiscard]] std::vector<FailureId> failures(const Binding& binding);
 
-  /// Checks the binding and returns its bytes and taint (P3).
+  /// Checks the binding and returns its bytes and taint (P3): NotFound or
+  /// InvalidBinding otherwise. One table lookup, no allocation.
   [[nodiscard]] BoundBytes resolve(const Binding& binding);
 
   /// resolve() without discovering releases first, so the results of several
@@ -153,7 +161,8 @@ class MemoryManager {
   /// NotFound) and gives every page back (P1).
   void reset();
 
-  /// Exact figures (P2). Discovers releases first.
+  /// Exact figures (P2). Discovers releases first and merges any free space
+  /// a pool parks unmerged, so largest_free_block is what merging gives.
   [[nodiscard]] MemoryStats stats();
 
   /// Visits every live allocation, in no particular order. Does not sweep.
@@ -166,8 +175,11 @@ class MemoryManager {
   /// check_refcounts (R1). Does not sweep.
   [[nodiscard]] std::vector<const Taint*> carriers() const;
 
+  /// The validated configuration.
   [[nodiscard]] const MemoryConfig& config() const noexcept { return config_; }
+  /// The storage pages come from.
   [[nodiscard]] Storage& storage() const noexcept { return storage_; }
+  /// The graph every slice's taint tags (R1).
   [[nodiscard]] ErrorGraph& graph() const noexcept { return graph_; }
   /// Number of pools: the sliced ladder, then the exclusive pool.
   [[nodiscard]] std::size_t pool_count() const noexcept { return pools_.size(); }

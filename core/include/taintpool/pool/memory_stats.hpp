@@ -1,23 +1,28 @@
 // MemoryStats: what a MemoryManager holds, exactly (P2).
 //
-// Every figure is maintained incrementally on the paths that change it and
-// recomputed from scratch by check_invariants(), so "exact" is tested, not
-// hoped.
+// The byte and count figures are maintained incrementally on the paths that
+// change them and recomputed from scratch by check_invariants(), so "exact"
+// is tested, not hoped. largest_free_block is the exception: it is measured
+// when MemoryManager::stats() is called.
 #pragma once
 
 #include <cstdint>
 
 namespace taintpool {
 
+/// A snapshot of one manager's memory, from MemoryManager::stats().
 struct MemoryStats {
-  std::uint64_t in_use = 0;             ///< Bytes live allocations asked for.
-  std::uint64_t padding = 0;            ///< Bytes live allocations occupy beyond that (alignment).
-  std::uint64_t reserved = 0;           ///< Bytes of pages held from storage.
-  std::uint64_t allocations = 0;        ///< Live allocations.
-  std::uint64_t pages = 0;              ///< Pages held from storage.
-  std::uint64_t largest_free_block = 0; ///< Largest single request that fits without a new page.
-  std::uint64_t peak_in_use = 0;
-  std::uint64_t peak_reserved = 0;
+  std::uint64_t in_use = 0;      ///< Bytes live allocations asked for.
+  std::uint64_t padding = 0;     ///< Bytes live allocations occupy beyond that (alignment).
+  std::uint64_t reserved = 0;    ///< Bytes of pages held from storage.
+  std::uint64_t allocations = 0; ///< Live allocations.
+  std::uint64_t pages = 0;       ///< Pages held from storage.
+  /// The largest free extent in any one pool, after merging. An upper bound
+  /// on a request served without a new page: a request goes to the pool its
+  /// size routes to, which may hold less.
+  std::uint64_t largest_free_block = 0;
+  std::uint64_t peak_in_use = 0;   ///< Highest in_use since the manager was built.
+  std::uint64_t peak_reserved = 0; ///< Highest reserved since the manager was built.
 
   /// Reserved bytes no live allocation occupies.
   [[nodiscard]] std::uint64_t free() const noexcept { return reserved - in_use - padding; }

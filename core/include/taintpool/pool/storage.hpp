@@ -23,9 +23,11 @@ namespace taintpool {
 /// An opaque page handle. The storage decides what it holds (a host address,
 /// a device address); 0 never names a page.
 struct StorageHandle {
-  std::uint64_t value = 0;
+  std::uint64_t value = 0; ///< Storage-defined; 0 = no page.
 
+  /// Names a page.
   [[nodiscard]] explicit operator bool() const noexcept { return value != 0; }
+  /// Same value, same page.
   friend bool operator==(StorageHandle, StorageHandle) = default;
 };
 
@@ -37,6 +39,8 @@ class StorageExhausted : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// The page source interface (see above). A manager calls it from its one
+/// thread, and only for pages: never per allocation once warmed up.
 class Storage {
  public:
   virtual ~Storage() = default;
@@ -45,7 +49,8 @@ class Storage {
   [[nodiscard]] virtual std::uint64_t alignment() const noexcept = 0;
 
   /// A page of exactly `size` bytes (size > 0). Throws StorageExhausted when
-  /// the page cannot be had; nothing is allocated then.
+  /// the page cannot be had; nothing is allocated then. May be slow (a
+  /// driver call): the pool asks only when no free page fits.
   [[nodiscard]] virtual StorageHandle allocate(std::uint64_t size) = 0;
 
   /// Returns a page. `size` is what allocate was asked for.

@@ -33,6 +33,7 @@ struct Page;
 struct ReleaseInbox;
 class Pool;
 
+/// Where a slice record is in its life. Leaving Bound is a P1 clear point.
 enum class SliceState : std::uint8_t {
   Free,      ///< In its pool's free index (SizeBins), merged with free neighbours.
   Recent,    ///< Freed moments ago and parked unmerged for exact-size reuse (SlicedPool).
@@ -40,8 +41,13 @@ enum class SliceState : std::uint8_t {
   Tombstoned ///< Its allocation was ended while handles remained; its page is gone.
 };
 
+/// One region of a page, and the record every handle to its allocation
+/// points at (see above).
 struct Slice {
+  /// Free, with no page; retains `owner_inbox` for as long as it exists.
   explicit Slice(ReleaseInbox& owner_inbox) noexcept;
+  /// Releases the inbox. The taint must be clean (Taint's destructor aborts
+  /// otherwise).
   ~Slice();
   Slice(const Slice&) = delete;
   Slice& operator=(const Slice&) = delete;
@@ -66,11 +72,12 @@ struct Slice {
   Taint taint; ///< The bound allocation's stale bytes (allocation-relative).
 };
 
+/// One block from storage, tiled exactly by its slices (P2).
 struct Page {
-  StorageHandle handle;
-  std::byte* base = nullptr;
-  std::uint64_t size = 0;
-  Pool* pool = nullptr;
+  StorageHandle handle;         ///< What the storage gave.
+  std::byte* base = nullptr;    ///< storage.resolve(handle).
+  std::uint64_t size = 0;       ///< Bytes asked of the storage.
+  Pool* pool = nullptr;         ///< The pool that owns it.
   std::uint32_t pool_index = 0; ///< The pool's place in its manager's ladder.
   Slice* first = nullptr;       ///< Lowest-offset slice.
   Page* prev = nullptr;         ///< The owning pool's list of pages.
@@ -80,12 +87,15 @@ struct Page {
   std::uint64_t idle_since = 0; ///< Exclusive pool: reserve count when it became free.
 };
 
+/// Where handles on any thread hand ended allocations to the manager's
+/// thread: a lock-free, push-only stack (see above).
 struct ReleaseInbox {
-  std::atomic<Slice*> head{nullptr};
+  std::atomic<Slice*> head{nullptr}; ///< Newest pushed slice; linked via next_released.
   /// The manager's reference plus one per Slice object in existence, so the
   /// inbox outlives every slice a stray handle might still push.
   std::atomic<std::uint64_t> refs{1};
 
+  /// Any thread: lock-free, one CAS in the uncontended case.
   void push(Slice* slice) noexcept {
     Slice* top = head.load(std::memory_order_relaxed);
     do {
@@ -102,7 +112,9 @@ struct ReleaseInbox {
     return head.exchange(nullptr, std::memory_order_acquire);
   }
 
+  /// One more owner (a new Slice object).
   void retain() noexcept { refs.fetch_add(1, std::memory_order_relaxed); }
+  /// One owner fewer; the last deletes the inbox.
   void release() noexcept {
     if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       delete this;
@@ -155,6 +167,7 @@ class SliceCache {
     ++count_;
   }
 
+  /// Spare records on hand.
   [[nodiscard]] std::size_t spares() const noexcept { return count_; }
 
  private:
