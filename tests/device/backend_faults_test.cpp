@@ -225,6 +225,53 @@ TEST_F(BackendFaults, LateFailure_TheLogForgetsLaunchesOnceTheBackendConfirmsThe
   EXPECT_TRUE(device.read(c.whole(), out).ok());
 }
 
+TEST(LateFailureOutOfMemory, D1_AnAttributionThatRunsOutOfMemoryIsRetriedAndLosesNoStaleByte) {
+  // A checked kernel fails late after a consumer has read its output: the
+  // attribution plans the stale set, mints a failure, records the path and
+  // taints both buffers. Fail each of its allocations in turn: synchronize
+  // throws, the graph and the pool stay consistent (R1-R3), and the next
+  // synchronize attributes the failure in full: both buffers read stale
+  // with the root and the path (D1, G8), and everything goes at the end (R4).
+  bool completed = false;
+  for (std::uint64_t n = 0; n < 200 && !completed; ++n) {
+    ScriptedBackend backend;
+    Device device(backend);
+    {
+      const Allocation made = device.create_buffer(32);
+      const Allocation used = device.create_buffer(32);
+      backend.oldest = 1;
+      ASSERT_TRUE(device.launch("producer", {}, {made.whole()}, fill).ran());
+      ASSERT_TRUE(device.launch("consumer", {made.whole()}, {used.whole()}, fill).ran());
+      backend.late.push_back(LateFailure{1, Error::launch("checked kernel failed"), {}});
+      backend.oldest.reset();
+
+      arm_allocation_fault(n);
+      try {
+        device.synchronize();
+        completed = disarm_allocation_fault() >= 0; // No fault left to fire: done.
+      } catch (const std::bad_alloc&) {
+        EXPECT_LT(disarm_allocation_fault(), 0);
+        EXPECT_NO_THROW(device.check_invariants()) << "allocation " << n;
+        device.synchronize(); // The retry.
+      }
+      std::vector<std::byte> out(32);
+      const ReadOutcome consumer = device.read(used.whole(), out);
+      ASSERT_FALSE(consumer.ok()) << "allocation " << n << ": the consumer's output is garbage";
+      ASSERT_EQ(consumer.reports.size(), 1u) << "allocation " << n;
+      EXPECT_NE(to_string(consumer.reports[0]).find("checked kernel failed"), std::string::npos)
+          << to_string(consumer.reports[0]);
+      EXPECT_NE(to_string(consumer.reports[0]).find("consumer"), std::string::npos)
+          << "the path names the consumer: " << to_string(consumer.reports[0]);
+      EXPECT_FALSE(device.read(made.whole(), out).ok()) << "allocation " << n;
+      EXPECT_EQ(device.graph().size(), 1u) << "allocation " << n << ": one failure, not two";
+      device.check_invariants();
+    }
+    device.sweep();
+    EXPECT_TRUE(device.graph().empty()) << "allocation " << n << ": R4";
+  }
+  EXPECT_TRUE(completed) << "the attribution still allocated after 200 faults";
+}
+
 // ------------------------------------------------------------ the heap runs out
 
 TEST_F(BackendFaults, S1_AnOutOfMemoryWhileClaimingTheWriteSetPropagatesAndMintsNothing) {

@@ -321,11 +321,24 @@ void subtract(std::vector<Binding>& set, const Binding& cut) {
 } // namespace
 
 void Device::synchronize() {
+  // Queued first, attributed after: a late failure the backend has handed
+  // over must not be lost if its attribution runs out of memory. It stays
+  // queued and the next call tries again (attribute() changes nothing it
+  // would repeat until it has applied everything).
   std::vector<LateFailure> late = backend_.synchronize();
-  std::sort(late.begin(), late.end(),
+  for (LateFailure& failure : late) {
+    unattributed_.push_back(std::move(failure));
+  }
+  std::sort(unattributed_.begin(), unattributed_.end(),
             [](const LateFailure& a, const LateFailure& b) { return a.launch < b.launch; });
-  for (const LateFailure& failure : late) {
-    attribute(failure);
+  while (!unattributed_.empty()) {
+    try {
+      attribute(unattributed_.front());
+    } catch (const std::logic_error&) {
+      unattributed_.pop_front(); // A backend's contract violation: said once, not retried.
+      throw;
+    }
+    unattributed_.pop_front();
   }
   const std::optional<std::uint64_t> oldest = backend_.oldest_unconfirmed_launch();
   while (!log_.empty() && (!oldest || log_.front().launch < *oldest)) {
@@ -346,6 +359,11 @@ void Device::attribute(const LateFailure& late) {
   if (origin->status != LaunchStatus::Ran) {
     return; // Its outputs already carry the failure that stopped it.
   }
+  // Two phases, so that running out of memory halfway leaves nothing half
+  // done that a retry would not redo: first the plan (the stale bytes, the
+  // skip records, the launches they mark), touching only locals; then the
+  // graph and the taints, and last the log's statuses, which cannot throw.
+
   // The stale bytes: the write set, less what the kernel says it finished
   // (untrusted: a range outside its output is ignored, S2).
   std::vector<Binding> stale = origin->writes;
@@ -360,14 +378,26 @@ void Device::attribute(const LateFailure& late) {
     subtract(stale, {output.allocation, ByteRange::of(output.range.begin() + written.range.begin(),
                                                       output.range.begin() + written.range.end())});
   }
-  Error error = named(origin->kernel, late.error, ignored);
-  error = Error(error.kind(), error.message() + " (reported when the device synchronised)");
-  const FailureId failure = graph_.insert(std::move(error));
-  origin->status = LaunchStatus::Failed;
 
   // Replay what ran since: a launch that read stale bytes computed garbage,
   // so its outputs join the stale set; any other launch overwrote its
   // outputs (with good data, or with its own failure), so they leave it.
+  struct Joined {
+    LoggedLaunch* launch;
+    SkipRecord record;
+  };
+  std::vector<Joined> joined;
+  const auto record_of = [](const LoggedLaunch& later, AllocationId consumed,
+                            const std::vector<Binding>& produced) {
+    SkipRecord record{later.kernel, consumed, {}, true};
+    for (const Binding& output : produced) {
+      if (std::find(record.produced.begin(), record.produced.end(), output.allocation) ==
+          record.produced.end()) {
+        record.produced.push_back(output.allocation);
+      }
+    }
+    return record;
+  };
   for (auto later = std::next(origin); later != log_.end(); ++later) {
     const auto consumed =
         std::find_if(later->reads.begin(), later->reads.end(), [&](const Binding& read) {
@@ -375,16 +405,8 @@ void Device::attribute(const LateFailure& late) {
                              [&](const Binding& held) { return overlaps(read, held); });
         });
     if (consumed != later->reads.end() && later->status == LaunchStatus::Ran) {
-      SkipRecord record{later->kernel, consumed->allocation, {}, true};
-      for (const Binding& output : later->writes) {
-        stale.push_back(output);
-        if (std::find(record.produced.begin(), record.produced.end(), output.allocation) ==
-            record.produced.end()) {
-          record.produced.push_back(output.allocation);
-        }
-      }
-      graph_.skipped(failure, std::move(record));
-      later->status = LaunchStatus::Failed;
+      joined.push_back({&*later, record_of(*later, consumed->allocation, later->writes)});
+      stale.insert(stale.end(), later->writes.begin(), later->writes.end());
     } else if (consumed != later->reads.end() && !later->released.empty()) {
       // It failed, but the bytes it reported written (S2) were computed
       // from stale input: they are garbage too (D1). The rest of its
@@ -392,25 +414,41 @@ void Device::attribute(const LateFailure& late) {
       for (const Binding& output : later->writes) {
         subtract(stale, output);
       }
-      SkipRecord record{later->kernel, consumed->allocation, {}, true};
-      for (const Binding& bytes : later->released) {
-        stale.push_back(bytes);
-        if (std::find(record.produced.begin(), record.produced.end(), bytes.allocation) ==
-            record.produced.end()) {
-          record.produced.push_back(bytes.allocation);
-        }
-      }
-      graph_.skipped(failure, std::move(record));
-      later->released.clear();
+      joined.push_back({&*later, record_of(*later, consumed->allocation, later->released)});
+      stale.insert(stale.end(), later->released.begin(), later->released.end());
     } else {
       for (const Binding& output : later->writes) {
         subtract(stale, output);
       }
     }
   }
-  for (const Binding& bytes : stale) {
-    if (memory_.contains(bytes.allocation)) {
-      memory_.taint(bytes, failure);
+  Error error = named(origin->kernel, late.error, ignored);
+  error = Error(error.kind(), error.message() + " (reported when the device synchronised)");
+
+  const FailureId failure = graph_.insert(std::move(error));
+  try {
+    for (Joined& each : joined) {
+      graph_.skipped(failure, std::move(each.record));
+    }
+    for (const Binding& bytes : stale) {
+      if (memory_.contains(bytes.allocation)) {
+        memory_.taint(bytes, failure); // All or nothing per binding (T6 contract).
+      }
+    }
+  } catch (...) {
+    // Out of memory: the failure keeps only the bytes it already claimed
+    // (R1-R3 hold; gone if it claimed none). The late failure stays queued;
+    // the retry's new failure claims the whole stale set again, taking these
+    // bytes over (T1), so this one goes with its last claim (G3).
+    graph_.prune(failure);
+    throw;
+  }
+  origin->status = LaunchStatus::Failed;
+  for (Joined& each : joined) {
+    if (each.launch->status == LaunchStatus::Ran) {
+      each.launch->status = LaunchStatus::Failed;
+    } else {
+      each.launch->released.clear();
     }
   }
   graph_.prune(failure);

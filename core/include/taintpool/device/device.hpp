@@ -150,6 +150,9 @@ class Device {
   /// outputs, and the outputs of every launch that has since run on those
   /// bytes, take a new failure whose report names the path (records with
   /// `ran` set). Reads call this first. A no-op on the host backend.
+  /// Out of memory here throws std::bad_alloc with R1–R4 intact; the late
+  /// failures not yet attributed stay queued, and the next call (every read
+  /// makes one) attributes them, so none is lost.
   void synchronize();
 
   /// Discover dropped buffers now (their error state goes with them, P1).
@@ -207,6 +210,9 @@ class Device {
   std::vector<Taint*> write_taints_;
   std::vector<Binding> released_; // The current launch's S2 ranges, for the log.
   std::deque<LoggedLaunch> log_;
+  /// Late failures taken from the backend and not yet attributed: empty
+  /// except after synchronize() threw (out of memory), which retries them.
+  std::deque<LateFailure> unattributed_;
   std::uint64_t next_launch_ = 1;
   bool in_launch_ = false;
 };
