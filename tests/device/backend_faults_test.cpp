@@ -226,22 +226,34 @@ TEST_F(BackendFaults, LateFailure_TheLogForgetsLaunchesOnceTheBackendConfirmsThe
 }
 
 TEST(LateFailureOutOfMemory, D1_AnAttributionThatRunsOutOfMemoryIsRetriedAndLosesNoStaleByte) {
-  // A checked kernel fails late after a consumer has read its output: the
-  // attribution plans the stale set, mints a failure, records the path and
-  // taints both buffers. Fail each of its allocations in turn: synchronize
-  // throws, the graph and the pool stay consistent (R1-R3), and the next
-  // synchronize attributes the failure in full: both buffers read stale
-  // with the root and the path (D1, G8), and everything goes at the end (R4).
+  // A checked kernel fails late after a consumer has read its output, and
+  // many unrelated checked kernels fail late too (reported newest first, so
+  // the device must order them). Each attribution plans the stale set,
+  // mints a failure, records the path and taints. Fail every allocation of
+  // synchronize in turn: it throws, the graph and the pool stay consistent
+  // (R1-R3), and the next synchronize attributes every failure in full:
+  // each buffer reads stale with its root, the consumer's with the path
+  // (D1, G8), and everything goes at the end (R4).
+  constexpr std::size_t kOthers = 16;
+  constexpr std::uint64_t kMaxFaults = 4000;
   bool completed = false;
-  for (std::uint64_t n = 0; n < 200 && !completed; ++n) {
+  for (std::uint64_t n = 0; n < kMaxFaults && !completed; ++n) {
     ScriptedBackend backend;
     Device device(backend);
     {
       const Allocation made = device.create_buffer(32);
       const Allocation used = device.create_buffer(32);
+      std::vector<Allocation> others;
       backend.oldest = 1;
       ASSERT_TRUE(device.launch("producer", {}, {made.whole()}, fill).ran());
       ASSERT_TRUE(device.launch("consumer", {made.whole()}, {used.whole()}, fill).ran());
+      for (std::size_t at = 0; at < kOthers; ++at) {
+        others.push_back(device.create_buffer(8));
+        ASSERT_TRUE(device.launch("other", {}, {others.back().whole()}, fill).ran());
+      }
+      for (std::uint64_t launch = 2 + kOthers; launch > 2; --launch) {
+        backend.late.push_back(LateFailure{launch, Error::launch("other failed"), {}});
+      }
       backend.late.push_back(LateFailure{1, Error::launch("checked kernel failed"), {}});
       backend.oldest.reset();
 
@@ -263,13 +275,19 @@ TEST(LateFailureOutOfMemory, D1_AnAttributionThatRunsOutOfMemoryIsRetriedAndLose
       EXPECT_NE(to_string(consumer.reports[0]).find("consumer"), std::string::npos)
           << "the path names the consumer: " << to_string(consumer.reports[0]);
       EXPECT_FALSE(device.read(made.whole(), out).ok()) << "allocation " << n;
-      EXPECT_EQ(device.graph().size(), 1u) << "allocation " << n << ": one failure, not two";
+      std::vector<std::byte> small(8);
+      for (const Allocation& other : others) {
+        EXPECT_FALSE(device.read(other.whole(), small).ok())
+            << "allocation " << n << ": a late failure was lost";
+      }
+      EXPECT_EQ(device.graph().size(), 1u + kOthers)
+          << "allocation " << n << ": one failure per late report, no leftovers";
       device.check_invariants();
     }
     device.sweep();
     EXPECT_TRUE(device.graph().empty()) << "allocation " << n << ": R4";
   }
-  EXPECT_TRUE(completed) << "the attribution still allocated after 200 faults";
+  EXPECT_TRUE(completed) << "the attribution still allocated after " << kMaxFaults << " faults";
 }
 
 // ------------------------------------------------------------ the heap runs out

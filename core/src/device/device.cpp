@@ -321,28 +321,34 @@ void subtract(std::vector<Binding>& set, const Binding& cut) {
 } // namespace
 
 void Device::synchronize() {
-  // Queued first, attributed after: a late failure the backend has handed
-  // over must not be lost if its attribution runs out of memory. It stays
-  // queued and the next call tries again (attribute() changes nothing it
-  // would repeat until it has applied everything).
-  std::vector<LateFailure> late = backend_.synchronize();
-  for (LateFailure& failure : late) {
-    unattributed_.push_back(std::move(failure));
-  }
+  // A late failure the backend has handed over must not be lost if its
+  // attribution runs out of memory: it waits in unattributed_ and the next
+  // call attributes it first, before taking anything new from the backend.
+  // So the queue is empty whenever the backend's list arrives, and taking
+  // that list is a vector move: nothing between the backend and the queue
+  // can throw.
+  attribute_queued();
+  unattributed_ = backend_.synchronize();
+  // Newest first, so the oldest is at the back: attributed in launch order
+  // and removed with pop_back (std::sort works in place, allocating nothing).
   std::sort(unattributed_.begin(), unattributed_.end(),
-            [](const LateFailure& a, const LateFailure& b) { return a.launch < b.launch; });
-  while (!unattributed_.empty()) {
-    try {
-      attribute(unattributed_.front());
-    } catch (const std::logic_error&) {
-      unattributed_.pop_front(); // A backend's contract violation: said once, not retried.
-      throw;
-    }
-    unattributed_.pop_front();
-  }
+            [](const LateFailure& a, const LateFailure& b) { return a.launch > b.launch; });
+  attribute_queued();
   const std::optional<std::uint64_t> oldest = backend_.oldest_unconfirmed_launch();
   while (!log_.empty() && (!oldest || log_.front().launch < *oldest)) {
     log_.pop_front();
+  }
+}
+
+void Device::attribute_queued() {
+  while (!unattributed_.empty()) {
+    try {
+      attribute(unattributed_.back());
+    } catch (const std::logic_error&) {
+      unattributed_.pop_back(); // A backend's contract violation: said once, not retried.
+      throw;
+    }
+    unattributed_.pop_back();
   }
 }
 

@@ -192,6 +192,8 @@ class Device {
                           std::span<const Binding> reads, std::span<const Binding> writes,
                           LaunchStatus status);
   void attribute(const LateFailure& late);
+  /// Attributes unattributed_ from the back (the oldest launch) until empty.
+  void attribute_queued();
   void resolve_all(std::span<const Binding> bindings, std::vector<BoundBuffer>& into,
                    std::vector<Taint*>& taints);
   LaunchResult skip(std::string_view kernel, FailureId root, AllocationId needed);
@@ -210,9 +212,10 @@ class Device {
   std::vector<Taint*> write_taints_;
   std::vector<Binding> released_; // The current launch's S2 ranges, for the log.
   std::deque<LoggedLaunch> log_;
-  /// Late failures taken from the backend and not yet attributed: empty
-  /// except after synchronize() threw (out of memory), which retries them.
-  std::deque<LateFailure> unattributed_;
+  /// Late failures taken from the backend and not yet attributed, newest
+  /// first: empty except after synchronize() threw (out of memory); the
+  /// next call attributes them before it asks the backend for more.
+  std::vector<LateFailure> unattributed_;
   std::uint64_t next_launch_ = 1;
   bool in_launch_ = false;
 };
