@@ -31,6 +31,12 @@
 //     ids, root errors, paths, origins, stale ranges, skip counts; G8, G9),
 //     and the bytes of an ok read where the model knows them (D1);
 //   * synchronize: late failures attributed as the model's naive replay says.
+//     When the op's high bits are not 0, heap allocation number (high bits
+//     - 1) of the first attempt fails: if synchronize throws bad_alloc, the
+//     device must pass check_invariants() at once, and a second, unarmed
+//     synchronize must reach the model's state (no late failure is lost) —
+//     exactly, or, when the failed attempt spent a failure id (G1), up to a
+//     renaming of ids, after which the input ends with the R4 check.
 // At the end of every input: synchronize, drop every handle, sweep: the
 // graph must be empty (R4).
 //
@@ -50,6 +56,7 @@
 //                out of range, ranges may reach past their output)
 //   host write   binding, seed, and a size-mismatch flag
 //   read         binding, and a wrong-size flag
+//   synchronize  nothing more (its high bits pick the allocation to fail)
 #include <taintpool/device/device.hpp>
 #include <taintpool/host/deferred_host_backend.hpp>
 #include <taintpool/model/device_model.hpp>
@@ -59,11 +66,13 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "common/alloc_faults.hpp"
 #include "common/byte_reader.hpp"
 #include "common/check.hpp"
 
@@ -237,9 +246,13 @@ class Harness {
   }
 
   void run(ByteReader& in) {
-    while (!in.empty() && ops_.size() < 400) {
+    while (!in.empty() && ops_.size() < 400 && !ids_diverged_) {
       step(in);
-      compare();
+      if (ids_diverged_) {
+        compare_up_to_ids();
+      } else {
+        compare();
+      }
     }
     finish();
   }
@@ -413,8 +426,10 @@ class Harness {
       read(in, kind == Kind::read);
       break;
     case Kind::synchronize:
-      ops_.push_back("synchronize");
-      synchronize();
+      ops_.push_back(op >> 4 == 0
+                         ? std::string("synchronize")
+                         : "synchronize, allocation " + std::to_string((op >> 4) - 1) + " failing");
+      synchronize(static_cast<std::uint8_t>(op >> 4));
       break;
     case Kind::sweep:
     case Kind::cleanup:
@@ -668,8 +683,24 @@ class Harness {
 
   /// synchronize(), telling the model whether core discovered dropped
   /// handles on the way (it does when it had stale bytes to taint).
-  void synchronize() {
+  void synchronize(std::uint8_t fault = 0) {
     const std::vector<AllocationId> dropped = model_.dropped();
+    if (fault != 0) {
+      taintpool::fuzz::arm_allocation_fault(fault - 1u);
+      const Ending armed = call([&] { device_.synchronize(); });
+      const bool fired = taintpool::fuzz::disarm_allocation_fault() < 0;
+      if (armed.how != Ending::How::returned) {
+        if (!fired || armed.how != Ending::How::other) {
+          fail("D1", "synchronize threw without running out of memory: " + armed.what);
+        }
+        ops_.push_back("  (it ran out of memory: " + armed.what + "; synchronize again)");
+        try {
+          device_.check_invariants();
+        } catch (const std::logic_error& error) {
+          fail("R1-R3", std::string("after an out-of-memory synchronize: ") + error.what());
+        }
+      }
+    }
     const Ending ending = call([&] { device_.synchronize(); });
     expect_returned(ending, "synchronize");
     bool discovered = false;
@@ -682,9 +713,60 @@ class Harness {
       });
     }
     model_.synchronize(discovered);
+    if (fault != 0 && device_.graph().next_id() != model_.next_failure()) {
+      // The attempt that ran out of memory had minted a failure already:
+      // its id is spent (G1), so the retry's ids run one ahead of the
+      // model's from there on. Compared up to a renaming of ids, then the
+      // input ends (the model cannot be renumbered).
+      ops_.push_back("  (the retry's failure ids differ from the model's: input ends)");
+      ids_diverged_ = true;
+    }
+  }
+
+  /// D1 and T1 up to a renaming of failure ids: every allocation core holds
+  /// has the model's claims, range for range, and the ids pair one to one.
+  void compare_up_to_ids() {
+    std::map<std::uint64_t, std::uint64_t> core_to_model;
+    std::map<std::uint64_t, std::uint64_t> model_to_core;
+    const auto pair_ids = [&](FailureId core, FailureId model) {
+      const auto to_model = core_to_model.emplace(core.raw(), model.raw()).first;
+      const auto to_core = model_to_core.emplace(model.raw(), core.raw()).first;
+      return to_model->second == model.raw() && to_core->second == core.raw();
+    };
+    device_.memory().for_each_allocation([&](const taintpool::AllocationInfo& info) {
+      std::vector<std::pair<FailureId, ByteRange>> core;
+      info.taint->for_each_claim(
+          [&](FailureId failure, ByteRange range) { core.emplace_back(failure, range); });
+      const std::vector<std::pair<FailureId, ByteRange>> model = model_.claims(info.id);
+      bool same = core.size() == model.size();
+      for (std::size_t at = 0; same && at < core.size(); ++at) {
+        same = core[at].second == model[at].second && pair_ids(core[at].first, model[at].first);
+      }
+      if (!same) {
+        fail("D1", to_string(info.id) + ": after an out-of-memory synchronize and its retry, " +
+                       "the claims are not the model's up to a renaming of failure ids");
+      }
+    });
+    try {
+      device_.check_invariants();
+    } catch (const std::exception& error) {
+      fail("R1-R3/P1/P2/T5", std::string("check_invariants: ") + error.what());
+    }
   }
 
   void finish() {
+    if (ids_diverged_) {
+      ops_.push_back("end of input: drop every handle, sweep (R4)");
+      for (std::size_t slot = 0; slot < kSlots; ++slot) {
+        drop(slot);
+      }
+      device_.sweep();
+      if (!device_.graph().empty()) {
+        fail("R4", "every handle dropped and swept, the graph still holds " +
+                       std::to_string(device_.graph().size()) + " failures");
+      }
+      return;
+    }
     ops_.push_back("end of input: synchronize, drop every handle, sweep (R4)");
     synchronize();
     for (std::size_t slot = 0; slot < kSlots; ++slot) {
@@ -707,6 +789,7 @@ class Harness {
   std::array<Allocation, kSlots> slots_;
   std::vector<AllocationId> ids_; ///< Every allocation ever made, dropped ones included.
   std::vector<std::string> ops_;
+  bool ids_diverged_ = false; ///< See synchronize(): the rest of the input is not run.
 };
 
 } // namespace
