@@ -1,7 +1,8 @@
 // Heap allocations as a benchmark counter.
 //
-// alloc_counter.cpp replaces the global operator new/delete (every form) of
-// the benchmark binary with versions that count, then defer to malloc/free.
+// The benchmark binary's global operator new/delete (every form) count each
+// allocation, then defer to malloc/free: fuzz/common/replace_new.cpp, the
+// replacement the fuzzers and tests use too, linked into this library.
 // A benchmark reads the count before and after its timed loop and reports the
 // difference per cycle with report_allocations(): the success-path cycle of
 // the engine must read 0 (DESIGN.md §5), and the naive layouts show what they

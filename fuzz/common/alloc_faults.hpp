@@ -5,10 +5,10 @@
 // impossible).
 //
 // How: fuzz/common/replace_new.cpp replaces the global operator new/delete
-// (the replaceable forms: plain and array, throwing and nothrow) with thin
-// wrappers over malloc/free that ask alloc_faults.cpp's countdown while armed. Every fuzz binary
-// links it (fuzz/CMakeLists.txt); unarmed, it costs one thread-local compare
-// per allocation. Only the thread that armed it counts, so libFuzzer's own
+// (every replaceable form) with thin wrappers over malloc/free that ask
+// alloc_faults.cpp's countdown. Every fuzz binary links both
+// (fuzz/CMakeLists.txt); unarmed, it costs one thread-local compare per
+// allocation. Only the thread that armed it counts, so libFuzzer's own
 // threads never see a fault. Under AddressSanitizer the wrappers' malloc and
 // free are still checked (only new/delete mismatch reports are lost).
 #pragma once

@@ -1,11 +1,14 @@
-// The replaceable global allocation functions, failing the allocation that
-// alloc_faults.cpp's countdown names (see alloc_faults.hpp for why).
+// The replaceable global allocation functions behind replace_new.hpp: count,
+// fail the allocation alloc_faults.cpp's countdown names, else malloc.
 //
 // Replacing them is allowed by [replacement.functions]; they must not be
-// inline, so they live in this one translation unit, linked into every fuzz
-// binary except MemorySanitizer builds (whose runtime owns them). The
-// aligned forms are left to the runtime: nothing in the engine over-aligns,
-// and their delete forms pair with their own new.
+// inline, so they live in this one translation unit. heap_allocations() is
+// defined here too: a binary that links this file through a static library
+// (bench/) references it, which is what pulls these operators in.
+#include "replace_new.hpp"
+
+#include <atomic>
+#include <cstddef>
 #include <cstdlib>
 #include <new>
 
@@ -13,7 +16,10 @@
 
 namespace {
 
+std::atomic<std::uint64_t> allocations{0};
+
 void* allocate(std::size_t size) {
+  allocations.fetch_add(1, std::memory_order_relaxed);
   if (taintpool::fuzz::allocation_fault_now()) {
     throw std::bad_alloc();
   }
@@ -23,14 +29,38 @@ void* allocate(std::size_t size) {
   throw std::bad_alloc();
 }
 
-void* allocate_nothrow(std::size_t size) noexcept {
+void* allocate_aligned(std::size_t size, std::align_val_t alignment) {
+  allocations.fetch_add(1, std::memory_order_relaxed);
   if (taintpool::fuzz::allocation_fault_now()) {
+    throw std::bad_alloc();
+  }
+  const auto align = static_cast<std::size_t>(alignment);
+  // aligned_alloc wants a size that is a multiple of the alignment.
+  const std::size_t rounded = ((size == 0 ? 1 : size) + align - 1) / align * align;
+  if (void* memory = std::aligned_alloc(align, rounded)) {
+    return memory;
+  }
+  throw std::bad_alloc();
+}
+
+template <class Allocate>
+void* or_null(Allocate&& allocate_or_throw) noexcept {
+  try {
+    return allocate_or_throw();
+  } catch (const std::bad_alloc&) {
     return nullptr;
   }
-  return std::malloc(size == 0 ? 1 : size);
 }
 
 } // namespace
+
+namespace taintpool::fuzz {
+
+std::uint64_t heap_allocations() noexcept {
+  return allocations.load(std::memory_order_relaxed);
+}
+
+} // namespace taintpool::fuzz
 
 void* operator new(std::size_t size) {
   return allocate(size);
@@ -39,11 +69,24 @@ void* operator new[](std::size_t size) {
   return allocate(size);
 }
 void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-  return allocate_nothrow(size);
+  return or_null([&] { return allocate(size); });
 }
 void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
-  return allocate_nothrow(size);
+  return or_null([&] { return allocate(size); });
 }
+void* operator new(std::size_t size, std::align_val_t alignment) {
+  return allocate_aligned(size, alignment);
+}
+void* operator new[](std::size_t size, std::align_val_t alignment) {
+  return allocate_aligned(size, alignment);
+}
+void* operator new(std::size_t size, std::align_val_t alignment, const std::nothrow_t&) noexcept {
+  return or_null([&] { return allocate_aligned(size, alignment); });
+}
+void* operator new[](std::size_t size, std::align_val_t alignment, const std::nothrow_t&) noexcept {
+  return or_null([&] { return allocate_aligned(size, alignment); });
+}
+
 void operator delete(void* memory) noexcept {
   std::free(memory);
 }
@@ -60,5 +103,23 @@ void operator delete(void* memory, const std::nothrow_t&) noexcept {
   std::free(memory);
 }
 void operator delete[](void* memory, const std::nothrow_t&) noexcept {
+  std::free(memory);
+}
+void operator delete(void* memory, std::align_val_t) noexcept {
+  std::free(memory);
+}
+void operator delete[](void* memory, std::align_val_t) noexcept {
+  std::free(memory);
+}
+void operator delete(void* memory, std::size_t, std::align_val_t) noexcept {
+  std::free(memory);
+}
+void operator delete[](void* memory, std::size_t, std::align_val_t) noexcept {
+  std::free(memory);
+}
+void operator delete(void* memory, std::align_val_t, const std::nothrow_t&) noexcept {
+  std::free(memory);
+}
+void operator delete[](void* memory, std::align_val_t, const std::nothrow_t&) noexcept {
   std::free(memory);
 }
