@@ -56,12 +56,8 @@ void Launch_2R2W(benchmark::State& state) {
   for (int warm = 0; warm < 16; ++warm) {
     (void)device.launch("kernel", reads, writes, empty_body);
   }
-  const std::uint64_t before = heap_allocations();
-  for (auto _ : state) {
-    LaunchResult result = device.launch("kernel", reads, writes, empty_body);
-    benchmark::DoNotOptimize(result);
-  }
-  report_allocations(state, before, static_cast<double>(state.iterations()));
+  run_counted(
+      state, [&] { (void)device.launch("kernel", reads, writes, empty_body); }, &device);
   if (!device.graph().empty()) {
     state.SkipWithError("a successful launch left a failure behind (G5)");
   }
@@ -84,12 +80,8 @@ void Launch_Skip(benchmark::State& state) {
     (void)device.launch("kernel", reads, writes, empty_body);
   }
   const std::uint64_t next = device.graph().next_id().raw();
-  const std::uint64_t before = heap_allocations();
-  for (auto _ : state) {
-    LaunchResult result = device.launch("kernel", reads, writes, empty_body);
-    benchmark::DoNotOptimize(result);
-  }
-  report_allocations(state, before, static_cast<double>(state.iterations()));
+  run_counted(
+      state, [&] { (void)device.launch("kernel", reads, writes, empty_body); }, &device);
   if (device.graph().next_id().raw() != next) {
     state.SkipWithError("a skip minted a failure (S4)");
   }
@@ -111,13 +103,7 @@ void EngineCycle_2W(benchmark::State& state) {
     graph.prune(provisional);
   };
   cycle(); // warm-up
-  const std::uint64_t before = heap_allocations();
-  for (auto _ : state) {
-    cycle();
-    benchmark::DoNotOptimize(taints.data());
-    benchmark::ClobberMemory();
-  }
-  report_allocations(state, before, static_cast<double>(state.iterations()));
+  run_counted(state, cycle, taints.data());
   if (!graph.empty()) {
     state.SkipWithError("the cycle left a failure behind (G5)");
   }

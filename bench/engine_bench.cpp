@@ -112,13 +112,7 @@ void ScopeCycle_Core(benchmark::State& state) {
     graph.prune(provisional);
   };
   cycle(); // warm-up
-  const std::uint64_t before = heap_allocations();
-  for (auto _ : state) {
-    cycle();
-    benchmark::DoNotOptimize(taints.data());
-    benchmark::ClobberMemory();
-  }
-  report_allocations(state, before, static_cast<double>(state.iterations()));
+  run_counted(state, cycle, taints.data());
   per_unit(state, "time_per_buffer", static_cast<double>(buffers));
   if (!graph.empty()) {
     state.SkipWithError("the graph kept a node");
@@ -168,14 +162,8 @@ void ScopeCycle_Boxed(benchmark::State& state) {
     }
     graph.prune(provisional);
   };
-  cycle();
-  const std::uint64_t before = heap_allocations();
-  for (auto _ : state) {
-    cycle();
-    benchmark::DoNotOptimize(taints.data());
-    benchmark::ClobberMemory();
-  }
-  report_allocations(state, before, static_cast<double>(state.iterations()));
+  cycle(); // warm-up
+  run_counted(state, cycle, taints.data());
   per_unit(state, "time_per_buffer", static_cast<double>(buffers));
 }
 
@@ -193,14 +181,8 @@ void ReleaseTiles_Core(benchmark::State& state) {
       taint.written(tile(index), graph);
     }
   };
-  cycle();
-  const std::uint64_t before = heap_allocations();
-  for (auto _ : state) {
-    cycle();
-    benchmark::DoNotOptimize(&taint);
-    benchmark::ClobberMemory();
-  }
-  report_allocations(state, before, static_cast<double>(state.iterations()));
+  cycle(); // warm-up
+  run_counted(state, cycle, &taint);
   per_unit(state, "time_per_tile", static_cast<double>(tiles));
   if (!taint.is_clean() || !graph.empty()) {
     state.SkipWithError("the claim was not fully released");
@@ -239,14 +221,8 @@ void ReleaseTiles_Boxed(benchmark::State& state) {
       taint.written(boxed(tile(index)), graph);
     }
   };
-  cycle();
-  const std::uint64_t before = heap_allocations();
-  for (auto _ : state) {
-    cycle();
-    benchmark::DoNotOptimize(&taint);
-    benchmark::ClobberMemory();
-  }
-  report_allocations(state, before, static_cast<double>(state.iterations()));
+  cycle(); // warm-up
+  run_counted(state, cycle, &taint);
   per_unit(state, "time_per_tile", static_cast<double>(tiles));
 }
 
@@ -264,14 +240,8 @@ void FuseTiles_Core(benchmark::State& state) {
     }
     taint.written(ByteRange::sized(0, tiles * kTile), graph);
   };
-  cycle();
-  const std::uint64_t before = heap_allocations();
-  for (auto _ : state) {
-    cycle();
-    benchmark::DoNotOptimize(&taint);
-    benchmark::ClobberMemory();
-  }
-  report_allocations(state, before, static_cast<double>(state.iterations()));
+  cycle(); // warm-up
+  run_counted(state, cycle, &taint);
   per_unit(state, "time_per_tile", static_cast<double>(tiles));
   if (!taint.is_clean() || !graph.empty()) {
     state.SkipWithError("the claim was not fully released");
@@ -310,14 +280,8 @@ void FuseTiles_Boxed(benchmark::State& state) {
     }
     taint.written({0, tiles * kTile}, graph);
   };
-  cycle();
-  const std::uint64_t before = heap_allocations();
-  for (auto _ : state) {
-    cycle();
-    benchmark::DoNotOptimize(&taint);
-    benchmark::ClobberMemory();
-  }
-  report_allocations(state, before, static_cast<double>(state.iterations()));
+  cycle(); // warm-up
+  run_counted(state, cycle, &taint);
   per_unit(state, "time_per_tile", static_cast<double>(tiles));
 }
 
@@ -333,14 +297,8 @@ void ManyFailures_Core(benchmark::State& state) {
     }
     taint.written(ByteRange::sized(0, failures * kTile), graph);
   };
-  cycle();
-  const std::uint64_t before = heap_allocations();
-  for (auto _ : state) {
-    cycle();
-    benchmark::DoNotOptimize(&taint);
-    benchmark::ClobberMemory();
-  }
-  report_allocations(state, before, static_cast<double>(state.iterations()));
+  cycle(); // warm-up
+  run_counted(state, cycle, &taint);
   per_unit(state, "time_per_failure", static_cast<double>(failures));
   if (!taint.is_clean() || !graph.empty()) {
     state.SkipWithError("a failure outlived the write");
@@ -375,14 +333,8 @@ void ManyFailures_Boxed(benchmark::State& state) {
     }
     taint.written({0, failures * kTile}, graph);
   };
-  cycle();
-  const std::uint64_t before = heap_allocations();
-  for (auto _ : state) {
-    cycle();
-    benchmark::DoNotOptimize(&taint);
-    benchmark::ClobberMemory();
-  }
-  report_allocations(state, before, static_cast<double>(state.iterations()));
+  cycle(); // warm-up
+  run_counted(state, cycle, &taint);
   per_unit(state, "time_per_failure", static_cast<double>(failures));
 }
 

@@ -23,4 +23,19 @@ namespace taintpool::bench {
 /// divided by `cycles` (a cycle is one iteration unless said otherwise).
 void report_allocations(benchmark::State& state, std::uint64_t before, double cycles);
 
+/// The timed loop of every allocation-counting benchmark: `cycle` once per
+/// iteration, `keep` (the state the cycle works on) kept observable so the
+/// work is not optimised away, then allocs_per_cycle. Warm up first: the
+/// count starts here.
+template <class Cycle>
+void run_counted(benchmark::State& state, Cycle&& cycle, const void* keep) {
+  const std::uint64_t before = heap_allocations();
+  for (auto _ : state) {
+    cycle();
+    benchmark::DoNotOptimize(keep);
+    benchmark::ClobberMemory();
+  }
+  report_allocations(state, before, static_cast<double>(state.iterations()));
+}
+
 } // namespace taintpool::bench
