@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""Record one PyTorch workload's allocation trace in the format of
+../shared/traces/README.md (`a <id> <size> <stream>` / `f <id> <size>`).
+
+    python3 bench/gpu/record_trace.py WORKLOAD OUTDIR
+
+Each workload runs in its own process (so max_memory_reserved covers it
+alone), with torch.cuda.memory._record_memory_history around it. Models are
+built from their configurations with random weights: the GPU machine has no
+network. Writes OUTDIR/WORKLOAD.trace.gz and OUTDIR/WORKLOAD.meta.json.
+"""
+import gzip
+import json
+import os
+import random
+import sys
+import time
+
+import torch
+
+
+def steps(model, batch_fn, loss_fn, n=3, autocast=None, lr=1e-4, optim="adamw"):
+    opt = (torch.optim.AdamW(model.parameters(), lr=lr) if optim == "adamw"
+           else torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9))
+    loss = None
+    for _ in range(n):
+        batch = batch_fn()
+        if autocast is not None:
+            with torch.autocast("cuda", dtype=autocast):
+                loss = loss_fn(model, batch)
+        else:
+            loss = loss_fn(model, batch)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    return float(loss)
+
+
+def bert_train():
+    from transformers import BertConfig, BertForMaskedLM
+    model = BertForMaskedLM(BertConfig()).cuda()
+    def batch():
+        ids = torch.randint(0, 30522, (32, 128), device="cuda")
+        return ids
+    loss = steps(model, batch, lambda m, ids: m(input_ids=ids, labels=ids).loss, autocast=torch.float16)
+    return f"BERT-base (BertForMaskedLM, BertConfig(), random init), fp16 autocast, batch 32 x seq 128, AdamW, 3 training steps; loss {loss:.3f}"
+
+
+def resnet50_train():
+    import torchvision
+    model = torchvision.models.resnet50().cuda().to(memory_format=torch.channels_last)
+    def batch():
+        x = torch.randn(64, 3, 224, 224, device="cuda").to(memory_format=torch.channels_last)
+        y = torch.randint(0, 1000, (64,), device="cuda")
+        return x, y
+    loss = steps(model, batch, lambda m, b: torch.nn.functional.cross_entropy(m(b[0]), b[1]),
+                 autocast=torch.bfloat16, lr=0.1, optim="sgd")
+    return f"torchvision resnet50, channels_last, batch 64 x 224^2, bf16 autocast, SGD momentum, 3 training steps; loss {loss:.3f}"
+
+
+def llama_train_bf16():
+    from transformers import LlamaConfig, LlamaForCausalLM
+    cfg = LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=8,
+                      num_attention_heads=16, num_key_value_heads=16, vocab_size=32000,
+                      max_position_embeddings=2048)
+    model = LlamaForCausalLM(cfg).cuda().to(torch.bfloat16)
+    def batch():
+        return torch.randint(0, 32000, (4, 1024), device="cuda")
+    loss = steps(model, batch, lambda m, ids: m(input_ids=ids, labels=ids).loss)
+    return f"Llama-style decoder (hidden 1024, 8 layers, 16 heads, vocab 32000, random init), bf16 weights, batch 4 x seq 1024, AdamW, 3 training steps; loss {loss:.3f}"
+
+
+def t5_train():
+    from transformers import T5Config, T5ForConditionalGeneration
+    cfg = T5Config(d_model=512, d_ff=2048, num_layers=6, num_heads=8, vocab_size=32128,
+                   decoder_start_token_id=0, pad_token_id=0)
+    model = T5ForConditionalGeneration(cfg).cuda()
+    def batch():
+        return (torch.randint(0, 32128, (16, 256), device="cuda"),
+                torch.randint(0, 32128, (16, 64), device="cuda"))
+    loss = steps(model, batch, lambda m, b: m(input_ids=b[0], labels=b[1]).loss)
+    return f"T5-small shape (d_model 512, 6+6 layers, random init), fp32, batch 16 x src 256 / tgt 64, AdamW, 3 training steps; loss {loss:.3f}"
+
+
+def convnext_train():
+    import timm
+    model = timm.create_model("convnext_tiny", pretrained=False).cuda()
+    def batch():
+        return torch.randn(64, 3, 224, 224, device="cuda"), torch.randint(0, 1000, (64,), device="cuda")
+    loss = steps(model, batch, lambda m, b: torch.nn.functional.cross_entropy(m(b[0]), b[1]),
+                 autocast=torch.bfloat16)
+    return f"timm convnext_tiny, batch 64 x 224^2, bf16 autocast, AdamW, 3 training steps; loss {loss:.3f}"
+
+
+def bert_infer_varlen():
+    from transformers import BertConfig, BertModel
+    model = BertModel(BertConfig()).cuda().eval().half()
+    rng = random.Random(7)
+    shapes = []
+    with torch.inference_mode():
+        for _ in range(60):
+            b, s = rng.choice([1, 2, 4, 8, 16, 32]), rng.randint(8, 512)
+            shapes.append((b, s))
+            ids = torch.randint(0, 30522, (b, s), device="cuda")
+            out = model(input_ids=ids).last_hidden_state
+            _ = out.float().mean().item()
+    return f"BERT-base encoder inference, fp16, inference mode, 60 requests of random batch (1..32) x seq (8..512), seed 7"
+
+
+def llama_generate():
+    from transformers import LlamaConfig, LlamaForCausalLM
+    cfg = LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=8,
+                      num_attention_heads=16, num_key_value_heads=16, vocab_size=32000,
+                      max_position_embeddings=4096)
+    model = LlamaForCausalLM(cfg).cuda().to(torch.bfloat16).eval()
+    rng = random.Random(11)
+    with torch.inference_mode():
+        for _ in range(8):
+            b, s = rng.choice([1, 2, 4, 8]), rng.randint(16, 900)
+            ids = torch.randint(0, 32000, (b, s), device="cuda")
+            model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=40,
+                           do_sample=False, pad_token_id=0)
+    return "Llama-style decoder (hidden 1024, 8 layers) generate(), greedy, 40 new tokens, 8 requests of random batch (1..8) x prompt (16..900), bf16, inference mode, seed 11"
+
+
+WORKLOADS = {f.__name__: f for f in [bert_train, resnet50_train, llama_train_bf16, t5_train,
+                                     convnext_train, bert_infer_varlen, llama_generate]}
+
+
+def main():
+    name, outdir = sys.argv[1], sys.argv[2]
+    os.makedirs(outdir, exist_ok=True)
+    torch.manual_seed(0)
+    torch.cuda.init()
+    torch.cuda.memory._record_memory_history(max_entries=3_000_000, context=None)
+    start = time.time()
+    desc = WORKLOADS[name]()
+    torch.cuda.synchronize()
+    wall = time.time() - start
+    snap = torch.cuda.memory._snapshot()
+    torch.cuda.memory._record_memory_history(enabled=None)
+    events = snap["device_traces"][0]
+    stats = torch.cuda.memory_stats()
+    facts = {
+        "workload": name,
+        "torch": torch.__version__,
+        "gpu": torch.cuda.get_device_name(),
+        "max_memory_allocated": torch.cuda.max_memory_allocated(),
+        "max_memory_reserved": torch.cuda.max_memory_reserved(),
+        "requested_bytes_peak": stats.get("requested_bytes.all.peak", 0),
+        "num_alloc_retries": stats.get("num_alloc_retries", 0),
+        "segment_allocated_count": stats.get("segment.all.allocated", 0),
+        "allocation_count": stats.get("allocation.all.allocated", 0),
+        "raw_events": len(events),
+        "max_entries": 3_000_000,
+        "wall_s": round(wall, 2),
+        "desc": desc,
+    }
+    live = {}
+    streams = {}
+    next_id = 1
+    lines = []
+    counts = {"alloc": 0, "free": 0, "free_unmatched": 0, "segment_alloc": 0, "segment_free": 0,
+              "segment_alloc_bytes": 0, "other": 0}
+    in_use = peak = 0
+    for ev in events:
+        action = ev["action"]
+        if action == "alloc":
+            stream = streams.setdefault(ev.get("stream", 0), len(streams))
+            live[ev["addr"]] = (next_id, ev["size"])
+            lines.append(f"a {next_id} {ev['size']} {stream}")
+            next_id += 1
+            counts["alloc"] += 1
+            in_use += ev["size"]
+            peak = max(peak, in_use)
+        elif action == "free_requested":
+            if ev["addr"] in live:
+                ident, size = live.pop(ev["addr"])
+                lines.append(f"f {ident} {size}")
+                counts["free"] += 1
+                in_use -= size
+            else:
+                counts["free_unmatched"] += 1
+        elif action == "segment_alloc":
+            counts["segment_alloc"] += 1
+            counts["segment_alloc_bytes"] += ev["size"]
+        elif action == "segment_free":
+            counts["segment_free"] += 1
+        elif action not in ("free_completed",):
+            counts["other"] += 1
+    for key, value in counts.items():
+        facts["count_" + key] = value
+    facts["trace_peak_in_use"] = peak
+    facts["live_at_end"] = len(live)
+    facts["streams"] = len(streams)
+    with gzip.open(os.path.join(outdir, name + ".trace.gz"), "wt") as out:
+        for key, value in facts.items():
+            if key in ("trace_peak_in_use", "live_at_end", "streams"):
+                continue
+            out.write(f"# {key} {value}\n")
+        out.write("\n".join(lines) + "\n")
+    with open(os.path.join(outdir, name + ".meta.json"), "w") as out:
+        json.dump(facts, out, indent=1)
+    print(f"{name}: {counts['alloc']} allocations, peak in use {peak / 2**30:.3f} GiB, "
+          f"reserved {facts['max_memory_reserved'] / 2**30:.3f} GiB "
+          f"({facts['max_memory_reserved'] / max(peak, 1):.3f}x), {wall:.1f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
