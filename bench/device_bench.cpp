@@ -18,19 +18,18 @@
 //                    call through the backend.
 //
 // Counters: allocs_per_cycle is global operator new calls per launch after a
-// warm-up (bench/support/alloc_counter.cpp): it must read 0 for Launch_2R2W
+// warm-up (testing/src/bench_allocations.cpp): it must read 0 for Launch_2R2W
 // and EngineCycle_2W (G10). Build Release.
 #include <taintpool/device/device.hpp>
 #include <taintpool/error_graph.hpp>
 #include <taintpool/host/host_backend.hpp>
 #include <taintpool/taint.hpp>
+#include <taintpool/testing/bench_allocations.hpp>
 
 #include <benchmark/benchmark.h>
 
 #include <array>
 #include <cstdint>
-
-#include "support/alloc_counter.hpp"
 
 namespace taintpool::bench {
 namespace {

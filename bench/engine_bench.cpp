@@ -23,7 +23,7 @@
 //
 // Counters: time_per_buffer / time_per_tile / time_per_failure are seconds
 // per unit of work (printed with an SI prefix: "3.1ns"); allocs_per_cycle is
-// global operator new calls per iteration (bench/support/alloc_counter.cpp).
+// global operator new calls per iteration (testing/src/bench_allocations.cpp).
 // Build Release (-DCMAKE_BUILD_TYPE=Release); see bench/README.md.
 #include <taintpool/byte_range.hpp>
 #include <taintpool/error.hpp>
@@ -31,6 +31,7 @@
 #include <taintpool/failure_id.hpp>
 #include <taintpool/model/engine_model.hpp>
 #include <taintpool/taint.hpp>
+#include <taintpool/testing/bench_allocations.hpp>
 
 #include <benchmark/benchmark.h>
 
@@ -40,7 +41,6 @@
 #include <vector>
 
 #include "baselines/boxed_engine.hpp"
-#include "support/alloc_counter.hpp"
 
 namespace taintpool::bench {
 namespace {

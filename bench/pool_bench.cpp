@@ -21,6 +21,7 @@
 #include <taintpool/error_graph.hpp>
 #include <taintpool/pool/host_storage.hpp>
 #include <taintpool/pool/memory_manager.hpp>
+#include <taintpool/testing/bench_allocations.hpp>
 
 #include <benchmark/benchmark.h>
 
@@ -29,7 +30,6 @@
 #include <vector>
 
 #include "baselines/map_pool.hpp"
-#include "support/alloc_counter.hpp"
 
 namespace taintpool::bench {
 namespace {

@@ -12,12 +12,14 @@
 //
 // The backend here is a HostBackend whose copies and late-failure reports
 // are scripted. Heap faults come from the fuzzers' allocation fault
-// injector (fuzz/common/alloc_faults.hpp), linked into this executable only.
+// injector (testing/: <taintpool/testing/alloc_faults.hpp>), linked into this
+// executable only.
 #include <taintpool/device/device.hpp>
 #include <taintpool/exception.hpp>
 #include <taintpool/host/host_backend.hpp>
 #include <taintpool/pool/host_storage.hpp>
 #include <taintpool/pool/memory_manager.hpp>
+#include <taintpool/testing/alloc_faults.hpp>
 
 #include <gtest/gtest.h>
 
@@ -31,13 +33,11 @@
 #include <utility>
 #include <vector>
 
-#include "common/alloc_faults.hpp"
-
 namespace taintpool {
 namespace {
 
-using fuzz::arm_allocation_fault;
-using fuzz::disarm_allocation_fault;
+using testing::arm_allocation_fault;
+using testing::disarm_allocation_fault;
 
 /// A host backend whose copies can fail and which reports late failures
 /// the test scripts: `oldest` is what oldest_unconfirmed_launch() says,

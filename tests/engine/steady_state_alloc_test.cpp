@@ -8,7 +8,7 @@
 // Why: every launch runs that cycle once per written buffer, so an
 // allocation there is paid on every launch of every program (DESIGN.md §5).
 // A timing would be noisy; an allocation count is exact. This executable
-// replaces the global operator new with a counting one (counting_new.cpp),
+// replaces the global operator new with a counting one (testing/src/replace_new.cpp),
 // which is why it is its own test binary. No assertion macro runs inside a
 // measured region: the region holds only engine calls.
 #include <taintpool/byte_range.hpp>
@@ -16,6 +16,7 @@
 #include <taintpool/error_graph.hpp>
 #include <taintpool/failure_id.hpp>
 #include <taintpool/taint.hpp>
+#include <taintpool/testing/heap_allocations.hpp>
 
 #include <gtest/gtest.h>
 
@@ -24,8 +25,6 @@
 #include <memory>
 #include <string>
 #include <vector>
-
-#include "counting_new.hpp"
 
 namespace taintpool {
 namespace {

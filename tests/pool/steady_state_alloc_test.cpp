@@ -2,13 +2,14 @@
 // release (allocate, drop, discover) performs zero heap allocations, in
 // every pool — slice records are recycled, the id table has grown, pages are
 // reused. A timing would be noisy; a count is exact. Its own executable: it
-// replaces the global operator new (tests/support/counting_new.cpp).
+// replaces the global operator new (testing/src/replace_new.cpp).
+#include <taintpool/testing/heap_allocations.hpp>
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <vector>
 
-#include "counting_new.hpp"
 #include "pool_fixture.hpp"
 
 namespace taintpool {

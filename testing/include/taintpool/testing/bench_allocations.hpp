@@ -1,8 +1,8 @@
 // Heap allocations as a benchmark counter.
 //
 // The benchmark binary's global operator new/delete (every form) count each
-// allocation, then defer to malloc/free: fuzz/common/replace_new.cpp, the
-// replacement the fuzzers and tests use too, linked into this library.
+// allocation, then defer to malloc/free: testing/src/replace_new.cpp, the
+// replacement the fuzzers and tests use too (heap_allocations.hpp).
 // A benchmark reads the count before and after its timed loop and reports the
 // difference per cycle with report_allocations(): the success-path cycle of
 // the engine must read 0 (DESIGN.md §5), and the naive layouts show what they
@@ -10,14 +10,15 @@
 // same for every layout measured, so it does not tilt the comparison.
 #pragma once
 
+#include <taintpool/testing/heap_allocations.hpp>
+
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
 
 namespace taintpool::bench {
 
-/// Calls of any global operator new since the process started.
-[[nodiscard]] std::uint64_t heap_allocations() noexcept;
+using testing::heap_allocations;
 
 /// Sets state.counters["allocs_per_cycle"] to the allocations since `before`
 /// divided by `cycles` (a cycle is one iteration unless said otherwise).

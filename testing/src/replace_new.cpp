@@ -1,18 +1,18 @@
-// The replaceable global allocation functions behind replace_new.hpp: count,
-// fail the allocation alloc_faults.cpp's countdown names, else malloc.
+// The replaceable global allocation functions behind heap_allocations.hpp:
+// count, fail the allocation alloc_faults.cpp's countdown names, else malloc.
 //
 // Replacing them is allowed by [replacement.functions]; they must not be
-// inline, so they live in this one translation unit. heap_allocations() is
-// defined here too: a binary that links this file through a static library
-// (bench/) references it, which is what pulls these operators in.
-#include "replace_new.hpp"
+// inline, so they live in this one translation unit, which every user links
+// as an object (taintpool::testing_replace_new is an object library: a
+// static library would only pull it in when something named one of its
+// symbols, and a fuzzer names none).
+#include <taintpool/testing/alloc_faults.hpp>
+#include <taintpool/testing/heap_allocations.hpp>
 
 #include <atomic>
 #include <cstddef>
 #include <cstdlib>
 #include <new>
-
-#include "alloc_faults.hpp"
 
 namespace {
 
@@ -20,7 +20,7 @@ std::atomic<std::uint64_t> allocations{0};
 
 void* allocate(std::size_t size) {
   allocations.fetch_add(1, std::memory_order_relaxed);
-  if (taintpool::fuzz::allocation_fault_now()) {
+  if (taintpool::testing::allocation_fault_now()) {
     throw std::bad_alloc();
   }
   if (void* memory = std::malloc(size == 0 ? 1 : size)) {
@@ -31,7 +31,7 @@ void* allocate(std::size_t size) {
 
 void* allocate_aligned(std::size_t size, std::align_val_t alignment) {
   allocations.fetch_add(1, std::memory_order_relaxed);
-  if (taintpool::fuzz::allocation_fault_now()) {
+  if (taintpool::testing::allocation_fault_now()) {
     throw std::bad_alloc();
   }
   const auto align = static_cast<std::size_t>(alignment);
@@ -54,13 +54,13 @@ void* or_null(Allocate&& allocate_or_throw) noexcept {
 
 } // namespace
 
-namespace taintpool::fuzz {
+namespace taintpool::testing {
 
 std::uint64_t heap_allocations() noexcept {
   return allocations.load(std::memory_order_relaxed);
 }
 
-} // namespace taintpool::fuzz
+} // namespace taintpool::testing
 
 void* operator new(std::size_t size) {
   return allocate(size);

@@ -3,8 +3,9 @@
 // replace_new.cpp, a separate translation unit, because MemorySanitizer's
 // runtime defines those operators itself: MSan builds link this file alone,
 // so an armed fault never fires there — the call completes — and a fuzzer
-// compares that outcome as usual (fuzz/CMakeLists.txt picks the files).
-#include "alloc_faults.hpp"
+// compares that outcome as usual (testing/CMakeLists.txt: the two object
+// libraries).
+#include <taintpool/testing/alloc_faults.hpp>
 
 namespace {
 
@@ -13,7 +14,7 @@ thread_local std::int64_t countdown = -1;
 
 } // namespace
 
-namespace taintpool::fuzz {
+namespace taintpool::testing {
 
 void arm_allocation_fault(std::uint64_t n) noexcept {
   countdown = static_cast<std::int64_t>(n);
@@ -37,4 +38,4 @@ bool allocation_fault_now() noexcept {
   return false;
 }
 
-} // namespace taintpool::fuzz
+} // namespace taintpool::testing

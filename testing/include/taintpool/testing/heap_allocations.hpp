@@ -1,0 +1,36 @@
+// The global operator new/delete of every binary that links
+// taintpool::testing_replace_new (testing/src/replace_new.cpp): the fuzzers
+// and their replays, the allocation-counting tests, and the benchmarks. One
+// replacement serves all three, because a program may hold only one:
+//   * every allocation counts once (a relaxed atomic add), so a test or a
+//     benchmark can pin "this path allocates nothing" (G10, T6) as a
+//     deterministic number rather than a timing;
+//   * an allocation fails when alloc_faults.hpp armed it (one thread-local
+//     compare while disarmed), so a fuzzer or a test can check that a failed
+//     operation changes nothing.
+// Then each defers to malloc/free (aligned_alloc for the over-aligned
+// forms). MemorySanitizer builds leave the file out: MSan's runtime owns the
+// global operator new (fuzz/CMakeLists.txt).
+//
+// Counts are atomic, so a helper thread of the test framework cannot tear
+// them, but a test should read them around a region that makes no other
+// calls (no EXPECT inside the measured region).
+#pragma once
+
+#include <cstdint>
+
+namespace taintpool::testing {
+
+/// Calls of any global operator new since the process started, every
+/// thread together.
+[[nodiscard]] std::uint64_t heap_allocations() noexcept;
+
+/// Allocations made while running `fn`.
+template <class Fn>
+[[nodiscard]] std::uint64_t allocations_during(Fn&& fn) {
+  const std::uint64_t before = heap_allocations();
+  fn();
+  return heap_allocations() - before;
+}
+
+} // namespace taintpool::testing
