@@ -17,23 +17,34 @@
 // is ever built, copied or printed on a passing run. Failures are reported
 // with fprintf and abort, never through std::string.
 //
-// # What is checked, after every op
+// # What is checked
 //
 // One allocation of 64 bytes, three ways: `bytes` (an array, one owner per
 // byte — right by inspection), an OwnerMap (runs, rebuilt from scratch on
-// every assign) and a Taint on a live ErrorGraph.
+// every assign) and a Taint on a live ErrorGraph. After EVERY op:
 //   * OwnerMap::runs() equals the maximal runs of `bytes`; owners(),
-//     holds() and owners_in() of the op's range agree with `bytes`;
+//     empty(), and owners_in() of the op's range agree with `bytes`;
 //   * the Taint's claims (for_each_claim, ascending) equal those runs (T1,
 //     T2, T4, T5: canonical, one failure's ranges never touch), failures()
 //     of the op's range equals owners_in(), failure() is one of them or none
-//     iff there are none (T3), carries() and claim_count() agree, and
-//     is_spilled() is false whenever a single run is left (T6);
-//   * every failure id minted: the graph holds it iff the taint carries it
-//     or it is a fresh one not yet given a byte (R1–R3), with exactly one tag
-//     per carrier; check_invariants() on the taint and the graph.
+//     iff there are none (T3), and is_spilled() is false whenever a single
+//     run is left (T6); check_invariants() on the taint and the graph;
+//   * every failure the op could have changed — each one live before it
+//     (only those can lose their last byte) and any it inserted: the graph
+//     holds it iff the taint carries it or it is a fresh one not yet given a
+//     byte (R1–R3), with exactly one tag per carrier, and one that lost its
+//     last byte is gone (G3); holds() and carries() agree with `bytes`.
+// Every kFullCheckEvery ops and at the end, the last point for EVERY failure
+// ever minted (a dead one must stay dead, carried by nobody), and
+// claim_count() (R1: one per distinct owner; it sorts a copy, so it is not
+// asked on every op).
 // At the end the taint is cleared and the fresh failures pruned: the graph
 // must be empty (R4).
+//
+// Cost: the checks reuse their buffers (the harness's and the OwnerMap's),
+// so a passing op allocates only inside core (failures() returns a vector)
+// and the model's first updates; fuzz/owner_map_fuzzer.options bounds the
+// input.
 //
 // # How the input is decoded (past the end every byte reads as 0)
 //
@@ -59,6 +70,7 @@
 #include <vector>
 
 #include "common/byte_reader.hpp"
+#include "common/no_coverage.hpp"
 
 namespace {
 
@@ -87,34 +99,53 @@ void check(bool ok, const char* rule, const char* what, std::size_t op, std::uin
   }
 }
 
-/// Maximal runs of one owner over the per-byte array: the canonical form.
-std::vector<OwnedRun> runs_of(const std::array<std::uint64_t, kBytes>& bytes) {
-  std::vector<OwnedRun> runs;
+/// Ops between two checks of every failure ever minted; the ops in between
+/// check the failures they could have changed.
+constexpr std::size_t kFullCheckEvery = 16;
+
+// The per-byte oracle and the checks are plain loops in functions libFuzzer
+// does not instrument (common/no_coverage.hpp): they run 64 bytes per op,
+// every op, and their branches say nothing about core or the model.
+
+/// Maximal runs of one owner over the per-byte array, into `runs`: the
+/// canonical form.
+TAINTPOOL_FUZZ_CHECKER void runs_of(const std::array<std::uint64_t, kBytes>& bytes,
+                                    std::vector<OwnedRun>& runs) {
+  runs.clear();
+  const std::uint64_t* byte = bytes.data();
   for (std::uint64_t at = 0; at < kBytes; ++at) {
-    if (bytes[at] == 0) {
+    if (byte[at] == 0) {
       continue;
     }
-    if (!runs.empty() && runs.back().owner == bytes[at] && runs.back().end == at) {
-      runs.back().end = at + 1;
+    if (at > 0 && byte[at - 1] == byte[at]) {
+      runs[runs.size() - 1].end = at + 1;
     } else {
-      runs.push_back(OwnedRun{at, at + 1, bytes[at]});
+      runs.push_back(OwnedRun{at, at + 1, byte[at]});
     }
   }
-  return runs;
 }
 
-/// Owners of [begin, end) in the array, ascending, each once.
-std::vector<std::uint64_t> owners_of(const std::array<std::uint64_t, kBytes>& bytes,
-                                     std::uint64_t begin, std::uint64_t end) {
-  std::vector<std::uint64_t> found;
+/// Owners of [begin, end) in the array, ascending, each once, into `found`
+/// (an insertion into a sorted list: there are a handful).
+TAINTPOOL_FUZZ_CHECKER void owners_of(const std::array<std::uint64_t, kBytes>& bytes,
+                                      std::uint64_t begin, std::uint64_t end,
+                                      std::vector<std::uint64_t>& found) {
+  found.clear();
+  const std::uint64_t* byte = bytes.data();
   for (std::uint64_t at = begin; at < end; ++at) {
-    if (bytes[at] != 0) {
-      found.push_back(bytes[at]);
+    const std::uint64_t owner = byte[at];
+    if (owner == 0 || (at > begin && byte[at - 1] == owner)) {
+      continue;
     }
+    std::size_t slot = found.size();
+    while (slot > 0 && found[slot - 1] > owner) {
+      --slot;
+    }
+    if (slot > 0 && found[slot - 1] == owner) {
+      continue;
+    }
+    found.insert(found.begin() + static_cast<std::ptrdiff_t>(slot), owner);
   }
-  std::sort(found.begin(), found.end());
-  found.erase(std::unique(found.begin(), found.end()), found.end());
-  return found;
 }
 
 struct Harness {
@@ -122,54 +153,98 @@ struct Harness {
   OwnerMap map;
   ErrorGraph graph;
   Taint taint;
-  std::vector<std::uint64_t> minted; ///< Every failure id inserted, ascending.
+  std::vector<std::uint64_t> minted;   ///< Every failure id inserted, ascending.
+  std::vector<std::uint64_t> live;     ///< The live ones, ascending (settled after every op).
+  std::vector<std::uint64_t> was_live; ///< live before the current op.
+  /// By id: whether the failure was ever given a byte. One that was and has
+  /// none left must be gone (G3); only a fresh one may live untagged (R3).
+  std::vector<char> given_bytes = std::vector<char>(1, 0);
+  // Buffers the checks reuse, so that a passing op allocates nothing here.
+  std::vector<OwnedRun> expected;
+  std::vector<OwnedRun> claims;
+  std::vector<std::uint64_t> all;
+  std::vector<std::uint64_t> inside;
+  std::vector<std::uint64_t> found;
+  std::vector<std::uint64_t> reported;
 
   Harness() = default;
   Harness(const Harness&) = delete;
   Harness& operator=(const Harness&) = delete;
   ~Harness() { taint.clear(graph); }
 
-  [[nodiscard]] std::vector<std::uint64_t> live() const {
-    std::vector<std::uint64_t> ids;
-    for (std::uint64_t id : minted) {
-      if (graph.contains(FailureId::from_raw(id))) {
-        ids.push_back(id);
-      }
-    }
-    return ids;
-  }
-
   std::uint64_t insert() {
     const FailureId id = graph.insert_provisional();
     minted.push_back(id.raw());
+    live.push_back(id.raw());
+    given_bytes.resize(id.raw() + 1, 0);
     return id.raw();
   }
 
-  void compare(std::size_t op, std::uint64_t begin, std::uint64_t end) {
-    const std::vector<OwnedRun> expected = runs_of(bytes);
+  /// Drops from `live` the failures the op killed (only one live before it
+  /// can have died).
+  TAINTPOOL_FUZZ_CHECKER void settle_live() {
+    std::size_t kept = 0;
+    for (std::size_t at = 0; at < live.size(); ++at) {
+      if (graph.contains(FailureId::from_raw(live[at]))) {
+        live[kept++] = live[at];
+      }
+    }
+    live.resize(kept);
+  }
+
+  /// Whether the ascending `ids` holds `id` (a handful: a plain scan).
+  TAINTPOOL_FUZZ_CHECKER static bool among(const std::vector<std::uint64_t>& ids,
+                                           std::uint64_t id) {
+    for (const std::uint64_t each : ids) {
+      if (each >= id) {
+        return each == id;
+      }
+    }
+    return false;
+  }
+
+  /// One failure against `bytes` (whose owners are `all`): R1–R3.
+  TAINTPOOL_FUZZ_CHECKER void check_failure(std::size_t op, std::uint64_t id) const {
+    const FailureId failure = FailureId::from_raw(id);
+    const bool carried = among(all, id);
+    check(map.holds(id) == carried, "model", "holds() is wrong", op, id);
+    check(taint.carries(failure) == carried, "R1", "carries() is wrong", op, id);
+    if (carried) {
+      check(graph.tags(failure) == 1, "R1", "a carried failure has a tag count other than 1", op,
+            id, graph.tags(failure));
+    } else if (graph.contains(failure)) {
+      check(graph.tags(failure) == 0, "R3", "an uncarried live failure holds tags", op, id,
+            graph.tags(failure));
+      check(given_bytes[id] == 0, "G3", "a failure that lost its last byte is still in the graph",
+            op, id);
+    }
+  }
+
+  TAINTPOOL_FUZZ_CHECKER void compare(std::size_t op, std::uint64_t begin, std::uint64_t end,
+                                      bool every_failure) {
+    runs_of(bytes, expected);
     check(map.runs() == expected, "model", "OwnerMap runs differ from the per-byte array", op,
           map.runs().size(), expected.size());
-    const std::vector<std::uint64_t> all = owners_of(bytes, 0, kBytes);
-    check(map.owners() == all, "model", "OwnerMap owners() differ", op, map.owners().size(),
-          all.size());
+    owners_of(bytes, 0, kBytes, all);
+    map.owners(found);
+    check(found == all, "model", "OwnerMap owners() differ", op, found.size(), all.size());
     check(map.empty() == expected.empty(), "model", "OwnerMap empty() is wrong", op);
 
-    std::vector<OwnedRun> claims;
+    claims.clear();
     taint.for_each_claim([&](FailureId failure, ByteRange range) {
       claims.push_back(OwnedRun{range.begin(), range.end(), failure.raw()});
     });
     check(claims == expected, "T1/T2/T5", "the taint's claims differ from the model", op,
           claims.size(), expected.size());
     check(taint.is_clean() == expected.empty(), "T4", "is_clean() is wrong", op);
-    check(taint.claim_count() == all.size(), "R1", "claim_count() differs from the owners", op,
-          taint.claim_count(), all.size());
     if (Taint::inline_claims && expected.size() == 1) {
       check(!taint.is_spilled(), "T6", "one failure over one range spilled", op);
     }
 
-    const std::vector<std::uint64_t> inside = owners_of(bytes, begin, end);
-    check(map.owners_in(begin, end) == inside, "model", "owners_in() differs", op, begin, end);
-    std::vector<std::uint64_t> reported;
+    owners_of(bytes, begin, end, inside);
+    map.owners_in(begin, end, found);
+    check(found == inside, "model", "owners_in() differs", op, begin, end);
+    reported.clear();
     for (FailureId failure : taint.failures(ByteRange::of(begin, end))) {
       reported.push_back(failure.raw());
     }
@@ -178,22 +253,29 @@ struct Harness {
     check(one.has_value() == !inside.empty(), "T3", "failure() is none iff no byte is claimed", op,
           begin, end);
     if (one) {
-      check(std::binary_search(inside.begin(), inside.end(), one->raw()), "T3",
+      check(among(inside, one->raw()), "T3",
             "failure() names a failure that claims no byte of the range", op, one->raw());
     }
 
-    for (std::uint64_t id : minted) {
-      const FailureId failure = FailureId::from_raw(id);
-      const bool carried = std::binary_search(all.begin(), all.end(), id);
-      check(map.holds(id) == carried, "model", "holds() is wrong", op, id);
-      check(taint.carries(failure) == carried, "R1", "carries() is wrong", op, id);
-      if (carried) {
-        check(graph.tags(failure) == 1, "R1", "a carried failure has a tag count other than 1", op,
-              id, graph.tags(failure));
-      } else if (graph.contains(failure)) {
-        check(graph.tags(failure) == 0, "R3", "an uncarried live failure holds tags", op, id,
-              graph.tags(failure));
+    // A failure can only die, never come back (G1): the ones live before
+    // the op, and any it inserted (newer than all of them), are every one
+    // whose state the op could change.
+    for (const std::uint64_t id : was_live) {
+      check_failure(op, id);
+    }
+    for (const std::uint64_t id : live) {
+      if (was_live.empty() || id > was_live.back()) {
+        check_failure(op, id);
       }
+    }
+    if (every_failure) {
+      for (const std::uint64_t id : minted) {
+        check_failure(op, id);
+      }
+      check(taint.claim_count() == all.size(), "R1", "claim_count() differs from the owners", op,
+            taint.claim_count(), all.size());
+      check(graph.size() == live.size(), "G1/G3", "the graph holds failures nobody minted", op,
+            graph.size(), live.size());
     }
     taint.check_invariants();
     graph.check_invariants();
@@ -208,6 +290,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::size_t op = 0;
   while (!in.empty()) {
     ++op;
+    h.was_live = h.live;
     const unsigned kind = in.byte() % 8u;
     std::uint64_t begin = 0;
     std::uint64_t end = kBytes;
@@ -220,24 +303,26 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     const ByteRange range = ByteRange::of(begin, end);
     if (kind <= 2) { // T1
-      std::vector<std::uint64_t> live = h.live();
       std::uint64_t owner = 0;
-      if (live.empty() || (live.size() < kMaxLive && in.byte() % 4 == 0)) {
+      if (h.live.empty() || (h.live.size() < kMaxLive && in.byte() % 4 == 0)) {
         owner = h.insert();
       } else {
-        owner = live[in.below(live.size())];
+        owner = h.live[in.below(h.live.size())];
       }
       std::fill(h.bytes.begin() + static_cast<std::ptrdiff_t>(begin),
                 h.bytes.begin() + static_cast<std::ptrdiff_t>(end), owner);
       h.map.assign(begin, end, owner);
       h.taint.taint(range, FailureId::from_raw(owner), h.graph);
+      if (!range.empty()) {
+        h.given_bytes[owner] = 1;
+      }
     } else if (kind <= 4) { // T2
       std::fill(h.bytes.begin() + static_cast<std::ptrdiff_t>(begin),
                 h.bytes.begin() + static_cast<std::ptrdiff_t>(end), 0);
       h.map.assign(begin, end, 0);
       h.taint.written(range, h.graph);
     } else if (kind == 6) {
-      if (h.live().size() < kMaxLive) {
+      if (h.live.size() < kMaxLive) {
         h.insert();
       }
     } else if (kind == 7) { // T4
@@ -245,8 +330,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       h.map.reset();
       h.taint.clear(h.graph);
     }
-    h.compare(op, begin, end);
+    h.settle_live();
+    h.compare(op, begin, end, op % kFullCheckEvery == 0);
   }
+  h.was_live.clear();
+  h.compare(op, 0, kBytes, true);
 
   // R4: with the carrier cleared and the fresh failures pruned, nothing is left.
   h.taint.clear(h.graph);

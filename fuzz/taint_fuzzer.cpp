@@ -8,21 +8,49 @@
 // failures of a range), replace, prune, skipped, report, reports, move (a
 // Taint move-assigned or move-constructed into another slot), graph_contract
 // (tag/untag/id-0 calls the contract refuses) and graph_move (the graph moved
-// through two other graph objects and back). After EVERY op the whole
-// observable state must agree:
-//   * every allocation's claims — core for_each_claim against model claims(),
-//     both canonical and ascending (T1, T2, T4, T5);
-//   * for every failure id ever minted: alive or not (G3, G5), tags (R1),
-//     error (G4, G6), skips_recorded and the kept skip_records (G7), and for a
-//     live one its reports (G8); graph size and next_id (G1);
-//   * per allocation: failures() over everything equals the model's owners,
-//     failure() is one of them and none iff there are none (T3); is_clean,
-//     is_spilled (T6: one failure over one range is inline), claim_count and
-//     carries (R1);
-//   * graph.for_each agrees with the model; graph.check_invariants(), every
-//     taint.check_invariants() (T5, T6), and check_refcounts(graph, carriers,
-//     held) (R1–R3), where `held` is the live failures the fuzzer inserted and
-//     has not yet given a carrier — the only untagged nodes R3 allows.
+// through two other graph objects and back). The observable state is
+// compared in two sweeps:
+//
+// After EVERY op, everything the op could have changed (check_touched):
+//   * the claims of each allocation it named — core for_each_claim against
+//     the model's runs, both canonical and ascending (T1, T2, T4, T5) — and
+//     that taint's shape: failure() over everything is one of the model's
+//     owners and none iff there are none (T3); is_clean, is_spilled (T6:
+//     one failure over one range is inline), claim_count, and
+//     check_invariants() (T5, T6);
+//   * every failure it could have changed — the one it names, the ones it
+//     minted or pruned, every live one after a graph move, and every
+//     failure that owned a byte of an allocation it changed (the only ones
+//     that can lose their last carrier): alive or not (G3, G5), tags (R1),
+//     carries() on those allocations (R1), error (G4, G6), skips_recorded
+//     (G7);
+//   * after a skip, the failure's kept skip_records (G7) and the report of
+//     a read the newest record produced — the walk through every record the
+//     op added (G8) — and, the first time its log passes the cap of 16, the
+//     reports of the read the oldest kept record produced (cut short by the
+//     gap) and of a read no record produced (the empty path); after a
+//     replace, that empty-path report (its root is the new error);
+//   * graph size and next_id (G1).
+// An op that ends by throwing (a contract violation, or out of memory) is
+// checked the same way against the model, which changed nothing: so the
+// core must have changed nothing either. The report and reports ops
+// compare any failure's reports for any read directly.
+//
+// Every kFullCheckEvery ops and at the end of the input, ALL of it
+// (check_everything):
+//   * every allocation's claims and shape as above, failures() over
+//     everything against the model's owners (T3), and carries() of every
+//     failure ever minted on every allocation;
+//   * for every failure id ever minted: alive or not, tags, error,
+//     skips_recorded and, for one with skips, the kept skip_records;
+//   * the decoder's list of live failures against the model's;
+//   * graph.for_each agrees with the model; graph.check_invariants(), and
+//     check_refcounts(graph, carriers, held) (R1–R3), where `held` is the
+//     live failures the fuzzer inserted and has not yet given a carrier —
+//     the only untagged nodes R3 allows.
+// A divergence outside what an op names (a core bug that touches another
+// allocation or failure) is so caught within kFullCheckEvery ops; one inside
+// it, at once.
 // Operations that break the contract are generated on purpose (taint with a
 // dead or never-minted failure, skipped/report of one, untag of an untagged
 // node, tag of a dead one, move-assigning over a taint that holds claims,
@@ -30,9 +58,18 @@
 // model must end the same way (the same exception class), and the state must
 // be exactly what it was before.
 //
+// Cost: the checks run on every op, so they are shaped to cost what the op
+// touched, not what the input has built up: no message is built on a
+// passing run (Checker takes callables), claims are compared in place, the
+// decoder keeps the model's live failures (`live_`, checked against the
+// model in every full sweep) instead of asking for a fresh list each op,
+// and the checkers are left out of libFuzzer's coverage
+// (common/no_coverage.hpp). The input length is bounded in
+// taint_fuzzer.options.
+//
 // Out of memory is a contract case too: an op may run core under an injected
-// allocation fault (fuzz/common/alloc_faults.hpp: the k-th allocation of the
-// core call throws std::bad_alloc). If it fires, core must throw bad_alloc
+// allocation fault (<taintpool/testing/alloc_faults.hpp>: the k-th allocation
+// of the core call throws std::bad_alloc). If it fires, core must throw bad_alloc
 // and change nothing (taint.hpp "Contract"); the model then skips the op. If
 // the call needed fewer allocations, it completes and is compared as usual.
 //
@@ -82,6 +119,7 @@
 #include <taintpool/model/engine_model.hpp>
 #include <taintpool/report.hpp>
 #include <taintpool/taint.hpp>
+#include <taintpool/testing/alloc_faults.hpp>
 
 #include <algorithm>
 #include <array>
@@ -95,9 +133,9 @@
 #include <utility>
 #include <vector>
 
-#include "common/alloc_faults.hpp"
 #include "common/byte_reader.hpp"
 #include "common/check.hpp"
+#include "common/no_coverage.hpp"
 #include "common/show.hpp"
 #include "common/tla_trace.hpp"
 
@@ -120,6 +158,7 @@ using taintpool::fuzz::run_op;
 using taintpool::fuzz::show;
 using taintpool::fuzz::show_offset;
 using taintpool::model::EngineModel;
+using taintpool::model::OwnedRun;
 namespace tla = taintpool::fuzz::tla;
 
 /// The target's name in messages: one source, two builds (targets.txt).
@@ -140,6 +179,13 @@ constexpr std::array<const char*, 5> kMessages = {
 constexpr std::array<const char*, 5> kKernels = {"softmax", "linear", "",
                                                  "a_kernel_name_long_enough_for_the_heap", "k"};
 constexpr std::size_t kErrorKinds = 9; // ErrorKind::Generic .. InvalidBinding
+/// Ops between two sweeps over everything (check_everything); every op in
+/// between is checked on what it touched (check_touched).
+constexpr std::size_t kFullCheckEvery = 16;
+/// At most this many produced allocations per skip record, and (failure,
+/// read) pairs per reports op, as decoded.
+constexpr std::size_t kMaxProduced = 3;
+constexpr std::size_t kMaxPairs = 4;
 
 enum class Kind : std::uint8_t {
   insert,
@@ -192,15 +238,33 @@ struct Op {
   ErrorKind error_kind = ErrorKind::Generic;
   std::size_t text = 0; ///< Index into kMessages or kKernels.
   std::uint64_t needed = 1;
-  std::vector<std::uint64_t> produced;
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> pairs; ///< reports: (failure, read).
+  // Fixed capacity, so that an op — logged for every op of every input —
+  // owns no heap memory.
+  std::array<std::uint64_t, kMaxProduced> produced{};
+  std::size_t produced_count = 0;
+  std::array<std::pair<std::uint64_t, std::uint64_t>, kMaxPairs>
+      pairs{}; ///< reports: (failure, read).
+  std::size_t pair_count = 0;
   std::uint8_t variant = 0;
   std::uint64_t repeat = 1; ///< skipped: how many records, as a chain (see skip_record).
   /// The core call's allocation that fails with std::bad_alloc (0 = its
   /// first), or -1 for none.
   std::int64_t fault_at = -1;
   bool ran = false; ///< skipped: SkipRecord::ran.
+
+  [[nodiscard]] std::span<const std::uint64_t> produced_ids() const {
+    return {produced.data(), produced_count};
+  }
+  [[nodiscard]] std::span<const std::pair<std::uint64_t, std::uint64_t>> read_pairs() const {
+    return {pairs.data(), pair_count};
+  }
 };
+
+/// The buffer Harness::ops_ names (see there).
+std::vector<Op>& op_log() {
+  static std::vector<Op> log;
+  return log;
+}
 
 /// Ops whose core side is one fallible call, so an injected std::bad_alloc
 /// must leave everything exactly as it was before the op.
@@ -235,7 +299,7 @@ SkipRecord skip_record(const Op& op, std::uint64_t step) {
   if (op.repeat > 1) {
     record.produced.push_back(AllocationId::from_raw(wrap_allocation(op.needed + step + 1)));
   }
-  for (const std::uint64_t id : op.produced) {
+  for (const std::uint64_t id : op.produced_ids()) {
     record.produced.push_back(AllocationId::from_raw(wrap_allocation(id + step)));
   }
   return record;
@@ -277,7 +341,7 @@ std::string describe_op(const Op& op) {
                            : "prune(" + failure + ")";
   case Kind::skipped: {
     std::string produced;
-    for (const std::uint64_t id : op.produced) {
+    for (const std::uint64_t id : op.produced_ids()) {
       produced += (produced.empty() ? "A" : " A") + std::to_string(id);
     }
     return "skipped(" + failure + ", {" + show(std::string(kKernels[op.text % kKernels.size()])) +
@@ -289,7 +353,7 @@ std::string describe_op(const Op& op) {
     return "report(" + failure + ", A" + std::to_string(op.needed) + ")";
   case Kind::reports: {
     std::string pairs;
-    for (const auto& [f, read] : op.pairs) {
+    for (const auto& [f, read] : op.read_pairs()) {
       pairs +=
           (pairs.empty() ? "(F" : ", (F") + std::to_string(f) + " A" + std::to_string(read) + ")";
     }
@@ -338,10 +402,9 @@ struct FailureState {
   std::vector<SkipRecord> records;
   std::vector<Report> reports; ///< Live only: per read id (one when there are no records).
   std::string report_threw;    ///< Why a live failure's report threw, if it did (G8).
-
-  friend bool operator==(const FailureState&, const FailureState&) = default;
 };
 
+/// A whole engine's observable state: what a failed check prints.
 struct EngineState {
   std::array<Claims, kAllocations> claims;
   std::vector<FailureState> failures; ///< Every id ever minted, ascending.
@@ -423,15 +486,10 @@ struct CoreView {
   }
 };
 
-/// The whole observable state of core (CoreView) or the model (EngineModel).
-///
-/// Reports (G8) are a function of a failure's error, skip count and kept
-/// records, all compared on every op; so a failure's reports are computed
-/// only when those changed since `previous` (or it is new), which keeps the
-/// per-op cost linear in what moved. The report and reports ops compare
-/// reports directly as well.
+/// The whole observable state of core (CoreView) or the model (EngineModel),
+/// with the reports of every live failure: what a failed check prints.
 template <class Engine>
-EngineState observe(const Engine& engine, const EngineState* previous) {
+EngineState observe(const Engine& engine) {
   EngineState state;
   for (std::size_t at = 0; at < kAllocations; ++at) {
     state.claims[at] = engine.claims(at);
@@ -450,13 +508,7 @@ EngineState observe(const Engine& engine, const EngineState* previous) {
     }
     failure.skips = engine.skips_recorded(id);
     failure.records = engine.skip_records(id);
-    const FailureState* before = previous != nullptr && raw <= previous->failures.size()
-                                     ? &previous->failures[raw - 1]
-                                     : nullptr;
-    const bool unchanged = before != nullptr && before->live == failure.live &&
-                           before->error == failure.error && before->skips == failure.skips &&
-                           before->records == failure.records;
-    if (failure.live && !unchanged) {
+    if (failure.live) {
       for (const std::uint64_t read : report_reads(failure.records)) {
         const Outcome outcome = run_op(
             [&] { failure.reports.push_back(engine.report(id, AllocationId::from_raw(read))); });
@@ -468,11 +520,6 @@ EngineState observe(const Engine& engine, const EngineState* previous) {
     state.failures.push_back(std::move(failure));
   }
   return state;
-}
-
-bool same_but_reports(const FailureState& a, const FailureState& b) {
-  return a.id == b.id && a.live == b.live && a.tags == b.tags && a.error == b.error &&
-         a.skips == b.skips && a.records == b.records;
 }
 
 /// Which rules an op's effect on claims is checked against, for messages.
@@ -509,6 +556,7 @@ class Harness {
     if (trace_path_) {
       trace_.emplace();
     }
+    ops_.clear();
     check_.set_context([this] { return context(); });
   }
 
@@ -588,9 +636,9 @@ class Harness {
       op.text = kernel % kKernels.size();
       op.ran = (kernel & 0x80u) != 0;
       op.needed = 1 + in.below(kAllocationIds);
-      const std::uint64_t count = in.below(4);
-      for (std::uint64_t at = 0; at < count; ++at) {
-        op.produced.push_back(1 + in.below(kAllocationIds));
+      op.produced_count = static_cast<std::size_t>(in.below(kMaxProduced + 1));
+      for (std::size_t at = 0; at < op.produced_count; ++at) {
+        op.produced[at] = 1 + in.below(kAllocationIds);
       }
       // One in eight skips is a burst of 2..33 chained records.
       const std::uint8_t burst = in.byte();
@@ -602,10 +650,11 @@ class Harness {
       op.needed = 1 + in.below(kAllocationIds);
       break;
     case Kind::reports: {
-      const std::uint64_t count = in.below(5); // 0..4 claims: an empty list is valid.
-      for (std::uint64_t at = 0; at < count; ++at) {
+      // 0..4 claims: an empty list is valid.
+      op.pair_count = static_cast<std::size_t>(in.below(kMaxPairs + 1));
+      for (std::size_t at = 0; at < op.pair_count; ++at) {
         const std::uint64_t failure = pick_failure(in);
-        op.pairs.emplace_back(failure, 1 + in.below(kAllocationIds));
+        op.pairs[at] = {failure, 1 + in.below(kAllocationIds)};
       }
       break;
     }
@@ -633,9 +682,8 @@ class Harness {
   /// one, so dead and unknown ids reach every op that takes one.
   std::uint64_t pick_failure(ByteReader& in) const {
     const std::uint8_t mode = in.byte();
-    const std::vector<FailureId> live = model_.live_failures();
-    if (mode % 4 != 0 && !live.empty()) {
-      return live[static_cast<std::size_t>(in.below(live.size()))].raw();
+    if (mode % 4 != 0 && !live_.empty()) {
+      return live_[static_cast<std::size_t>(in.below(live_.size()))];
     }
     const std::uint64_t minted = model_.next_id().raw() - 1;
     return 1 + in.below(minted + 1);
@@ -704,11 +752,11 @@ class Harness {
     // allocates anything of its own to describe the outcome.
     struct Disarm {
       std::int64_t& pending;
-      ~Disarm() { pending = taintpool::fuzz::disarm_allocation_fault(); }
+      ~Disarm() { pending = taintpool::testing::disarm_allocation_fault(); }
     };
     return run_op([&] {
       const Disarm disarm{pending_fault_};
-      taintpool::fuzz::arm_allocation_fault(static_cast<std::uint64_t>(pending_fault_));
+      taintpool::testing::arm_allocation_fault(static_cast<std::uint64_t>(pending_fault_));
       std::forward<Fn>(fn)();
     });
   }
@@ -752,7 +800,7 @@ class Harness {
     pending_fault_ = current.fault_at;
     Outcome core;
     Outcome model;
-    bool contract_violation = false; // Both ended by throwing: nothing may have changed.
+    note_touched(current);
     const std::vector<FailureId> held_before = trace_ ? held_ : std::vector<FailureId>();
     const std::vector<FailureId> pruned_before =
         trace_ && current.kind == Kind::prune ? pruned(current) : std::vector<FailureId>();
@@ -785,7 +833,6 @@ class Harness {
       core = run_core([&] { taint.taint(*range, failure, graph_); });
       model = run_model(core, [&] { model_.taint(current.alloc, *range, failure); });
       check_.expect_equal("T1/R2", "how taint ended (a dead failure must be refused)", core, model);
-      contract_violation = core.threw();
       if (!core.threw() && !range->empty()) {
         forget_held(failure); // It has a carrier now: its tag count speaks for it (R3).
       }
@@ -830,14 +877,13 @@ class Harness {
     case Kind::skipped: {
       const FailureId failure = FailureId::from_raw(current.failure);
       for (std::uint64_t step = 0; step < current.repeat && !core.threw(); ++step) {
-        const SkipRecord record = skip_record(current, step);
-        SkipRecord argument = record;
+        SkipRecord record = skip_record(current, step);
+        SkipRecord argument = record; // Copied before the call: only skipped's allocations count.
         core = run_core([&] { graph_.skipped(failure, std::move(argument)); });
-        model = run_model(core, [&] { model_.skipped(failure, record); });
+        model = run_model(core, [&] { model_.skipped(failure, std::move(record)); });
         check_.expect_equal("G7", "how skipped ended (only a live root may record a skip)", core,
                             model);
       }
-      contract_violation = core.threw();
       break;
     }
     case Kind::report: {
@@ -856,12 +902,11 @@ class Harness {
         check_.expect(text.find("cannot be read") != std::string::npos, "G8",
                       [&] { return "to_string(report) lacks the headline: " + text; });
       }
-      contract_violation = core.threw();
       break;
     }
     case Kind::reports: {
       std::vector<std::pair<FailureId, AllocationId>> claims;
-      for (const auto& [failure, read] : current.pairs) {
+      for (const auto& [failure, read] : current.read_pairs()) {
         claims.emplace_back(FailureId::from_raw(failure), AllocationId::from_raw(read));
       }
       std::vector<Report> core_reports;
@@ -883,16 +928,13 @@ class Harness {
       if (!core.threw()) {
         check_.expect_equal("G9", "reports", core_reports, model_reports);
       }
-      contract_violation = core.threw();
       break;
     }
     case Kind::move:
       execute_move(current, core, model);
-      contract_violation = core.threw();
       break;
     case Kind::graph_contract:
       execute_graph_contract(current, core, model);
-      contract_violation = core.threw();
       break;
     case Kind::graph_move:
       execute_graph_move();
@@ -915,7 +957,6 @@ class Harness {
       // throws must leave everything as it was (taint.hpp "Contract").
       check_.expect(current.fault_at >= 0 && pending_fault_ < 0, "contract",
                     "std::bad_alloc without an injected allocation fault");
-      contract_violation = true;
     }
     pending_fault_ = -1;
     if (trace_ && core.ending != Ending::bad_alloc) {
@@ -925,7 +966,109 @@ class Harness {
     // A failure that died (pruned, or its last carrier let go) is no longer
     // held by anyone.
     std::erase_if(held_, [&](FailureId failure) { return !model_.live(failure); });
-    compare(current, contract_violation);
+    settle_live();
+    // An op that threw (refused, or out of memory) changed nothing in the
+    // model, so this also checks that it changed nothing in core.
+    check_touched(current);
+    if (++ops_since_sweep_ >= kFullCheckEvery) {
+      check_everything();
+    }
+  }
+
+  // -- what an op touched ---------------------------------------------------
+
+  /// Records, before `op` runs, what it may change: the allocations it names,
+  /// the failures it names, and every failure that owns a byte of an
+  /// allocation it may change (only those can lose their last carrier).
+  void note_touched(const Op& op) {
+    touch_.allocations = {};
+    touch_.failures.clear();
+    touch_.reports = Reports::none;
+    touch_.records_added = 0;
+    touch_.first_new = graph_.next_id().raw();
+    const auto allocation = [&](std::size_t at) {
+      touch_.allocations[at] = true;
+      for (const OwnedRun& run : model_.runs(at)) {
+        touch_.failures.push_back(run.owner);
+      }
+    };
+    switch (op.kind) {
+    case Kind::insert:
+      break; // The new ids: from first_new to next_id after the op.
+    case Kind::taint:
+      allocation(op.alloc);
+      touch_.failures.push_back(op.failure);
+      break;
+    case Kind::written:
+    case Kind::clear:
+    case Kind::query:
+      allocation(op.alloc);
+      break;
+    case Kind::replace:
+      touch_.failures.push_back(op.failure);
+      touch_.reports = Reports::root;
+      break;
+    case Kind::prune:
+      for (const FailureId failure : pruned(op)) {
+        touch_.failures.push_back(failure.raw());
+      }
+      break;
+    case Kind::skipped:
+      touch_.failures.push_back(op.failure);
+      touch_.reports = Reports::new_records;
+      touch_.records_added = op.repeat;
+      break;
+    case Kind::report:
+      touch_.failures.push_back(op.failure);
+      break;
+    case Kind::reports:
+      for (const auto& pair : op.read_pairs()) {
+        touch_.failures.push_back(pair.first);
+      }
+      break;
+    case Kind::move:
+      allocation(op.alloc);
+      allocation(op.other);
+      break;
+    case Kind::graph_contract:
+      if (op.variant == 1 || op.variant == 2) {
+        touch_.failures.push_back(op.failure);
+      }
+      break;
+    case Kind::graph_move:
+      // Every node changed hands: each live one is compared after the
+      // round trip (check_moved_from checks the graphs it passed through).
+      touch_.failures.insert(touch_.failures.end(), live_.begin(), live_.end());
+      break;
+    case Kind::final_clear:
+      for (std::size_t at = 0; at < kAllocations; ++at) {
+        allocation(at);
+      }
+      break;
+    case Kind::final_prune:
+      for (const FailureId failure : held_) {
+        touch_.failures.push_back(failure.raw());
+      }
+      break;
+    }
+  }
+
+  /// Brings live_ up to date with the op that just ran: only a touched
+  /// failure can have died, and only a new one can have been born.
+  /// check_everything() compares the result with the model's own list.
+  void settle_live() {
+    for (const std::uint64_t raw : touch_.failures) {
+      if (raw == 0 || raw >= touch_.first_new || model_.live(FailureId::from_raw(raw))) {
+        continue;
+      }
+      const auto at = std::lower_bound(live_.begin(), live_.end(), raw);
+      if (at != live_.end() && *at == raw) {
+        live_.erase(at);
+      }
+    }
+    for (std::uint64_t raw = touch_.first_new; raw < model_.next_id().raw(); ++raw) {
+      live_.push_back(raw); // A new failure is live: nothing could carry it yet.
+    }
   }
 
   /// Taint is move-only: moving carries claims and their tags (R1 unchanged);
@@ -1261,86 +1404,216 @@ class Harness {
 
   // -- comparison -----------------------------------------------------------
 
-  void compare(const Op& op, bool contract_violation) {
-    EngineState core = observe(CoreView{graph_, taints_}, &last_);
-    EngineState model = observe(model_, &last_model_);
-    compare_states(op, core, model);
-    if (contract_violation) {
-      compare_states(op, core, last_, "a refused op must change nothing: ");
+  /// After every op: what it touched (note_touched), core against the model.
+  TAINTPOOL_FUZZ_CHECKER void check_touched(const Op& op) {
+    check_.expect_equal("G1", "next_id", graph_.next_id(), model_.next_id());
+    // live_ mirrors the model's live failures (checked in every sweep).
+    check_.expect_equal("G1/G3", "graph size", graph_.size(), live_.size());
+    for (std::size_t at = 0; at < kAllocations; ++at) {
+      if (touch_.allocations[at]) {
+        check_allocation(op, at);
+      }
     }
-    check_core_shape(core);
-    last_ = std::move(core);
-    last_model_ = std::move(model);
+    for (const std::uint64_t raw : touch_.failures) {
+      check_failure(FailureId::from_raw(raw));
+    }
+    for (std::uint64_t raw = touch_.first_new; raw < graph_.next_id().raw(); ++raw) {
+      check_failure(FailureId::from_raw(raw));
+    }
   }
 
-  void compare_states(const Op& op, const EngineState& core, const EngineState& model,
-                      const std::string& prefix = {}) const {
-    for (std::size_t at = 0; at < kAllocations; ++at) {
+  /// One allocation's claims, compared in place with the model's runs, and
+  /// its taint's shape.
+  TAINTPOOL_FUZZ_CHECKER void check_allocation(const Op& op, std::size_t at) {
+    const std::vector<OwnedRun>& runs = model_.runs(at);
+    std::size_t index = 0;
+    bool same = true;
+    taints_[at].for_each_claim([&](FailureId failure, ByteRange range) {
+      same = same && index < runs.size() && runs[index].owner == failure.raw() &&
+             runs[index].begin == range.begin() && runs[index].end == range.end();
+      ++index;
+    });
+    if (!same || index != runs.size()) [[unlikely]] {
       check_.expect_equal(
-          claims_rule(op.kind), [&] { return prefix + "claims of alloc " + std::to_string(at); },
-          core.claims[at], model.claims[at]);
+          claims_rule(op.kind), [&] { return "claims of alloc " + std::to_string(at); },
+          CoreView{graph_, taints_}.claims(at), model_.claims(at));
     }
-    check_.expect_equal(
-        "G1", [&] { return prefix + "next_id"; }, core.next_id, model.next_id);
-    for (std::size_t at = 0; at < core.failures.size(); ++at) {
-      const FailureState& mine = core.failures[at];
-      const FailureState& theirs = model.failures[at];
-      if (mine == theirs || (!prefix.empty() && same_but_reports(mine, theirs))) {
-        continue; // The common case: no message to build.
-      }
-      const std::string who = prefix + "F" + std::to_string(mine.id) + " ";
-      check_.expect_equal("G3/G5/R3", who + "is live", mine.live, theirs.live);
-      check_.expect_equal("R1", who + "tags", mine.tags, theirs.tags);
-      check_.expect_equal("G4/G6", who + "error", mine.error, theirs.error);
-      check_.expect_equal("G7", who + "skips_recorded", mine.skips, theirs.skips);
-      check_.expect_equal("G7", who + "skip_records (newest 16, oldest first)", mine.records,
-                          theirs.records);
-      if (prefix.empty()) { // Against the previous state, reports are not recomputed.
-        check_.expect_equal("G8", who + "report threw", mine.report_threw, theirs.report_threw);
-        check_.expect_equal("G8", who + "reports", mine.reports, theirs.reports);
-      }
+    owners_.clear();
+    for (const OwnedRun& run : runs) {
+      owners_.push_back(FailureId::from_raw(run.owner));
     }
-    check_.expect_equal(
-        "G1/G3", [&] { return prefix + "graph size"; }, core.size, model.size);
+    std::sort(owners_.begin(), owners_.end());
+    owners_.erase(std::unique(owners_.begin(), owners_.end()), owners_.end());
+    check_taint_shape(at, runs.size(), owners_);
   }
 
-  /// What only core has: representation, invariants, refcounts.
-  void check_core_shape(const EngineState& core) const {
-    const ByteRange everything = ByteRange::of(0, UINT64_MAX);
-    std::vector<const Taint*> carriers;
+  /// One failure, core against the model: liveness, tags and the carriers
+  /// among the touched allocations, error, skip count; and, when the op
+  /// recorded a skip or replaced an error, the kept records and the reports.
+  TAINTPOOL_FUZZ_CHECKER void check_failure(FailureId id) {
+    const auto who = [&] { return show(id) + " "; };
+    check_.expect_equal(
+        "G3/G5/R3", [&] { return who() + "is live"; }, graph_.contains(id), model_.live(id));
+    check_.expect_equal(
+        "R1", [&] { return who() + "tags"; }, graph_.tags(id), model_.tags(id));
     for (std::size_t at = 0; at < kAllocations; ++at) {
-      const Taint& taint = taints_[at];
-      const Claims& claims = core.claims[at];
-      const std::string who = "alloc " + std::to_string(at) + " "; // Fits the small-string buffer.
-      carriers.push_back(&taint);
-      std::vector<FailureId> owners;
-      for (const auto& [failure, range] : claims) {
-        owners.push_back(failure);
-      }
-      std::sort(owners.begin(), owners.end());
-      owners.erase(std::unique(owners.begin(), owners.end()), owners.end());
-      check_.expect_equal(
-          "T4", [&] { return who + "is_clean"; }, taint.is_clean(), claims.empty());
-      check_.expect_equal(
-          "T6", [&] { return who + "is_spilled (one failure over one range lives inline)"; },
-          taint.is_spilled(), Taint::inline_claims ? claims.size() >= 2 : !claims.empty());
-      check_.expect_equal(
-          "R1", [&] { return who + "claim_count"; }, taint.claim_count(), owners.size());
-      check_.expect_equal(
-          "T3", [&] { return who + "failures(everything)"; }, taint.failures(everything), owners);
-      const std::optional<FailureId> one = taint.failure(everything);
-      check_.expect(one.has_value() == !owners.empty() &&
-                        (!one || std::binary_search(owners.begin(), owners.end(), *one)),
-                    "T3", [&] { return who + "failure(everything) is " + show(one); });
-      for (const FailureState& failure : core.failures) {
-        const FailureId id = FailureId::from_raw(failure.id);
+      if (touch_.allocations[at]) {
+        const std::vector<OwnedRun>& runs = model_.runs(at);
+        const bool carried = std::any_of(
+            runs.begin(), runs.end(), [&](const OwnedRun& run) { return run.owner == id.raw(); });
         check_.expect_equal(
-            "R1", [&] { return who + "carries(" + show(id) + ")"; }, taint.carries(id),
-            std::binary_search(owners.begin(), owners.end(), id));
+            "R1", [&] { return "alloc " + std::to_string(at) + " carries(" + show(id) + ")"; },
+            taints_[at].carries(id), carried);
       }
-      const Outcome shape = run_op([&] { taint.check_invariants(); });
-      check_.expect(!shape.threw(), "T5/T6",
-                    [&] { return who + "check_invariants: " + show(shape); });
+    }
+    const Error* mine = graph_.error(id);
+    const Error* theirs = model_.error(id);
+    if ((mine == nullptr) != (theirs == nullptr) || (mine != nullptr && !(*mine == *theirs)))
+        [[unlikely]] {
+      check_.expect_equal(
+          "G4/G6", [&] { return who() + "error"; },
+          mine != nullptr ? std::optional<Error>(*mine) : std::nullopt,
+          theirs != nullptr ? std::optional<Error>(*theirs) : std::nullopt);
+    }
+    check_.expect_equal(
+        "G7", [&] { return who() + "skips_recorded"; }, graph_.skips_recorded(id),
+        model_.skips_recorded(id));
+    switch (touch_.reports) {
+    case Reports::none:
+      return;
+    case Reports::root:
+      // The error changed, the records did not: every walk is as it was, so
+      // one read no record produced shows whether the root followed.
+      check_report(id, AllocationId::from_raw(kAllocationIds + 1));
+      return;
+    case Reports::new_records:
+      break;
+    }
+    const std::vector<SkipRecord> records = graph_.skip_records(id);
+    check_.expect_equal(
+        "G7", [&] { return who() + "skip_records (newest 16, oldest first)"; }, records,
+        model_.skip_records(id));
+    if (!model_.live(id)) {
+      return;
+    }
+    // A walk starts at the newest record that produced the read (G8): an
+    // output of the newest record starts the longest walk there is, through
+    // every record this op added (its other outputs start the same walk).
+    // When this op took the log past its cap, the oldest records went: the
+    // walk from an output of the oldest kept one now stops at the gap, and
+    // a read no record produced keeps the empty path. (Report ops compare
+    // any read at any time, and every sweep compares the kept records.)
+    if (!records.empty() && !records.back().produced.empty()) {
+      check_report(id, records.back().produced.front());
+    }
+    const std::uint64_t skips = graph_.skips_recorded(id);
+    if (skips > ErrorGraph::kept_skip_records &&
+        skips - ErrorGraph::kept_skip_records <= touch_.records_added) {
+      if (!records.front().produced.empty()) {
+        check_report(id, records.front().produced.front());
+      }
+      check_report(id, AllocationId::from_raw(report_reads(records).back()));
+    }
+  }
+
+  /// G8: core's and the model's report of `id` for `read`, and how each ended.
+  TAINTPOOL_FUZZ_CHECKER void check_report(FailureId id, AllocationId read) {
+    std::optional<Report> core_report;
+    std::optional<Report> model_report;
+    const Outcome core = run_op([&] { core_report = graph_.report(id, read); });
+    const Outcome model = run_op([&] { model_report = model_.report(id, read); });
+    check_.expect_equal(
+        "G8", [&] { return show(id) + " report of " + show(read) + " ended"; }, core, model);
+    check_.expect_equal(
+        "G8", [&] { return show(id) + " report of " + show(read); }, core_report, model_report);
+  }
+
+  /// Everything, both sides (see the file comment): every kFullCheckEvery
+  /// ops, after a graph move, and at the end of the input. Compared in
+  /// place, one failure at a time, building nothing but the skip records of
+  /// failures that have some. Reports are not recomputed: a report is a
+  /// function of the failure's error and records, which are compared here,
+  /// and it was compared whenever those changed (check_touched).
+  TAINTPOOL_FUZZ_CHECKER void check_everything() {
+    ops_since_sweep_ = 0;
+    const Op& op = ops_.back();
+    const Reports reports = touch_.reports;
+    touch_.allocations.fill(true);
+    touch_.reports = Reports::none;
+    for (std::size_t at = 0; at < kAllocations; ++at) {
+      check_allocation(op, at);
+      check_.expect_equal(
+          "T3", [&] { return "alloc " + std::to_string(at) + " failures(everything)"; },
+          taints_[at].failures(ByteRange::of(0, UINT64_MAX)), owners_of(at));
+    }
+    for (std::uint64_t raw = 1; raw < graph_.next_id().raw(); ++raw) {
+      const FailureId id = FailureId::from_raw(raw);
+      check_failure(id);
+      if (graph_.skips_recorded(id) != 0) {
+        check_.expect_equal(
+            "G7", [&] { return show(id) + " skip_records (newest 16, oldest first)"; },
+            graph_.skip_records(id), model_.skip_records(id));
+      }
+    }
+    touch_.reports = reports;
+    std::size_t live = 0;
+    for (std::uint64_t raw = 1; raw < model_.next_id().raw(); ++raw) {
+      if (model_.live(FailureId::from_raw(raw))) {
+        ++live;
+      }
+    }
+    check_.expect(
+        live == live_.size() &&
+            std::all_of(live_.begin(), live_.end(),
+                        [&](std::uint64_t raw) { return model_.live(FailureId::from_raw(raw)); }) &&
+            std::is_sorted(live_.begin(), live_.end()),
+        "fuzzer", [&] {
+          return "the live failures the decoder picks from differ from the model's: " + show(live_);
+        });
+    check_.expect_equal("G1/G3", "graph size", graph_.size(), model_.size());
+    check_graph();
+  }
+
+  /// The model's owners of one allocation, ascending, each once.
+  [[nodiscard]] std::vector<FailureId> owners_of(std::size_t at) const {
+    std::vector<FailureId> owners;
+    for (const OwnedRun& run : model_.runs(at)) {
+      owners.push_back(FailureId::from_raw(run.owner));
+    }
+    std::sort(owners.begin(), owners.end());
+    owners.erase(std::unique(owners.begin(), owners.end()), owners.end());
+    return owners;
+  }
+
+  /// One taint's representation against what the model says it holds:
+  /// `claims` runs over the failures `owners` (ascending, distinct).
+  TAINTPOOL_FUZZ_CHECKER void check_taint_shape(std::size_t at, std::size_t claims,
+                                                const std::vector<FailureId>& owners) const {
+    const ByteRange everything = ByteRange::of(0, UINT64_MAX);
+    const Taint& taint = taints_[at];
+    const auto who = [&] { return "alloc " + std::to_string(at) + " "; };
+    check_.expect_equal(
+        "T4", [&] { return who() + "is_clean"; }, taint.is_clean(), claims == 0);
+    check_.expect_equal(
+        "T6", [&] { return who() + "is_spilled (one failure over one range lives inline)"; },
+        taint.is_spilled(), Taint::inline_claims ? claims >= 2 : claims != 0);
+    check_.expect_equal(
+        "R1", [&] { return who() + "claim_count"; }, taint.claim_count(), owners.size());
+    const std::optional<FailureId> one = taint.failure(everything);
+    check_.expect(one.has_value() == !owners.empty() &&
+                      (!one || std::binary_search(owners.begin(), owners.end(), *one)),
+                  "T3", [&] { return who() + "failure(everything) is " + show(one); });
+    const Outcome shape = run_op([&] { taint.check_invariants(); });
+    check_.expect(!shape.threw(), "T5/T6",
+                  [&] { return who() + "check_invariants: " + show(shape); });
+  }
+
+  /// What only core has, graph-wide: its invariants, refcounts against
+  /// every carrier, and for_each against the model.
+  TAINTPOOL_FUZZ_CHECKER void check_graph() const {
+    std::array<const Taint*, kAllocations> carriers{};
+    for (std::size_t at = 0; at < kAllocations; ++at) {
+      carriers[at] = &taints_[at];
     }
     const Outcome graph_shape = run_op([&] { graph_.check_invariants(); });
     check_.expect(!graph_shape.threw(), "G1/G7",
@@ -1354,9 +1627,12 @@ class Harness {
       check_.expect(model_.live(id), "G3",
                     [&] { return "graph.for_each visits " + show(id) + ", which is dead"; });
       const Error* expected = model_.error(id);
-      check_.expect_equal(
-          "G6", [&] { return "graph.for_each error of " + show(id); }, std::optional<Error>(error),
-          expected != nullptr ? std::optional<Error>(*expected) : std::nullopt);
+      if (expected == nullptr || !(error == *expected)) [[unlikely]] {
+        check_.expect_equal(
+            "G6", [&] { return "graph.for_each error of " + show(id); },
+            std::optional<Error>(error),
+            expected != nullptr ? std::optional<Error>(*expected) : std::nullopt);
+      }
       check_.expect_equal(
           "R1", [&] { return "graph.for_each tags of " + show(id); }, tags, model_.tags(id));
     });
@@ -1371,6 +1647,7 @@ class Harness {
       op.kind = kind;
       execute(std::move(op));
     }
+    check_everything();
     check_.expect(held_.empty(), "R4",
                   [&] { return "held failures survived their prune: " + show(held_); });
     check_.expect(graph_.empty() && graph_.size() == 0, "R4", [&] {
@@ -1396,8 +1673,8 @@ class Harness {
     for (std::size_t at = first; at < ops_.size(); ++at) {
       text += "    #" + std::to_string(at) + " " + describe(ops_[at]) + "\n";
     }
-    text += "  core state:\n" + show(observe(CoreView{graph_, taints_}, nullptr));
-    text += "  model state:\n" + show(observe(model_, nullptr));
+    text += "  core state:\n" + show(observe(CoreView{graph_, taints_}));
+    text += "  model state:\n" + show(observe(model_));
     text += "  held: " + show(held_) + "\n";
     if (trace_path_) {
       write_trace(ops_.empty() ? std::string("the start")
@@ -1418,9 +1695,25 @@ class Harness {
   std::vector<FailureId> held_;
   /// The current op's allocation fault still to fire (Op::fault_at), or -1.
   std::int64_t pending_fault_ = -1;
-  std::vector<Op> ops_;
-  EngineState last_;       ///< Core's state after the previous op.
-  EngineState last_model_; ///< The model's, likewise.
+  /// The input's ops so far, for messages: one buffer for the process,
+  /// cleared per input, so logging allocates nothing once it has grown.
+  std::vector<Op>& ops_ = op_log();
+  /// The model's live failures, ascending: what pick_failure picks from,
+  /// kept up to date op by op (settle_live) rather than asked of the model.
+  std::vector<std::uint64_t> live_;
+  /// Which reports an op may have changed (G8): none, the root error of
+  /// every one (replace), or the walks its new skip records start (skipped).
+  enum class Reports : std::uint8_t { none, root, new_records };
+  /// What the current op may change (note_touched).
+  struct Touch {
+    std::array<bool, kAllocations> allocations{};
+    std::vector<std::uint64_t> failures; ///< Raw ids; may repeat, may be dead or unminted.
+    std::uint64_t first_new = 1;         ///< next_id before the op: ids from here are new.
+    Reports reports = Reports::none;     ///< Which reports of the touched failures to compare.
+    std::uint64_t records_added = 0;     ///< skipped: how many records it meant to add.
+  } touch_;
+  std::vector<FailureId> owners_; ///< Scratch for check_allocation.
+  std::size_t ops_since_sweep_ = 0;
   Checker check_;
 };
 

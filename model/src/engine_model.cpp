@@ -23,24 +23,12 @@ const EngineModel::Failure* EngineModel::find_live(FailureId failure) const {
   return found.live ? &found : nullptr;
 }
 
-std::vector<std::uint64_t> EngineModel::recount() const {
-  std::vector<std::uint64_t> counts(failures_.size(), 0);
-  for (std::size_t index = 0; index < failures_.size(); ++index) {
-    for (const OwnerMap& allocation : bytes_) {
-      if (allocation.holds(index + 1)) {
-        ++counts[index];
-      }
-    }
-  }
-  return counts;
-}
-
-void EngineModel::bury(const std::vector<std::uint64_t>& before) {
-  const std::vector<std::uint64_t> after = recount();
-  for (std::size_t index = 0; index < failures_.size(); ++index) {
-    if (failures_[index].live && before[index] > 0 && after[index] == 0) {
-      failures_[index].live = false;
-      failures_[index].records.clear();
+void EngineModel::bury(const std::vector<std::uint64_t>& owners) {
+  for (const std::uint64_t owner : owners) {
+    const FailureId failure = FailureId::from_raw(owner);
+    if (live(failure) && tags(failure) == 0) {
+      failures_[owner - 1].live = false;
+      failures_[owner - 1].records.clear();
     }
   }
 }
@@ -52,21 +40,21 @@ void EngineModel::taint(std::size_t allocation, ByteRange range, FailureId failu
   if (find_live(failure) == nullptr) {
     throw std::logic_error("model: taint with " + to_string(failure) + ", which is not live");
   }
-  const auto before = recount();
+  bytes_.at(allocation).owners(owners_before_);
   bytes_.at(allocation).assign(range.begin(), range.end(), failure.raw());
-  bury(before);
+  bury(owners_before_);
 }
 
 void EngineModel::written(std::size_t allocation, ByteRange range) {
-  const auto before = recount();
+  bytes_.at(allocation).owners(owners_before_);
   bytes_.at(allocation).assign(range.begin(), range.end(), 0);
-  bury(before);
+  bury(owners_before_);
 }
 
 void EngineModel::clear(std::size_t allocation) {
-  const auto before = recount();
+  bytes_.at(allocation).owners(owners_before_);
   bytes_.at(allocation).reset();
-  bury(before);
+  bury(owners_before_);
 }
 
 void EngineModel::replace(FailureId failure, Error error) {
@@ -135,6 +123,11 @@ std::vector<FailureId> EngineModel::live_failures() const {
     }
   }
   return found;
+}
+
+std::size_t EngineModel::size() const {
+  return static_cast<std::size_t>(std::count_if(
+      failures_.begin(), failures_.end(), [](const Failure& failure) { return failure.live; }));
 }
 
 std::uint64_t EngineModel::skips_recorded(FailureId failure) const {

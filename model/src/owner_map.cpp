@@ -8,7 +8,8 @@ void OwnerMap::assign(std::uint64_t begin, std::uint64_t end, std::uint64_t owne
   if (begin >= end) {
     return;
   }
-  std::vector<OwnedRun> rebuilt;
+  std::vector<OwnedRun>& rebuilt = rebuilt_;
+  rebuilt.clear();
   // Keep what lies outside [begin, end) of every run.
   for (const OwnedRun& run : runs_) {
     if (run.begin < begin) {
@@ -32,18 +33,25 @@ void OwnerMap::assign(std::uint64_t begin, std::uint64_t end, std::uint64_t owne
       runs_.push_back(run);
     }
   }
+  rebuilt.clear();
 }
 
 std::vector<std::uint64_t> OwnerMap::owners_in(std::uint64_t begin, std::uint64_t end) const {
   std::vector<std::uint64_t> found;
+  owners_in(begin, end, found);
+  return found;
+}
+
+void OwnerMap::owners_in(std::uint64_t begin, std::uint64_t end,
+                         std::vector<std::uint64_t>& into) const {
+  into.clear();
   for (const OwnedRun& run : runs_) {
     if (std::max(run.begin, begin) < std::min(run.end, end)) {
-      found.push_back(run.owner);
+      into.push_back(run.owner);
     }
   }
-  std::sort(found.begin(), found.end());
-  found.erase(std::unique(found.begin(), found.end()), found.end());
-  return found;
+  std::sort(into.begin(), into.end());
+  into.erase(std::unique(into.begin(), into.end()), into.end());
 }
 
 bool OwnerMap::holds(std::uint64_t owner) const {
@@ -53,12 +61,17 @@ bool OwnerMap::holds(std::uint64_t owner) const {
 
 std::vector<std::uint64_t> OwnerMap::owners() const {
   std::vector<std::uint64_t> found;
-  for (const OwnedRun& run : runs_) {
-    found.push_back(run.owner);
-  }
-  std::sort(found.begin(), found.end());
-  found.erase(std::unique(found.begin(), found.end()), found.end());
+  owners(found);
   return found;
+}
+
+void OwnerMap::owners(std::vector<std::uint64_t>& into) const {
+  into.clear();
+  for (const OwnedRun& run : runs_) {
+    into.push_back(run.owner);
+  }
+  std::sort(into.begin(), into.end());
+  into.erase(std::unique(into.begin(), into.end()), into.end());
 }
 
 } // namespace taintpool::model

@@ -8,8 +8,9 @@
 // A failure is alive from insert until either
 //   * prune() finds it with no carrier (G5), or
 //   * an operation takes the last byte any allocation held for it (G3) —
-//     detected by recounting every live failure before and after the
-//     operation.
+//     detected by recounting, after the operation, the carriers of every
+//     failure that owned a byte of the allocation it changed (no other
+//     failure can have lost one).
 // Skip records are all kept; the graph's cap (G7) is applied when read.
 //
 // Contract errors the core reports (tagging a failure with no node, a skip
@@ -61,6 +62,11 @@ class EngineModel {
   [[nodiscard]] std::vector<FailureId> failures(std::size_t allocation, ByteRange range) const;
   /// Maximal (failure, range) runs, ascending by offset.
   [[nodiscard]] std::vector<std::pair<FailureId, ByteRange>> claims(std::size_t allocation) const;
+  /// The same runs as the OwnerMap holds them (raw owner ids), by reference:
+  /// what a fuzzer compares after every op without copying.
+  [[nodiscard]] const std::vector<OwnedRun>& runs(std::size_t allocation) const {
+    return bytes_.at(allocation).runs();
+  }
 
   [[nodiscard]] bool live(FailureId failure) const;
   /// Null when the failure is not live.
@@ -69,7 +75,8 @@ class EngineModel {
   [[nodiscard]] std::uint64_t tags(FailureId failure) const;
   /// Live failures, ascending.
   [[nodiscard]] std::vector<FailureId> live_failures() const;
-  [[nodiscard]] std::size_t size() const { return live_failures().size(); }
+  /// Live failures, counted.
+  [[nodiscard]] std::size_t size() const;
   [[nodiscard]] FailureId next_id() const { return FailureId::from_raw(failures_.size() + 1); }
 
   /// Every record ever added to a live failure; 0 when dead.
@@ -87,12 +94,15 @@ class EngineModel {
   };
 
   [[nodiscard]] const Failure* find_live(FailureId failure) const;
-  [[nodiscard]] std::vector<std::uint64_t> recount() const;
-  /// Kills every live failure that had a carrier in `before` and has none now.
-  void bury(const std::vector<std::uint64_t>& before);
+  /// Kills every live failure among `owners` (raw ids that owned a byte of
+  /// an allocation before an update of it) that no allocation holds now.
+  void bury(const std::vector<std::uint64_t>& owners);
 
   std::vector<OwnerMap> bytes_;
   std::vector<Failure> failures_; ///< Index = id - 1; dead ones stay, marked.
+  /// The owners of the allocation an update changes, before it: the
+  /// failures bury() looks at. Kept between updates, so they allocate nothing.
+  std::vector<std::uint64_t> owners_before_;
 };
 
 } // namespace taintpool::model

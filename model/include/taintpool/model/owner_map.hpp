@@ -8,6 +8,10 @@
 // inline storage, no incremental bookkeeping: nothing the core does. Owner 0
 // means "no failure" (written or fresh) and is never stored.
 //
+// The rebuild goes through a second vector the map keeps between updates,
+// so a warm map updates without touching the heap: fuzzers run it millions
+// of times under AddressSanitizer, where every allocation costs.
+//
 // Only std::vector, so a MemorySanitizer build of the model needs nothing
 // else instrumented.
 #pragma once
@@ -36,12 +40,16 @@ class OwnerMap {
 
   /// Owners of at least one byte of [begin, end), ascending, each once.
   [[nodiscard]] std::vector<std::uint64_t> owners_in(std::uint64_t begin, std::uint64_t end) const;
+  /// The same, into `into` (cleared first): no allocation once it has grown.
+  void owners_in(std::uint64_t begin, std::uint64_t end, std::vector<std::uint64_t>& into) const;
 
   /// Whether `owner` owns any byte.
   [[nodiscard]] bool holds(std::uint64_t owner) const;
 
   /// Owners of any byte, ascending, each once.
   [[nodiscard]] std::vector<std::uint64_t> owners() const;
+  /// The same, into `into` (cleared first): no allocation once it has grown.
+  void owners(std::vector<std::uint64_t>& into) const;
 
   /// Maximal runs, ascending by offset: neighbours with one owner that touch
   /// are one run, so this is the canonical form core claims are compared to.
@@ -51,6 +59,7 @@ class OwnerMap {
 
  private:
   std::vector<OwnedRun> runs_;
+  std::vector<OwnedRun> rebuilt_; ///< assign()'s scratch; empty between calls.
 };
 
 } // namespace taintpool::model
