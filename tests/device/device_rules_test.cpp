@@ -538,6 +538,32 @@ TEST_F(DeviceTest, P3_BadBindingsThrowBeforeAnythingIsClaimedOrRun) {
   device.check_invariants();
 }
 
+TEST_F(DeviceTest, P3_ReadBytesChecksTheBindingBeforeSizingItsResult) {
+  // read_bytes returns a vector of the binding's size: a binding past the
+  // end must be refused before that vector exists. 2^40 bytes cannot be
+  // allocated, so an early allocation would end in std::bad_alloc (or an
+  // AddressSanitizer abort), never in InvalidBinding.
+  Allocation a = device.create_buffer(16);
+  for (const std::uint64_t end : {std::uint64_t{1} << 30, std::uint64_t{1} << 40}) {
+    try {
+      (void)device.read_bytes(Binding{a.id(), ByteRange::of(0, end)});
+      FAIL() << "a read of [0, " << end << ") from 16 bytes succeeded";
+    } catch (const Exception& error) {
+      EXPECT_EQ(error.kind(), ErrorKind::InvalidBinding) << error.what();
+    }
+  }
+  Allocation gone = device.create_buffer(16);
+  const Binding dangling{gone.id(), ByteRange::of(0, std::uint64_t{1} << 40)};
+  gone.reset();
+  try {
+    (void)device.read_bytes(dangling);
+    FAIL() << "a read of a dropped allocation succeeded";
+  } catch (const Exception& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::NotFound) << error.what();
+  }
+  device.check_invariants();
+}
+
 TEST_F(DeviceTest, R4_DroppingEveryStaleBufferFreesEveryFailure) {
   Allocation a = device.create_buffer(16);
   Allocation b = device.create_buffer(16);

@@ -497,6 +497,9 @@ ReadOutcome Device::read(const Binding& from, std::span<std::byte> into) {
 }
 
 std::vector<std::byte> Device::read_bytes(const Binding& from) {
+  // The binding first (P3): the result is sized by it, so a range past the
+  // end must throw InvalidBinding before anything that size is allocated.
+  (void)memory_.resolve(from);
   std::vector<std::byte> bytes(static_cast<std::size_t>(from.range.size()));
   ReadOutcome outcome = read(from, bytes);
   if (!outcome) {

@@ -138,7 +138,8 @@ class Device {
   [[nodiscard]] ReadOutcome read(const Binding& from, std::span<std::byte> into);
 
   /// D1, as a value: the bytes, or StaleRead with the reports. Allocates the
-  /// result.
+  /// result, after the binding is checked: a bad one throws NotFound or
+  /// InvalidBinding (P3) whatever range it names, never std::bad_alloc.
   [[nodiscard]] std::vector<std::byte> read_bytes(const Binding& from);
 
   /// The reports a read of `from` would return, without copying (D1, G8, G9).
