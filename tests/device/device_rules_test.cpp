@@ -564,6 +564,79 @@ TEST_F(DeviceTest, P3_ReadBytesChecksTheBindingBeforeSizingItsResult) {
   device.check_invariants();
 }
 
+// ---- bindings belong to their device (P3) ---------------------------------------
+
+TEST(DeviceIds, P3_ABindingMadeOnOneDeviceIsRefusedByAnotherNamingBoth) {
+  HostBackend host;
+  Device first(host);
+  Device second(host);
+  ASSERT_NE(first.memory().id_space(), second.memory().id_space());
+  // Same sizes, same order: without id spaces both would mint allocation 1.
+  Allocation mine = first.create_buffer(16);
+  Allocation theirs = second.create_buffer(16);
+  EXPECT_EQ(allocation_number(mine.id()), allocation_number(theirs.id()));
+  EXPECT_NE(mine.id(), theirs.id());
+  const std::vector<std::byte> before = second.read_bytes(theirs.whole());
+
+  const auto expect_refused = [&](auto&& call) {
+    try {
+      call();
+      ADD_FAILURE() << "a binding of the first device was used on the second";
+    } catch (const Exception& error) {
+      EXPECT_EQ(error.kind(), ErrorKind::InvalidBinding);
+      const std::string what = error.what();
+      EXPECT_NE(what.find("another memory manager"), std::string::npos) << what;
+      EXPECT_NE(what.find("memory " + std::to_string(first.memory().id_space())), std::string::npos)
+          << what;
+      EXPECT_NE(what.find("memory " + std::to_string(second.memory().id_space())),
+                std::string::npos)
+          << what;
+    }
+  };
+  expect_refused([&] { second.write(mine.whole(), bytes_of(16, 7)); });
+  expect_refused([&] { (void)second.read_bytes(mine.whole()); });
+  expect_refused([&] { (void)second.stale_reports(mine.whole()); });
+  expect_refused([&] { second.launch("k", {mine.whole()}, {theirs.whole()}, fill(9)); });
+  expect_refused([&] { second.launch("k", {}, {mine.whole()}, fill(9)); });
+
+  // Nothing landed in the second device's buffer of the same number.
+  EXPECT_EQ(second.read_bytes(theirs.whole()), before);
+  EXPECT_TRUE(second.stale_reports(theirs.whole()).empty());
+  // The first device's own binding still works there.
+  first.write(mine.whole(), bytes_of(16, 5));
+  EXPECT_EQ(first.read_bytes(mine.whole()), bytes_of(16, 5));
+  first.check_invariants();
+  second.check_invariants();
+}
+
+TEST(DeviceIds, P3_TheFirstDevicesIdsPrintAsPlainNumbersAndAnothersNameItsMemory) {
+  HostBackend host;
+  Device first(host);
+  Allocation a = first.create_buffer(8);
+  EXPECT_EQ(first.memory().id_space(), 0u) << "no other memory manager is alive in this test";
+  EXPECT_EQ(a.id(), AllocationId::from_raw(1));
+  EXPECT_EQ(to_string(a.id()), "allocation 1");
+  Device second(host);
+  Allocation b = second.create_buffer(8);
+  EXPECT_EQ(allocation_number(b.id()), 1u);
+  EXPECT_EQ(to_string(b.id()),
+            "allocation 1 (memory " + std::to_string(second.memory().id_space()) + ")");
+}
+
+TEST(DeviceIds, P3_ASpaceIsHandedOnOnlyOnceItsDeviceIsGone) {
+  HostBackend host;
+  std::uint32_t space = 0;
+  {
+    Device first(host);
+    Device second(host);
+    space = second.memory().id_space();
+    EXPECT_NE(space, first.memory().id_space());
+  }
+  Device again(host);
+  EXPECT_EQ(again.memory().id_space(), 0u); // The lowest free space, and ids from 1 again.
+  EXPECT_EQ(allocation_number(again.create_buffer(8).id()), 1u);
+}
+
 TEST_F(DeviceTest, R4_DroppingEveryStaleBufferFreesEveryFailure) {
   Allocation a = device.create_buffer(16);
   Allocation b = device.create_buffer(16);

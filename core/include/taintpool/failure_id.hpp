@@ -6,9 +6,19 @@
 // wrap in four seconds. The width is free where it is stored — a Taint keeps
 // it next to two 64-bit offsets, with no padding to fill (T6).
 //
-// An AllocationId names one live buffer for skip records and reports. The
-// pool mints them, also counting up from 1 and never reusing one, so a report
-// that names allocation 7 names exactly one buffer over the program's life.
+// An AllocationId names one live buffer for skip records, reports and
+// bindings. Each MemoryManager mints them in an id space of its own: the top
+// 12 bits name the space (allocation_space: a number no other live manager
+// holds, 0 for the first), the low 52 bits count that manager's allocations
+// up from 1 and never reuse one (allocation_number). So a binding made on
+// one device and used on another is recognised as foreign — one table
+// lookup misses, and only then is the space compared — and refused naming
+// both, never resolved to the other device's buffer of the same number; and
+// a report that names allocation 7 names exactly one buffer of its device.
+// Messages print the number alone while the space is 0, so a program with
+// one device reads "allocation 7"; another space reads "allocation 7
+// (memory 2)". A space is handed on when its manager goes: a binding that
+// outlives its device is the one case the space cannot tell apart.
 //
 // Both are nonzero by construction, which leaves 0 free as the "no id" state
 // inside packed storage (Taint's inline claim, the graph's slot tables) with
@@ -74,7 +84,26 @@ using FailureId = detail::NonzeroId<detail::FailureTag>;
 /// One allocation, for skip records and reports (G7, G8).
 using AllocationId = detail::NonzeroId<detail::AllocationTag>;
 
-/// "failure 12" / "allocation 7": the words reports are written in.
+/// An AllocationId's layout (see above): its space in the top bits, its
+/// number in the rest.
+inline constexpr unsigned allocation_number_bits = 52;
+inline constexpr std::uint64_t allocation_number_mask =
+    (std::uint64_t{1} << allocation_number_bits) - 1;
+/// The most id spaces, so the most MemoryManagers alive at once.
+inline constexpr std::uint32_t allocation_spaces = std::uint32_t{1}
+                                                   << (64 - allocation_number_bits);
+
+/// Which manager's id space the id was minted in (0 for the first manager).
+[[nodiscard]] constexpr std::uint32_t allocation_space(AllocationId id) noexcept {
+  return static_cast<std::uint32_t>(id.raw() >> allocation_number_bits);
+}
+/// The id's number within its space: 1, 2, 3 … as the manager minted them.
+[[nodiscard]] constexpr std::uint64_t allocation_number(AllocationId id) noexcept {
+  return id.raw() & allocation_number_mask;
+}
+
+/// "failure 12" / "allocation 7" / "allocation 7 (memory 2)": the words
+/// reports are written in.
 [[nodiscard]] std::string to_string(FailureId id);
 [[nodiscard]] std::string to_string(AllocationId id);
 /// Write to_string(id).

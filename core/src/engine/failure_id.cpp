@@ -15,7 +15,11 @@ std::string to_string(FailureId id) {
   return "failure " + std::to_string(id.raw());
 }
 std::string to_string(AllocationId id) {
-  return "allocation " + std::to_string(id.raw());
+  std::string text = "allocation " + std::to_string(allocation_number(id));
+  if (allocation_space(id) != 0) {
+    text += " (memory " + std::to_string(allocation_space(id)) + ")";
+  }
+  return text;
 }
 std::ostream& operator<<(std::ostream& out, FailureId id) {
   return out << to_string(id);

@@ -2,6 +2,9 @@
 #include <taintpool/pool/detail/slice.hpp>
 #include <taintpool/pool/memory_manager.hpp>
 
+#include <array>
+#include <bit>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -23,6 +26,47 @@ std::string bytes(std::uint64_t count) {
   return std::to_string(count) + " bytes";
 }
 
+/// The allocation id spaces live managers hold, a bit each (failure_id.hpp):
+/// a manager takes the lowest free one when it is built and hands it back
+/// when it goes, so the first manager of a program mints the plain numbers
+/// 1, 2, 3 … and two live managers never share a space. Behind a mutex, as
+/// managers may be built on any thread; touched only then, never on a hot
+/// path.
+class IdSpaces {
+ public:
+  std::uint32_t take() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    for (std::size_t word = 0; word < taken_.size(); ++word) {
+      if (taken_[word] != ~std::uint64_t{0}) {
+        const auto bit = static_cast<unsigned>(std::countr_one(taken_[word]));
+        taken_[word] |= std::uint64_t{1} << bit;
+        return static_cast<std::uint32_t>(word * 64 + bit);
+      }
+    }
+    throw std::length_error("MemoryManager: " + std::to_string(allocation_spaces) +
+                            " managers are alive already, and each mints its allocation ids "
+                            "in a space of its own");
+  }
+
+  void give(std::uint32_t space) noexcept {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    taken_[space / 64] &= ~(std::uint64_t{1} << (space % 64));
+  }
+
+ private:
+  std::mutex mutex_;
+  std::array<std::uint64_t, allocation_spaces / 64> taken_{};
+};
+
+/// Never destroyed, so a manager destroyed during static destruction (a
+/// global Device) can still hand its space back: one registry for the
+/// process, leaked on purpose, mutable behind its own mutex.
+IdSpaces& id_spaces() {
+  // NOLINTNEXTLINE(cppcoreguidelines-owning-memory,cppcoreguidelines-avoid-non-const-global-variables)
+  static IdSpaces& spaces = *new IdSpaces();
+  return spaces;
+}
+
 } // namespace
 
 MemoryManager::MemoryManager(Storage& storage, ErrorGraph& graph, MemoryConfig config)
@@ -30,8 +74,18 @@ MemoryManager::MemoryManager(Storage& storage, ErrorGraph& graph, MemoryConfig c
     , graph_(graph)
     , config_(std::move(config)) {
   config_.validate(storage_.alignment());
-  // In the body, after validate(): a bad config throws before anything is allocated.
-  inbox_ = new detail::ReleaseInbox(); // NOLINT(cppcoreguidelines-prefer-member-initializer)
+  // In the body, after validate(): a bad config throws before anything is
+  // taken. The id space first: if there is none, nothing else is built.
+  // Both follow take(), which must come after validate(): not initializers.
+  space_ = id_spaces().take(); // NOLINT(cppcoreguidelines-prefer-member-initializer)
+  // NOLINTNEXTLINE(cppcoreguidelines-prefer-member-initializer)
+  next_allocation_ = (std::uint64_t{space_} << allocation_number_bits) + 1;
+  try {
+    inbox_ = new detail::ReleaseInbox();
+  } catch (...) {
+    id_spaces().give(space_);
+    throw;
+  }
   try {
     cache_ = std::make_unique<detail::SliceCache>(*inbox_);
     for (const SlicedPoolConfig& pool : config_.sliced) {
@@ -48,6 +102,7 @@ MemoryManager::MemoryManager(Storage& storage, ErrorGraph& graph, MemoryConfig c
     pools_.clear();
     cache_.reset();
     inbox_->release();
+    id_spaces().give(space_);
     throw;
   }
 }
@@ -70,6 +125,7 @@ MemoryManager::~MemoryManager() {
   pools_.clear();
   cache_.reset();
   inbox_->release();
+  id_spaces().give(space_);
 }
 
 // ------------------------------------------------------------ discovery
@@ -159,6 +215,9 @@ Allocation MemoryManager::allocate(std::uint64_t size) {
         Error::buffer_too_big("cannot allocate " + bytes(size) + ": no pool holds more than " +
                               bytes(config_.max_allocation) + " (MemoryConfig::max_allocation)"));
   }
+  if ((next_allocation_ & allocation_number_mask) == 0) [[unlikely]] {
+    throw_ids_exhausted(); // 2^52 - 1 allocations minted: the space is spent.
+  }
   const std::uint64_t extent = size == 0 ? config_.alignment : round_up(size, config_.alignment);
   const std::uint32_t pool = route(size);
   try {
@@ -193,7 +252,20 @@ void MemoryManager::throw_not_found(AllocationId allocation) {
                        " no longer exists: its last handle was dropped, or the memory was reset"));
 }
 
+void MemoryManager::throw_ids_exhausted() const {
+  throw std::overflow_error("MemoryManager::allocate: memory " + std::to_string(space_) +
+                            " has minted every allocation id of its space");
+}
+
 void MemoryManager::throw_bad_binding(const Binding& binding) const {
+  if (allocation_space(binding.allocation) != space_) {
+    // Never minted here: the lookup missed, as for an unknown id, but the
+    // caller mixed up devices, which deserves its own words.
+    throw Exception(Error::invalid_binding(
+        to_string(binding.allocation) + " was made by another memory manager (memory " +
+        std::to_string(allocation_space(binding.allocation)) + "), not this one (memory " +
+        std::to_string(space_) + "): a binding is used only on the device that made its buffer"));
+  }
   const detail::LiveAllocation* entry = live_.find(binding.allocation.raw());
   if (entry == nullptr) {
     throw_not_found(binding.allocation);

@@ -24,7 +24,13 @@
 // storage failure — after giving free pages back and retrying once — throws
 // Exception(OutOfMemory) with requested, in use, reserved and largest free
 // block; a binding to an allocation that is gone is NotFound, past its end
-// InvalidBinding. Nothing changes when they throw.
+// InvalidBinding, and one another manager minted InvalidBinding naming both.
+// Nothing changes when they throw.
+//
+// Ids: each manager mints its AllocationIds in an id space of its own
+// (failure_id.hpp), taken when it is built and handed back when it goes, so
+// a binding of another manager's allocation never resolves here: the lookup
+// misses as for any unknown id, and the error path tells the two apart.
 //
 // Threading: one thread (or one lock) drives a manager; handles may be
 // copied and dropped on any thread. Every non-const call first discovers
@@ -183,6 +189,9 @@ class MemoryManager {
   [[nodiscard]] ErrorGraph& graph() const noexcept { return graph_; }
   /// Number of pools: the sliced ladder, then the exclusive pool.
   [[nodiscard]] std::size_t pool_count() const noexcept { return pools_.size(); }
+  /// The id space this manager mints in (allocation_space of its ids): one
+  /// no other live manager holds, the lowest free when it was built.
+  [[nodiscard]] std::uint32_t id_space() const noexcept { return space_; }
 
   /// P1 and P2 from scratch: pages tiled exactly, every live allocation
   /// aligned and within its slice and in the id table, free slices clean,
@@ -211,6 +220,7 @@ class MemoryManager {
     return *entry->slice;
   }
   [[noreturn]] void throw_bad_binding(const Binding& binding) const;
+  [[noreturn]] void throw_ids_exhausted() const;
   [[nodiscard]] std::uint32_t route(std::uint64_t size) const noexcept;
   [[nodiscard]] detail::Slice* reserve_or_throw(std::uint32_t pool, std::uint64_t size,
                                                 std::uint64_t extent);
@@ -229,7 +239,8 @@ class MemoryManager {
   detail::IdTable<detail::LiveAllocation> live_;
   detail::Slice* tombstoned_ = nullptr; ///< Ended while handles remain; linked via bin links.
   MemoryStats stats_;
-  std::uint64_t next_allocation_ = 1;
+  std::uint32_t space_ = 0;           ///< The id space (see above); handed back by the destructor.
+  std::uint64_t next_allocation_ = 1; ///< Raw: the space in the top bits, then the number.
 };
 
 } // namespace taintpool
