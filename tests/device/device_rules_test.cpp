@@ -637,6 +637,100 @@ TEST(DeviceIds, P3_ASpaceIsHandedOnOnlyOnceItsDeviceIsGone) {
   EXPECT_EQ(allocation_number(again.create_buffer(8).id()), 1u);
 }
 
+// ---- a body must not call back into its own device ----------------------------
+
+/// Runs `call` from a body writing `a` on `device`: the launch must end in
+/// std::logic_error naming the call, with S3's outcome (the write set stays
+/// claimed by the torn-down scope) and nothing else changed — no buffer
+/// created, `b`'s bytes and taint as they were.
+template <class Call>
+void expect_refused_inside_a_body(Device& device, const char* name, Call&& call) {
+  SCOPED_TRACE(name);
+  Allocation a = device.create_buffer(8);
+  Allocation b = device.create_buffer(8);
+  device.write(b.whole(), bytes_of(8, 3));
+  std::size_t allocations = 0;
+  device.memory().for_each_allocation([&](const AllocationInfo&) { ++allocations; });
+  const std::size_t failures = device.graph().size();
+  bool returned = false;
+  try {
+    device.launch("outer", {}, {a.whole()}, [&](const KernelContext&) {
+      call(b);
+      returned = true;
+      return LaunchOutcome::success();
+    });
+    ADD_FAILURE() << name << " from a body on the same device was allowed";
+  } catch (const std::logic_error& error) {
+    EXPECT_NE(std::string(error.what()).find(name), std::string::npos) << error.what();
+  }
+  EXPECT_FALSE(returned);
+  std::size_t after = 0;
+  device.memory().for_each_allocation([&](const AllocationInfo&) { ++after; });
+  EXPECT_EQ(after, allocations) << "a buffer was created from inside the body";
+  EXPECT_EQ(device.graph().size(), failures + 1); // S3: the torn-down scope, no other.
+  EXPECT_EQ(device.stale_reports(a.whole()).size(), 1u);
+  EXPECT_TRUE(device.stale_reports(b.whole()).empty());
+  EXPECT_EQ(device.read_bytes(b.whole()), bytes_of(8, 3));
+  device.check_invariants();
+}
+
+/// Every call a body must not make on its own device (device.hpp,
+/// "Threading"), each refused.
+void expect_every_call_refused_inside_a_body(Device& device) {
+  std::vector<std::byte> out(8);
+  expect_refused_inside_a_body(device, "synchronize",
+                               [&](const Allocation&) { device.synchronize(); });
+  expect_refused_inside_a_body(device, "read",
+                               [&](const Allocation& b) { (void)device.read(b.whole(), out); });
+  expect_refused_inside_a_body(device, "read_bytes",
+                               [&](const Allocation& b) { (void)device.read_bytes(b.whole()); });
+  expect_refused_inside_a_body(device, "stale_reports",
+                               [&](const Allocation& b) { (void)device.stale_reports(b.whole()); });
+  expect_refused_inside_a_body(
+      device, "write", [&](const Allocation& b) { device.write(b.whole(), bytes_of(8, 9)); });
+  expect_refused_inside_a_body(device, "create_buffer",
+                               [&](const Allocation&) { (void)device.create_buffer(8); });
+  expect_refused_inside_a_body(device, "create_buffer", [&](const Allocation&) {
+    (void)device.create_buffer(bytes_of(8, 1));
+  });
+}
+
+TEST_F(DeviceTest, S3_ABodyThatReadsWritesSynchronizesOrCreatesOnItsOwnDeviceIsRefused) {
+  expect_every_call_refused_inside_a_body(device);
+}
+
+TEST_F(DeferredDeviceTest, S3_ABodyThatReadsWritesSynchronizesOrCreatesOnItsOwnDeviceIsRefused) {
+  expect_every_call_refused_inside_a_body(device);
+}
+
+TEST_F(DeferredDeviceTest, S3_ALateFailureCannotBeAttributedFromInsideAnotherLaunchsBody) {
+  // The case that made synchronize() inside a body wrong: a checked launch
+  // fails late, and a later body synchronizes while its own write set is
+  // claimed. Refused, the late failure waits for the next synchronize,
+  // which attributes it to the checked launch's output alone.
+  Allocation x = device.create_buffer(8);
+  Allocation y = device.create_buffer(8);
+  device.launch("checked", {}, {x.whole()}, [&](const KernelContext& context) {
+    deferred.fail_later(context, Error::launch("status word says no"));
+    return LaunchOutcome::success();
+  });
+  EXPECT_THROW(device.launch("syncs", {}, {y.whole()},
+                             [&](const KernelContext&) {
+                               device.synchronize();
+                               return LaunchOutcome::success();
+                             }),
+               std::logic_error);
+  device.synchronize();
+  const std::vector<Report> late = device.stale_reports(x.whole());
+  ASSERT_EQ(late.size(), 1u);
+  EXPECT_NE(late[0].root.message().find("status word says no"), std::string::npos);
+  const std::vector<Report> torn = device.stale_reports(y.whole());
+  ASSERT_EQ(torn.size(), 1u); // S3: the refused body's own scope, and nothing else.
+  EXPECT_EQ(torn[0].root.kind(), ErrorKind::TornDown);
+  EXPECT_NE(torn[0].failure, late[0].failure);
+  device.check_invariants();
+}
+
 TEST_F(DeviceTest, R4_DroppingEveryStaleBufferFreesEveryFailure) {
   Allocation a = device.create_buffer(16);
   Allocation b = device.create_buffer(16);

@@ -75,7 +75,14 @@ Device::Device(Backend& backend, MemoryConfig config)
     , memory_(backend.storage(), graph_, std::move(config)) {
 }
 
+void Device::throw_inside_launch(const char* call) {
+  throw std::logic_error(std::string("Device::") + call +
+                         " was called from a body on its own device: a body must not launch, "
+                         "write, read, synchronize or create buffers on the device running it");
+}
+
 Allocation Device::create_buffer(std::span<const std::byte> bytes) {
+  refuse_inside_launch("create_buffer");
   Allocation buffer = memory_.allocate(bytes.size());
   write(buffer.whole(), bytes);
   return buffer;
@@ -255,6 +262,7 @@ LaunchResult Device::enter(std::uint64_t launch, std::string_view kernel, Kernel
 }
 
 LaunchResult Device::write(const Binding& into, std::span<const std::byte> bytes) {
+  refuse_inside_launch("write");
   if (bytes.size() != into.range.size()) {
     throw Exception(Error::invalid_binding("a host write of " + std::to_string(bytes.size()) +
                                            " bytes into " + to_string(into.allocation) + " bytes " +
@@ -321,6 +329,7 @@ void subtract(std::vector<Binding>& set, const Binding& cut) {
 } // namespace
 
 void Device::synchronize() {
+  refuse_inside_launch("synchronize");
   // A late failure the backend has handed over must not be lost if its
   // attribution runs out of memory: it waits in unattributed_ and the next
   // call attributes it first, before taking anything new from the backend.
@@ -463,6 +472,7 @@ void Device::attribute(const LateFailure& late) {
 // ------------------------------------------------------------ reads
 
 std::vector<Report> Device::stale_reports(const Binding& from) {
+  refuse_inside_launch("stale_reports");
   synchronize();
   const BoundBytes bytes = memory_.resolve(from);
   std::vector<Report> reports;
@@ -480,6 +490,7 @@ std::vector<Report> Device::stale_reports(const Binding& from) {
 }
 
 ReadOutcome Device::read(const Binding& from, std::span<std::byte> into) {
+  refuse_inside_launch("read");
   synchronize();
   const BoundBytes bytes = memory_.resolve(from);
   if (into.size() != from.range.size()) {
@@ -497,6 +508,7 @@ ReadOutcome Device::read(const Binding& from, std::span<std::byte> into) {
 }
 
 std::vector<std::byte> Device::read_bytes(const Binding& from) {
+  refuse_inside_launch("read_bytes");
   // The binding first (P3): the result is sized by it, so a range past the
   // end must throw InvalidBinding before anything that size is allocated.
   (void)memory_.resolve(from);

@@ -38,9 +38,14 @@
 // lookups and inline taint operations, and allocates nothing once warmed up
 // (G10); the skip and failure paths allocate their records and messages.
 //
-// Threading: one thread drives a Device (launches are not reentrant — a body
-// must not launch on its own device). Allocation handles may be dropped on
-// any thread.
+// Threading: one thread drives a Device, and a body runs inside its launch:
+// it must not launch, write, read, synchronize or create buffers on its own
+// device. Each of those calls checks one flag first and throws
+// std::logic_error when a launch is in progress, before touching anything —
+// a synchronize could otherwise attribute a late failure to the bytes the
+// launch in progress holds claimed, and an allocation could end and reuse a
+// slice the launch is writing. Allocation handles may be dropped on any
+// thread.
 #pragma once
 
 #include <taintpool/device/backend.hpp>
@@ -103,8 +108,12 @@ class Device {
 
   /// A new buffer of `size` bytes. Fresh memory counts as written (D1): it
   /// carries no failure, whatever bytes it holds. Throws as
-  /// MemoryManager::allocate does (BufferTooBig, OutOfMemory).
-  [[nodiscard]] Allocation create_buffer(std::uint64_t size) { return memory_.allocate(size); }
+  /// MemoryManager::allocate does (BufferTooBig, OutOfMemory), and
+  /// std::logic_error from inside a body (see above).
+  [[nodiscard]] Allocation create_buffer(std::uint64_t size) {
+    refuse_inside_launch("create_buffer");
+    return memory_.allocate(size);
+  }
 
   /// A new buffer holding `bytes` (a create and a host write). A failed copy
   /// is not thrown: the buffer comes back carrying the copy's error, and a
@@ -174,6 +183,15 @@ class Device {
 
  private:
   struct ScopeGuard;
+
+  /// The check every call a body must not make starts with (see above):
+  /// one load and a branch; the throw is out of line.
+  void refuse_inside_launch(const char* call) const {
+    if (in_launch_) [[unlikely]] {
+      throw_inside_launch(call);
+    }
+  }
+  [[noreturn]] static void throw_inside_launch(const char* call);
 
   /// A launch whose outcome an asynchronous backend has not yet confirmed,
   /// or any launch after one: what a late failure's replay needs.
