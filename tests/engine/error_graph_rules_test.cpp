@@ -622,6 +622,117 @@ TEST(ErrorGraph, R4_WithEveryCarrierClearedAndEveryScopeClosedTheGraphIsEmpty) {
   EXPECT_NO_THROW(graph.check_invariants());
 }
 
+// ---- the provisional failure (S1) -----------------------------------------------
+
+/// A provisional failure, just minted: TornDown with no message, no tags,
+/// no skips — whatever the slot it landed in held before.
+void expect_fresh_provisional(const ErrorGraph& graph, FailureId provisional) {
+  ASSERT_TRUE(graph.contains(provisional));
+  const Error* error = graph.error(provisional);
+  ASSERT_NE(error, nullptr);
+  EXPECT_EQ(*error, Error::torn_down()) << to_string(*error);
+  EXPECT_EQ(graph.tags(provisional), 0u);
+  EXPECT_EQ(graph.skips_recorded(provisional), 0u);
+  EXPECT_TRUE(graph.skip_records(provisional).empty());
+  const Report report = graph.report(provisional, alloc(3));
+  EXPECT_EQ(report.root, Error::torn_down());
+  EXPECT_TRUE(report.path.empty());
+  EXPECT_EQ(report.skips_recorded, 0u);
+}
+
+TEST(ErrorGraph, S1_AProvisionalFailureStartsTornDownInASlotAPrunedFailureUsed) {
+  // insert_provisional assigns no error on its fast path: the newest-node
+  // slot must already hold TornDown, and no skip log, once a node leaves it.
+  ErrorGraph graph;
+  const FailureId real = graph.insert(Error::launch("load_weights ran out of memory, at length"));
+  graph.skipped(real, skip("linear", 1, {2}));
+  graph.prune(real); // Untagged: removed from the newest-node slot.
+  expect_fresh_provisional(graph, graph.insert_provisional());
+}
+
+TEST(ErrorGraph, S1_AProvisionalFailureStartsTornDownAfterAnotherWasReplacedAndReleased) {
+  // The scope cycle of a failed launch: the provisional node takes the real
+  // error (G4) and a skip, its carrier lets go (G3), and the next scope's
+  // provisional node lands in the same slot.
+  ErrorGraph graph;
+  Taint taint;
+  const FailureId first = graph.insert_provisional();
+  taint.taint(r(0, 8), first, graph);
+  graph.replace(first, Error::launch("the kernel reported a fault, described at length"));
+  graph.skipped(first, skip("softmax", 4, {5}));
+  taint.written(r(0, 8), graph); // Its last byte: the node goes (G3).
+  ASSERT_FALSE(graph.contains(first));
+  expect_fresh_provisional(graph, graph.insert_provisional());
+}
+
+TEST(ErrorGraph, S1_AProvisionalFailureStartsTornDownAfterTheNewestSlotWasMovedOut) {
+  // A live newest node moves to the table when the next one is minted, and
+  // out of the graph altogether when the graph moves: either way the slot
+  // left behind holds TornDown and no skip log.
+  ErrorGraph graph;
+  Taint taint;
+  const FailureId kept =
+      graph.insert(Error::launch("kept alive by a carrier, with a long message"));
+  graph.skipped(kept, skip("linear", 1, {2}));
+  taint.taint(r(0, 8), kept, graph);
+  const FailureId provisional = graph.insert_provisional(); // `kept` retires to the table.
+  expect_fresh_provisional(graph, provisional);
+  graph.prune(provisional);
+
+  const FailureId newest = graph.insert(Error::launch("newest, also carried, also long enough"));
+  graph.skipped(newest, skip("gelu", 2, {3}));
+  taint.taint(r(8, 16), newest, graph);
+  ErrorGraph moved(std::move(graph));                          // Both nodes leave `graph`.
+  expect_fresh_provisional(graph, graph.insert_provisional()); // NOLINT(bugprone-use-after-move)
+  const FailureId there = moved.insert_provisional();          // `newest` retires.
+  expect_fresh_provisional(moved, there);
+  moved.prune(there);
+  EXPECT_EQ(moved.skips_recorded(kept), 1u);
+  EXPECT_EQ(moved.skips_recorded(newest), 1u);
+
+  // Move-assigned as well: the slots it leaves behind are as good as new.
+  const FailureId last = moved.insert(Error::launch("the newest again, carried, long enough"));
+  graph.skipped(graph.insert(Error::launch("dropped with `graph`")), skip("k", 1, {2}));
+  taint.taint(r(16, 24), last, moved);
+  graph = std::move(moved);
+  expect_fresh_provisional(moved, moved.insert_provisional()); // NOLINT(bugprone-use-after-move)
+  EXPECT_EQ(graph.skips_recorded(kept), 1u);
+  EXPECT_EQ(graph.tags(last), 1u);
+  taint.clear(graph);
+}
+
+TEST(ErrorGraph, S1_AProvisionalFailureStartsTornDownInATableSlotAnOlderFailureUsed) {
+  // A provisional failure that must go to the table itself (the newest slot
+  // is taken) lands, after churn, in table slots real failures used.
+  ErrorGraph graph;
+  std::vector<Taint> taints(24);
+  for (std::size_t round = 0; round < taints.size(); ++round) {
+    const FailureId real = graph.insert(Error::launch("failure " + std::to_string(round) +
+                                                      " with a message past the small buffer"));
+    graph.skipped(real, skip("k", round + 1, {round + 2}));
+    taints[round].taint(r(0, 8), real, graph);
+  }
+  for (std::size_t round = 0; round < taints.size(); round += 2) {
+    taints[round].clear(graph); // Half the table's slots are vacated.
+  }
+  std::vector<FailureId> provisional;
+  for (std::size_t round = 0; round < taints.size(); round += 2) {
+    provisional.push_back(graph.insert_provisional());
+    taints[round].taint(r(0, 8), provisional.back(), graph); // Keeps it: the next one retires it.
+  }
+  for (const FailureId failure : provisional) {
+    const Error* error = graph.error(failure);
+    ASSERT_NE(error, nullptr);
+    EXPECT_EQ(*error, Error::torn_down()) << to_string(failure) << ": " << to_string(*error);
+    EXPECT_EQ(graph.skips_recorded(failure), 0u) << to_string(failure);
+  }
+  EXPECT_NO_THROW(graph.check_invariants());
+  for (Taint& taint : taints) {
+    taint.clear(graph);
+  }
+  EXPECT_TRUE(graph.empty());
+}
+
 // ---- the graph as a value ---------------------------------------------------------
 
 TEST(ErrorGraph, G1_AMovedGraphKeepsItsNodesAndIdsAndTheSourceIsEmptyAndUsable) {
