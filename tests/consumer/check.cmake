@@ -3,14 +3,29 @@
 #
 # Builds tests/consumer against taintpool the way MODE says (installing
 # BUILD_DIR into a scratch prefix first for find_package), then runs it.
+#
+# WORK_DIR is kept between runs, so a second ctest run with nothing changed
+# reconfigures, finds everything up to date and only runs the consumer,
+# while a changed source or header is rebuilt as in any build tree. It is
+# wiped and built from scratch when the consumer would be configured
+# differently (another SOURCE_DIR, BUILD_DIR or CMake), so no stale cache
+# can stand in for a fresh consumer.
 foreach(var MODE SOURCE_DIR BUILD_DIR WORK_DIR)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "check.cmake needs -D${var}=...")
   endif()
 endforeach()
 
-file(REMOVE_RECURSE ${WORK_DIR})
-file(MAKE_DIRECTORY ${WORK_DIR})
+set(stamp ${WORK_DIR}/configured-for.txt)
+set(wanted "${MODE}|${SOURCE_DIR}|${BUILD_DIR}|${CMAKE_COMMAND}|${CMAKE_VERSION}")
+set(found "")
+if(EXISTS ${stamp})
+  file(READ ${stamp} found)
+endif()
+if(NOT found STREQUAL wanted)
+  file(REMOVE_RECURSE ${WORK_DIR})
+  file(MAKE_DIRECTORY ${WORK_DIR})
+endif()
 
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -27,5 +42,6 @@ if(MODE STREQUAL "find_package")
   list(APPEND configure_args -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix)
 endif()
 run(${CMAKE_COMMAND} ${configure_args})
+file(WRITE ${stamp} "${wanted}")
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 run(${WORK_DIR}/build/consumer)
