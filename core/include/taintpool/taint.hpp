@@ -70,15 +70,11 @@ struct ClaimSegment {
 /// The claims of one allocation (§3.2): three words (T6), move-only, and a
 /// carrier of one tag per claimed failure (R1) — so clear() it before it is
 /// destroyed or assigned over.
-/// The claims of one allocation (§3.2): three words (T6), move-only, and a
-/// carrier of one tag per claimed failure (R1) — so clear() it before it is
-/// destroyed or assigned over.
 class Taint {
  public:
   /// Whether one failure over one range is stored inline (T6).
   static constexpr bool inline_claims = TAINTPOOL_TAINT_INLINE_CLAIMS != 0;
 
-  /// Clean: no claim, no tag, no allocation.
   /// Clean: no claim, no tag, no allocation.
   Taint() noexcept = default;
 
@@ -100,8 +96,6 @@ class Taint {
   // NOLINTNEXTLINE(performance-noexcept-move-constructor,bugprone-exception-escape)
   Taint& operator=(Taint&& other);
 
-  /// A clean taint costs nothing to destroy. One that still holds claims
-  /// aborts with a message (R1, R4: its tags could never be given back).
   /// A clean taint costs nothing to destroy. One that still holds claims
   /// aborts with a message (R1, R4: its tags could never be given back).
   ~Taint() {
@@ -193,7 +187,6 @@ class Taint {
 
   /// T3: every failure claiming a byte of `range`, each once, ascending.
   /// Allocates the result and sorts it: the failure path (reports).
-  /// Allocates the result and sorts it: the failure path (reports).
   [[nodiscard]] std::vector<FailureId> failures(ByteRange range) const;
 
   /// T4: give back every tag; the taint is clean after. O(1) inline; a
@@ -219,8 +212,7 @@ class Taint {
 
   /// Visits (FailureId, ByteRange) for every claimed range, in ascending
   /// byte order. Ranges of one failure never touch; ranges of different
-  /// failures may. O(segments), no allocation; `fn` must not modify this. O(segments), no
-  /// allocation; `fn` must not modify this.
+  /// failures may. O(segments), no allocation; `fn` must not modify this.
   template <class Fn>
   void for_each_claim(Fn&& fn) const {
     if (failure_ != 0) {
