@@ -138,6 +138,10 @@ void CudaBackend::release() noexcept {
   if (stream_ != nullptr) {
     static_cast<void>(cudaStreamSynchronize(stream_));
   }
+  for (void* event : free_events_) {
+    static_cast<void>(cudaEventDestroy(static_cast<cudaEvent_t>(event)));
+  }
+  free_events_.clear();
   if (status_device_ != nullptr) {
     static_cast<void>(cudaFree(status_device_));
     status_device_ = nullptr;
@@ -339,7 +343,8 @@ void CudaBackend::collect(std::vector<LateFailure>& into) {
     fail_unconfirmed(into, *poison_);
     return;
   }
-  cudaError_t error = cudaStreamSynchronize(stream_);
+  // Checked kernels may run on any stream: wait for the whole device.
+  cudaError_t error = cudaDeviceSynchronize();
   if (error == cudaSuccess && used_ != 0) {
     error =
         cudaMemcpyAsync(status_host_, status_device_, std::size_t{used_} * sizeof(std::uint32_t),
@@ -364,9 +369,12 @@ void CudaBackend::collect(std::vector<LateFailure>& into) {
   }
   checks_.clear();
   if (used_ != 0) {
-    // Ordered before every later kernel on the stream, so the next slots
-    // start clean without a wait here.
+    // Waited for, so the next slots start clean before a kernel on any
+    // stream can write them.
     error = cudaMemsetAsync(status_device_, 0, std::size_t{used_} * sizeof(std::uint32_t), stream_);
+    if (error == cudaSuccess) {
+      error = cudaStreamSynchronize(stream_);
+    }
     if (error != cudaSuccess) {
       static_cast<void>(cudaGetLastError());
       static_cast<void>(note(error, "when the status slots were cleared"));
@@ -428,16 +436,18 @@ std::optional<LateFailure> CudaBackend::verdict(const PendingCheck& check) const
 
 // ------------------------------------------------------------ copies
 
-std::optional<Error> CudaBackend::copy_in(std::byte* to, const std::byte* from, std::size_t bytes) {
+std::optional<Error> CudaBackend::copy_in(StreamHandle stream, std::byte* to, const std::byte* from,
+                                          std::size_t bytes) {
   if (poison_) {
     return refusal();
   }
   if (bytes == 0) {
     return std::nullopt;
   }
-  cudaError_t error = cudaMemcpyAsync(to, from, bytes, cudaMemcpyHostToDevice, stream_);
+  auto* queue = static_cast<cudaStream_t>(stream);
+  cudaError_t error = cudaMemcpyAsync(to, from, bytes, cudaMemcpyHostToDevice, queue);
   if (error == cudaSuccess) {
-    error = cudaStreamSynchronize(stream_); // The host span may go away when we return.
+    error = cudaStreamSynchronize(queue); // The host span may go away when we return.
   }
   if (error != cudaSuccess) {
     static_cast<void>(cudaGetLastError());
@@ -451,18 +461,20 @@ std::optional<Error> CudaBackend::copy_in(std::byte* to, const std::byte* from, 
   return std::nullopt;
 }
 
-std::optional<Error> CudaBackend::copy_out(std::byte* to, const std::byte* from,
-                                           std::size_t bytes) {
+std::optional<Error> CudaBackend::copy_out(StreamHandle stream, std::byte* to,
+                                           const std::byte* from, std::size_t bytes) {
   if (poison_) {
     return Error::launch("cannot read: " + poison_->message());
   }
   if (bytes == 0) {
     return std::nullopt;
   }
-  // Queued after every write to the bytes (one stream), then waited for.
-  cudaError_t error = cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToHost, stream_);
+  // Queued after every write to the bytes (the Device ordered the stream),
+  // then waited for.
+  auto* queue = static_cast<cudaStream_t>(stream);
+  cudaError_t error = cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToHost, queue);
   if (error == cudaSuccess) {
-    error = cudaStreamSynchronize(stream_);
+    error = cudaStreamSynchronize(queue);
   }
   if (error != cudaSuccess) {
     static_cast<void>(cudaGetLastError());
@@ -474,6 +486,101 @@ std::optional<Error> CudaBackend::copy_out(std::byte* to, const std::byte* from,
                          " failed: " + text);
   }
   return std::nullopt;
+}
+
+// ------------------------------------------------------------ streams and events
+
+namespace {
+[[noreturn]] void stream_error(const std::string& backend, const char* what, cudaError_t error) {
+  static_cast<void>(cudaGetLastError());
+  throw Exception(Error::launch(backend + ": " + what + " failed: " + describe(error)));
+}
+} // namespace
+
+StreamHandle CudaBackend::create_stream() {
+  if (poison_) {
+    throw Exception(refusal());
+  }
+  cudaStream_t stream = nullptr;
+  if (const cudaError_t error = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+      error != cudaSuccess) {
+    static_cast<void>(note(error, "when a stream was created"));
+    stream_error(name_, "cudaStreamCreateWithFlags", error);
+  }
+  return stream;
+}
+
+void CudaBackend::destroy_stream(StreamHandle stream) noexcept {
+  static_cast<void>(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+  static_cast<void>(cudaStreamDestroy(static_cast<cudaStream_t>(stream)));
+  static_cast<void>(cudaGetLastError());
+}
+
+EventHandle CudaBackend::record(StreamHandle stream) {
+  if (poison_) {
+    throw Exception(refusal());
+  }
+  cudaEvent_t event = nullptr;
+  if (!free_events_.empty()) {
+    event = static_cast<cudaEvent_t>(free_events_.back());
+    free_events_.pop_back();
+  } else {
+    if (const cudaError_t error = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+        error != cudaSuccess) {
+      static_cast<void>(note(error, "when an event was created"));
+      stream_error(name_, "cudaEventCreateWithFlags", error);
+    }
+    ++events_created_;
+  }
+  if (const cudaError_t error = cudaEventRecord(event, static_cast<cudaStream_t>(stream));
+      error != cudaSuccess) {
+    release(event);
+    static_cast<void>(note(error, "when an event was recorded"));
+    stream_error(name_, "cudaEventRecord", error);
+  }
+  return event;
+}
+
+void CudaBackend::wait(StreamHandle waiter, EventHandle event) {
+  if (const cudaError_t error = cudaStreamWaitEvent(static_cast<cudaStream_t>(waiter),
+                                                    static_cast<cudaEvent_t>(event), 0);
+      error != cudaSuccess) {
+    static_cast<void>(note(error, "when a stream was made to wait"));
+    stream_error(name_, "cudaStreamWaitEvent", error);
+  }
+}
+
+bool CudaBackend::done(EventHandle event) noexcept {
+  const cudaError_t status = cudaEventQuery(static_cast<cudaEvent_t>(event));
+  if (status == cudaErrorNotReady) {
+    return false;
+  }
+  if (status != cudaSuccess) {
+    static_cast<void>(cudaGetLastError());
+    try {
+      static_cast<void>(note(status, "when an event was queried"));
+    } catch (...) {
+    }
+  }
+  return true; // Complete, or broken: nothing will run after it anyway.
+}
+
+void CudaBackend::release(EventHandle event) noexcept {
+  try {
+    free_events_.push_back(event);
+  } catch (...) {
+    static_cast<void>(cudaEventDestroy(static_cast<cudaEvent_t>(event)));
+  }
+}
+
+void CudaBackend::finish(StreamHandle stream) {
+  if (const cudaError_t error = cudaStreamSynchronize(static_cast<cudaStream_t>(stream));
+      error != cudaSuccess) {
+    static_cast<void>(cudaGetLastError());
+    static_cast<void>(note(error, "when a stream was waited for"));
+    // Poisoned or not, the work is over as far as the host can tell: the
+    // Device's next synchronize() reports what failed.
+  }
 }
 
 } // namespace taintpool::cuda

@@ -133,6 +133,9 @@ Device::Device(Backend& backend, DeviceOptions options)
     , memory_(backend.storage(), graph_,
               options.memory ? std::move(*options.memory) : backend.memory_config())
     , streams_(backend, serial_) {
+  if (ordering_ == StreamOrdering::Detect) {
+    streams_.order().track_every_allocation(); // Races name both accesses (O4).
+  }
 }
 
 Device::~Device() = default;
@@ -163,18 +166,23 @@ Allocation Device::create_buffer(std::uint64_t size, StreamId stream) {
     return memory_.allocate(size, slot);
   }
   streams_.poll(); // Learn what completed: held allocations may end now (O3).
-  try {
-    return memory_.allocate(size, slot);
-  } catch (const Exception& error) {
-    if (error.kind() != ErrorKind::OutOfMemory) {
-      throw;
+  Allocation made = [&] {
+    try {
+      return memory_.allocate(size, slot);
+    } catch (const Exception& error) {
+      if (error.kind() != ErrorKind::OutOfMemory) {
+        throw;
+      }
     }
-  }
-  // The last step before OutOfMemory (O3): wait for every stream, so every
-  // held allocation is let go and every lane's free memory can go back.
-  streams_.finish_all();
-  memory_.sweep();
-  return memory_.allocate(size, slot);
+    // The last step before OutOfMemory (O3): wait for every stream, so
+    // every held allocation is let go and every lane's free memory can go
+    // back.
+    streams_.finish_all();
+    memory_.sweep();
+    return memory_.allocate(size, slot);
+  }();
+  streams_.order().created(StreamAccess{made.id(), made.whole().range, size, slot});
+  return made;
 }
 
 Allocation Device::create_buffer(std::span<const std::byte> bytes, StreamId stream) {
@@ -221,8 +229,8 @@ LaunchResult Device::launch(StreamId stream, std::string_view kernel,
 }
 
 LaunchResult Device::launch_locked(std::uint32_t slot, std::string_view kernel,
-                                   std::span<const Binding> reads,
-                                   std::span<const Binding> writes, KernelBody body) {
+                                   std::span<const Binding> reads, std::span<const Binding> writes,
+                                   KernelBody body) {
   // Every binding is checked before anything is claimed (P3, S1).
   memory_.sweep();
   resolve_all(reads, reads_, read_taints_, read_accesses_);
@@ -314,10 +322,9 @@ void Device::order(std::uint32_t slot, std::uint64_t launch) {
     if (!logged) {
       continue; // Its outputs already carry a failure, or it left the log.
     }
-    std::string message = describe_work(hazard.earlier) + " read " +
-                          to_string(hazard.allocation) + " bytes " + to_string(hazard.bytes) +
-                          " while launch " + std::to_string(launch) + " on " +
-                          to_string(streams_.id(slot)) +
+    std::string message = describe_work(hazard.earlier) + " read " + to_string(hazard.allocation) +
+                          " bytes " + to_string(hazard.bytes) + " while launch " +
+                          std::to_string(launch) + " on " + to_string(streams_.id(slot)) +
                           " wrote them, with nothing ordering the two (detect mode queued no wait)";
     unattributed_.push_back(
         LateFailure{hazard.earlier.launch, Error::race(std::move(message)), {}});
@@ -346,7 +353,7 @@ void Device::commit(std::uint32_t slot, std::uint64_t launch) {
 std::string Device::describe_work(const StreamPoint& point) const {
   const std::string stream = to_string(streams_.id(point.stream));
   if (point.launch == 0) {
-    return "work queued on " + stream + " before it";
+    return "earlier work on " + stream + " (its memory's previous use there)";
   }
   const auto logged = std::find_if(log_.begin(), log_.end(), [&](const LoggedLaunch& entry) {
     return entry.launch == point.launch;
@@ -640,12 +647,11 @@ LaunchResult Device::enter(std::uint32_t slot, std::uint64_t launch, std::string
       }
       for (const WrittenRange& written : outcome.written()) {
         if (written.output < writes_.size() &&
-            written.range.end() <= writes_[written.output].range.size() &&
-            !written.range.empty()) {
+            written.range.end() <= writes_[written.output].range.size() && !written.range.empty()) {
           const BoundBuffer& output = writes_[written.output];
-          released_.push_back({output.allocation,
-                               ByteRange::of(output.range.begin() + written.range.begin(),
-                                             output.range.begin() + written.range.end())});
+          released_.push_back(
+              {output.allocation, ByteRange::of(output.range.begin() + written.range.begin(),
+                                                output.range.begin() + written.range.end())});
         }
       }
     } else {
@@ -750,16 +756,15 @@ void Device::log_if_unconfirmed(std::uint64_t launch, std::string_view kernel,
   }
   trim_log();
   const std::optional<std::uint64_t> oldest = oldest_needed_launch();
-  const bool needed = (oldest && *oldest <= launch) ||
-                      (detect && work.seq != 0 &&
-                       work.seq > streams_.order().completed(work.stream));
+  const bool needed =
+      (oldest && *oldest <= launch) ||
+      (detect && work.seq != 0 && work.seq > streams_.order().completed(work.stream));
   if (log_.empty() && !needed) {
     return;
   }
   log_.push_back(LoggedLaunch{launch, std::string(kernel), status,
                               std::vector<Binding>(reads.begin(), reads.end()),
-                              std::vector<Binding>(writes.begin(), writes.end()), released_,
-                              work});
+                              std::vector<Binding>(writes.begin(), writes.end()), released_, work});
 }
 
 namespace {

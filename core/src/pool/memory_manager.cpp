@@ -277,10 +277,13 @@ std::uint32_t MemoryManager::pool_index(const Slice* slice) noexcept {
 }
 
 AllocationInfo MemoryManager::describe(const Slice* slice) noexcept {
-  return AllocationInfo{
-      AllocationId::from_raw(slice->allocation), slice->size,       slice->extent,
-      slice->page->base + slice->offset,         pool_index(slice), &slice->taint,
-      slice->page->lane};
+  return AllocationInfo{AllocationId::from_raw(slice->allocation),
+                        slice->size,
+                        slice->extent,
+                        slice->page->base + slice->offset,
+                        pool_index(slice),
+                        &slice->taint,
+                        slice->page->lane};
 }
 
 std::vector<const Taint*> MemoryManager::carriers() const {

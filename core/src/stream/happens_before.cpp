@@ -92,8 +92,8 @@ void HappensBefore::plan_one(std::uint32_t stream, const StreamAccess& access, b
     if (write) {
       for (const StreamPoint& reader : run.readers) {
         if (!ordered_before(reader, stream)) {
-          hazards.push_back(Hazard{Conflict::WriteAfterRead, true, binding, reader,
-                                   access.allocation, bytes});
+          hazards.push_back(
+              Hazard{Conflict::WriteAfterRead, true, binding, reader, access.allocation, bytes});
         }
       }
     }
@@ -136,6 +136,12 @@ HappensBefore::Record& HappensBefore::materialise(const StreamAccess& access) {
   return records_.emplace(access.allocation.raw(), std::move(record)).first->second;
 }
 
+void HappensBefore::created(const StreamAccess& allocation) {
+  if (track_all_) {
+    static_cast<void>(materialise(allocation));
+  }
+}
+
 std::size_t HappensBefore::split(Record& record, ByteRange range) {
   auto& runs = record.runs;
   auto cut = [&](std::uint64_t at) {
@@ -163,7 +169,8 @@ StreamPoint HappensBefore::commit(std::uint32_t stream, std::uint64_t launch,
                                   std::span<const StreamAccess> writes) {
   const StreamPoint point{stream, seq_[stream] + 1, launch};
   auto touch = [&](const StreamAccess& access, bool write) {
-    if (access.range.empty() || (access.home == stream && find(access.allocation) == nullptr)) {
+    if (access.range.empty() ||
+        (!track_all_ && access.home == stream && find(access.allocation) == nullptr)) {
       return;
     }
     Record& record = materialise(access);
@@ -176,8 +183,9 @@ StreamPoint HappensBefore::commit(std::uint32_t stream, std::uint64_t launch,
         run.readers.clear();
         continue;
       }
-      const auto same = std::find_if(run.readers.begin(), run.readers.end(),
-                                     [&](const StreamPoint& reader) { return reader.stream == stream; });
+      const auto same =
+          std::find_if(run.readers.begin(), run.readers.end(),
+                       [&](const StreamPoint& reader) { return reader.stream == stream; });
       if (same != run.readers.end()) {
         *same = point;
       } else {
@@ -213,8 +221,7 @@ std::size_t HappensBefore::prune_completed() {
   };
   return std::erase_if(records_, [&](const auto& entry) {
     for (const Run& run : entry.second.runs) {
-      if (!complete(run.writer) ||
-          !std::all_of(run.readers.begin(), run.readers.end(), complete)) {
+      if (!complete(run.writer) || !std::all_of(run.readers.begin(), run.readers.end(), complete)) {
         return false;
       }
     }

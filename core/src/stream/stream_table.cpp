@@ -89,19 +89,19 @@ void StreamTable::destroy(StreamId stream) {
 
 std::uint32_t StreamTable::find_slot(StreamId stream) const {
   if (stream.device() != device_) {
-    throw Exception(Error::not_found(
-        to_string(stream) +
-        (stream.device() == 0 ? " names no device (a default-constructed StreamId)"
-                              : " belongs to another device")));
+    throw Exception(
+        Error::not_found(to_string(stream) +
+                         (stream.device() == 0 ? " names no device (a default-constructed StreamId)"
+                                               : " belongs to another device")));
   }
   for (std::uint32_t at = 0; at < handles_.size(); ++at) {
     if (handles_[at] != nullptr && number_[at] == stream.number()) {
       return at;
     }
   }
-  throw Exception(Error::not_found(to_string(stream) +
-                                   (stream.number() < next_number_ ? " was destroyed"
-                                                                   : " was never created")));
+  throw Exception(
+      Error::not_found(to_string(stream) +
+                       (stream.number() < next_number_ ? " was destroyed" : " was never created")));
 }
 
 std::uint32_t StreamTable::order_after(std::uint32_t slot, std::span<const Hazard> hazards) {

@@ -67,11 +67,19 @@
 // record, no allocation once warm; synchronize() with checked launches
 // pending adds one device-to-host copy of the used slots and one memset.
 //
-// Threading and streams: one thread drives the backend and its Device, with
-// the backend's device current (the constructor makes it current). Bodies
-// must launch on stream_of(context) only: the pool reuses a freed buffer's
-// memory for the next allocation at once, which is safe because every
-// kernel and copy touching it is ordered on this one stream.
+// Streams and events (QueueBackend). The backend's own stream is the
+// Device's default stream; create_stream() makes non-blocking streams;
+// events come from a pool of cudaEvent_t created with timing disabled, so a
+// warm Device creates none. A body launches on stream_of(context), the
+// launch's stream: the Device has already made that stream wait for every
+// conflicting access on the others (O1), and pool reuse is stream-ordered
+// (O3). Checked kernels may run on any stream: synchronize() and an early
+// drain wait for the whole device before the status slots are read, and the
+// slots are cleared before any later kernel can write them.
+//
+// Threading: the Device calls the backend under its lock; the backend's
+// device must be current on every thread that drives it (the constructor
+// makes it current on its own thread).
 #pragma once
 
 #include <taintpool/cuda/cuda_storage.hpp>
@@ -137,12 +145,27 @@ class CudaBackend final : public Backend {
   LaunchOutcome run(KernelBody body, const KernelContext& context) override;
   /// Host-to-device on the stream, then waits for it (the host span may go
   /// away on return). A runtime error, or poison, is returned, not thrown.
-  [[nodiscard]] std::optional<Error> copy_in(std::byte* to, const std::byte* from,
-                                             std::size_t bytes) override;
+  [[nodiscard]] std::optional<Error> copy_in(StreamHandle stream, std::byte* to,
+                                             const std::byte* from, std::size_t bytes) override;
   /// Device-to-host on the stream, after everything queued before it, then
   /// waits. Refuses on a poisoned backend, so no garbage escapes (D1).
-  [[nodiscard]] std::optional<Error> copy_out(std::byte* to, const std::byte* from,
-                                              std::size_t bytes) override;
+  [[nodiscard]] std::optional<Error> copy_out(StreamHandle stream, std::byte* to,
+                                              const std::byte* from, std::size_t bytes) override;
+
+  /// QueueBackend over cudaStream_t and pooled cudaEvent_t (see above).
+  /// Runtime errors throw Exception (and may poison the backend).
+  [[nodiscard]] StreamHandle default_stream() noexcept override { return stream_; }
+  [[nodiscard]] StreamHandle create_stream() override;
+  void destroy_stream(StreamHandle stream) noexcept override;
+  [[nodiscard]] EventHandle record(StreamHandle stream) override;
+  void wait(StreamHandle waiter, EventHandle event) override;
+  [[nodiscard]] bool done(EventHandle event) noexcept override;
+  void release(EventHandle event) noexcept override;
+  void finish(StreamHandle stream) override;
+  /// No: kernels run after their launch returns.
+  [[nodiscard]] bool synchronous() const noexcept override { return false; }
+  /// cudaEvent_t created so far (a warm Device creates no more).
+  [[nodiscard]] std::size_t events_created() const noexcept { return events_created_; }
   /// The stream (as void*); stream_of(context) gives it typed.
   [[nodiscard]] void* backend_data() noexcept override { return stream_; }
   /// Yes: checked kernels report at synchronisation.
@@ -230,11 +253,13 @@ class CudaBackend final : public Backend {
   std::vector<LateFailure> pending_;       ///< Read by an early drain, not yet returned.
   std::uint64_t early_drains_ = 0;
   std::optional<Error> poison_;
+  std::vector<void*> free_events_; ///< cudaEvent_t, ready to record.
+  std::size_t events_created_ = 0;
 };
 
-/// The stream a body launches on.
+/// The stream a body launches on: the launch's stream.
 [[nodiscard]] inline Stream stream_of(const KernelContext& context) noexcept {
-  return static_cast<Stream>(context.backend_data());
+  return static_cast<Stream>(context.stream_handle());
 }
 
 } // namespace taintpool::cuda

@@ -361,7 +361,7 @@ class Device {
   std::mutex mutex_;
   ErrorGraph graph_; // Declared before memory_: the memory clears taints into it on destruction.
   MemoryManager memory_;
-  StreamTable streams_; // After memory_: its pins are handles into it, dropped first.
+  StreamTable streams_;            // After memory_: its pins are handles into it, dropped first.
   std::vector<BoundBuffer> reads_; // Scratch, reused across launches (no allocation once warm).
   std::vector<BoundBuffer> writes_;
   std::vector<Taint*> read_taints_;

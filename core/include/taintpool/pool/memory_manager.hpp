@@ -161,8 +161,8 @@ class MemoryManager {
   /// works on them). Call sweep() once before a batch of these.
   [[nodiscard]] BoundBytes resolve_swept(const Binding& binding) {
     detail::Slice& slice = lookup_swept(binding);
-    return BoundBytes{binding.allocation,         binding.range, slice.page->base + slice.offset,
-                      slice.size,                 &slice.taint,  slice.page->pool_index,
+    return BoundBytes{binding.allocation, binding.range, slice.page->base + slice.offset,
+                      slice.size,         &slice.taint,  slice.page->pool_index,
                       slice.page->lane};
   }
 

@@ -74,9 +74,9 @@ enum class Conflict : std::uint8_t {
 /// One binding of a piece of work, as the ordering sees it.
 struct StreamAccess {
   AllocationId allocation;
-  ByteRange range;         ///< Allocation-relative.
-  std::uint64_t size = 0;  ///< The allocation's size (a record covers it all).
-  std::uint32_t home = 0;  ///< Slot of the stream the allocation was made on.
+  ByteRange range;        ///< Allocation-relative.
+  std::uint64_t size = 0; ///< The allocation's size (a record covers it all).
+  std::uint32_t home = 0; ///< Slot of the stream the allocation was made on.
 };
 
 /// An earlier access not ordered before the planned work (O1).
@@ -95,6 +95,18 @@ class HappensBefore {
  public:
   /// One stream, slot 0 (a Device's default stream).
   HappensBefore();
+
+  /// Keep a record for every allocation from its creation (created()), not
+  /// only once a second stream touches it: what detect mode needs to name
+  /// the earlier access of a race precisely (O4). Costs a record per
+  /// allocation and work per access.
+  void track_every_allocation() noexcept { track_all_ = true; }
+  /// Whether track_every_allocation() was asked for.
+  [[nodiscard]] bool tracks_every_allocation() const noexcept { return track_all_; }
+  /// A new allocation: with every allocation tracked, its record starts
+  /// with its memory's earlier use — everything queued on its home stream
+  /// so far — as the writer of every byte. Otherwise nothing.
+  void created(const StreamAccess& allocation);
 
   /// A new stream's slot: a free one (a removed stream's, whose work all
   /// completed) or a new one. Its clock starts empty: nothing is ordered
@@ -176,14 +188,16 @@ class HappensBefore {
   /// Splits runs so that `range`'s ends are run boundaries; returns the
   /// index of the first run inside it.
   static std::size_t split(Record& record, ByteRange range);
-  void plan_one(std::uint32_t stream, const StreamAccess& access, bool write,
-                std::uint32_t binding, std::vector<Hazard>& hazards) const;
+  void plan_one(std::uint32_t stream, const StreamAccess& access, bool write, std::uint32_t binding,
+                std::vector<Hazard>& hazards) const;
 
-  std::vector<std::uint64_t> seq_;                ///< Per slot: work queued so far.
-  std::vector<std::uint64_t> completed_;          ///< Per slot: newest seq known complete.
-  std::vector<std::vector<std::uint64_t>> clock_; ///< clock_[b][a]: a's newest seq before b's next work.
-  std::vector<bool> free_;                        ///< Per slot: no stream uses it.
+  std::vector<std::uint64_t> seq_;       ///< Per slot: work queued so far.
+  std::vector<std::uint64_t> completed_; ///< Per slot: newest seq known complete.
+  std::vector<std::vector<std::uint64_t>>
+      clock_;              ///< clock_[b][a]: a's newest seq before b's next work.
+  std::vector<bool> free_; ///< Per slot: no stream uses it.
   std::unordered_map<std::uint64_t, Record> records_;
+  bool track_all_ = false;
 };
 
 } // namespace taintpool

@@ -81,7 +81,9 @@ class StreamTable {
     return find_slot(stream);
   }
   /// The id of the stream in `slot`.
-  [[nodiscard]] StreamId id(std::uint32_t slot) const { return StreamId::of(device_, number_[slot]); }
+  [[nodiscard]] StreamId id(std::uint32_t slot) const {
+    return StreamId::of(device_, number_[slot]);
+  }
   /// The backend's handle of the stream in `slot`.
   [[nodiscard]] StreamHandle handle(std::uint32_t slot) const noexcept { return handles_[slot]; }
   /// Whether more than the default stream was ever made: until then no
@@ -139,10 +141,10 @@ class StreamTable {
   bool several_ = false;
   std::uint32_t next_number_ = 1;
   HappensBefore order_;
-  std::vector<StreamHandle> handles_;              ///< Per slot; null when free.
-  std::vector<std::uint32_t> number_;              ///< Per slot: the live stream's number.
-  std::vector<std::deque<Pin>> pins_;              ///< Per slot, oldest first.
-  std::vector<std::deque<Tracker>> trackers_;      ///< Per slot: kept events, oldest first.
+  std::vector<StreamHandle> handles_;         ///< Per slot; null when free.
+  std::vector<std::uint32_t> number_;         ///< Per slot: the live stream's number.
+  std::vector<std::deque<Pin>> pins_;         ///< Per slot, oldest first.
+  std::vector<std::deque<Tracker>> trackers_; ///< Per slot: kept events, oldest first.
   StreamStats stats_;
 };
 
