@@ -201,22 +201,44 @@ void Device::cleanup() {
   memory_.cleanup();
 }
 
-void Device::resolve_all(std::span<const Binding> bindings, std::vector<BoundBuffer>& into,
-                         std::vector<Taint*>& taints, std::vector<StreamAccess>& accesses) {
-  // The scratch keeps its capacity, so a warm launch allocates nothing here.
-  into.clear();
-  taints.clear();
-  accesses.clear();
-  const bool ordering = ordering_active();
-  for (const Binding& binding : bindings) {
+Device::Resolved Device::resolve_side(std::span<const Binding> bindings, bool reading,
+                                      std::uint32_t slot, bool ordering) {
+  // One pass per side: look each binding up once (P3: a bad one throws here,
+  // before anything is claimed), note what the fast paths need, and fill the
+  // scratch by index (no per-element capacity check; allocation-free once
+  // warm).
+  const std::size_t count = bindings.size();
+  BoundBuffer* bound = (reading ? read_store_ : write_store_).reserve(count);
+  Taint** taints = (reading ? read_taint_store_ : write_taint_store_).reserve(count);
+  StreamAccess* accesses =
+      ordering ? (reading ? read_access_store_ : write_access_store_).reserve(count) : nullptr;
+  Resolved found;
+  for (std::size_t index = 0; index < count; ++index) {
+    const Binding& binding = bindings[index];
     const BoundBytes bytes = memory_.resolve_swept(binding);
-    into.push_back(
-        BoundBuffer{binding.allocation, binding.range, bytes.data + binding.range.begin()});
-    taints.push_back(bytes.taint);
+    std::construct_at(bound + index, BoundBuffer{binding.allocation, binding.range,
+                                                 bytes.data + binding.range.begin()});
+    taints[index] = bytes.taint;
+    // A read is dirty when it would skip (S1); an output when it holds a
+    // claim the scope must remember (S6) or take over.
+    found.dirty = found.dirty || (reading ? bytes.taint->failure(binding.range).has_value()
+                                          : !bytes.taint->is_clean());
     if (ordering) {
-      accesses.push_back(StreamAccess{binding.allocation, binding.range, bytes.size, bytes.lane});
+      std::construct_at(accesses + index,
+                        StreamAccess{binding.allocation, binding.range, bytes.size, bytes.lane});
+      found.crosses = found.crosses || bytes.lane != slot;
     }
   }
+  if (reading) {
+    reads_ = {bound, count};
+    read_taints_ = {taints, count};
+    read_accesses_ = {accesses, ordering ? count : 0};
+  } else {
+    writes_ = {bound, count};
+    write_taints_ = {taints, count};
+    write_accesses_ = {accesses, ordering ? count : 0};
+  }
+  return found;
 }
 
 // ------------------------------------------------------------ launches
@@ -231,50 +253,61 @@ LaunchResult Device::launch(StreamId stream, std::string_view kernel,
 LaunchResult Device::launch_locked(std::uint32_t slot, std::string_view kernel,
                                    std::span<const Binding> reads, std::span<const Binding> writes,
                                    KernelBody body) {
-  // Every binding is checked before anything is claimed (P3, S1).
   memory_.sweep();
-  resolve_all(reads, reads_, read_taints_, read_accesses_);
-  resolve_all(writes, writes_, write_taints_, write_accesses_);
+  const bool ordering = ordering_active();
+  // Every binding is checked before anything is claimed (P3, S1).
+  const Resolved in = resolve_side(reads, true, slot, ordering);
+  const Resolved out = resolve_side(writes, false, slot, ordering);
   released_.clear();
   const std::uint64_t launch = next_launch_++;
 
   // S1: decide before claiming. Only reads are checked (S5). A skip queues
   // no work, so it needs no ordering either.
-  for (std::size_t index = 0; index < reads_.size(); ++index) {
-    if (const auto root = read_taints_[index]->failure(reads_[index].range)) {
-      LaunchResult result = skip(kernel, *root, reads_[index].allocation);
-      log_if_unconfirmed(launch, kernel, reads, writes, result.status, StreamPoint{});
-      return result;
+  if (in.dirty) [[unlikely]] {
+    for (std::size_t index = 0; index < reads_.size(); ++index) {
+      if (const auto root = read_taints_[index]->failure(reads_[index].range)) {
+        LaunchResult result = skip(kernel, *root, reads_[index].allocation);
+        log_launch(launch, kernel, reads, writes, result.status, StreamPoint{});
+        return result;
+      }
     }
   }
 
-  const bool ordering = ordering_active();
-  if (ordering) {
+  // O1-O4. The plain case — every binding is homed on this stream and no
+  // allocation has a cross-stream record — is ordered by the stream alone:
+  // nothing to plan, wait for or pin (O2), and the work only takes its place
+  // in the queue.
+  const bool plain = !ordering || (!in.crosses && !out.crosses && !streams_.order().any_record());
+  if (!plain) {
     order(slot, launch); // Waits queued (or races noted) before the work is.
   }
-  LaunchResult result;
-  try {
-    result = enter(slot, launch, kernel, body);
-  } catch (...) {
-    // S3: the body may have queued work before it threw.
-    StreamPoint work;
-    if (ordering) {
-      commit(slot, launch);
-      work = StreamPoint{slot, streams_.order().tail(slot), launch};
+  LaunchResult result = [&] {
+    try {
+      return enter(slot, launch, kernel, body, !out.dirty);
+    } catch (...) {
+      // S3: the body may have queued work before it threw.
+      const StreamPoint work = ordering ? queue_work(slot, launch, plain) : StreamPoint{};
+      log_launch(launch, kernel, reads, writes, LaunchStatus::Failed, work);
+      throw;
     }
-    log_if_unconfirmed(launch, kernel, reads, writes, LaunchStatus::Failed, work);
-    throw;
-  }
+  }();
   StreamPoint work;
   if (ordering) {
-    commit(slot, launch);
-    work = StreamPoint{slot, streams_.order().tail(slot), launch};
-    if (!hazards_.empty()) {
+    work = queue_work(slot, launch, plain);
+    if (!plain && !hazards_.empty()) {
       taint_races(kernel, slot, launch, result);
     }
   }
-  log_if_unconfirmed(launch, kernel, reads, writes, result.status, work);
+  log_launch(launch, kernel, reads, writes, result.status, work);
   return result;
+}
+
+StreamPoint Device::queue_work(std::uint32_t slot, std::uint64_t launch, bool plain) {
+  if (plain) {
+    return streams_.order().queued(slot, launch);
+  }
+  commit(slot, launch);
+  return StreamPoint{slot, streams_.order().tail(slot), launch};
 }
 
 void Device::order(std::uint32_t slot, std::uint64_t launch) {
@@ -479,28 +512,23 @@ LaunchOutcome Device::run_body(KernelBody body, const KernelContext& context) {
   return backend_.run(body, context);
 }
 
-LaunchOutcome Device::run_claimed(FailureId provisional, std::string_view kernel, KernelBody body,
-                                  const KernelContext& context) {
+void Device::tear_down(FailureId provisional, std::string_view kernel) noexcept {
+  // S3: the write set stays claimed by TornDown; say which kernel threw.
+  // Called inside the handler of the body's exception.
   try {
-    return run_body(body, context);
-  } catch (...) {
-    // S3: the write set stays claimed by TornDown; say which kernel threw.
+    std::string why = "a non-standard exception";
     try {
-      std::string why = "a non-standard exception";
-      try {
-        throw;
-      } catch (const std::exception& error) {
-        why = error.what();
-      } catch (...) {
-      }
-      graph_.replace(provisional, Error(ErrorKind::TornDown,
-                                        std::string(kernel) + " threw before finishing: " + why));
+      throw;
+    } catch (const std::exception& error) {
+      why = error.what();
     } catch (...) {
-      // Keep the payload-free TornDown if even the message cannot be built.
     }
-    graph_.prune(provisional);
-    throw;
+    graph_.replace(provisional, Error(ErrorKind::TornDown,
+                                      std::string(kernel) + " threw before finishing: " + why));
+  } catch (...) {
+    // Keep the payload-free TornDown if even the message cannot be built.
   }
+  graph_.prune(provisional);
 }
 
 void Device::hold_prior_claims() {
@@ -594,8 +622,17 @@ void Device::restore_prior_claims(const LaunchOutcome& outcome) {
   }
 }
 
+void Device::claim_write_set(FailureId provisional) {
+  // Only where every output was clean: each claim is the first on its
+  // taint, stored inline, and tags a node that exists — nothing here can
+  // allocate or throw.
+  for (std::size_t index = 0; index < writes_.size(); ++index) {
+    write_taints_[index]->taint(writes_[index].range, provisional, graph_);
+  }
+}
+
 LaunchResult Device::enter(std::uint32_t slot, std::uint64_t launch, std::string_view kernel,
-                           KernelBody body) {
+                           KernelBody body, bool outputs_clean) {
   const KernelContext context(launch, kernel, reads_, writes_, backend_.backend_data(),
                               streams_.id(slot), streams_.handle(slot));
   LaunchResult result;
@@ -609,9 +646,36 @@ LaunchResult Device::enter(std::uint32_t slot, std::uint64_t launch, std::string
     return result;
   }
 
+  // The common case: every output is clean. The provisional failure is
+  // minted as always (G1: one id per scope that enters with outputs), but
+  // it claims the write set (S1) only if that is needed — when the body
+  // fails or throws — so a success touches no taint at all: clean bytes stay
+  // clean, whatever a wrote_only outcome named (S6). Nobody can tell the
+  // difference: a body may not call its Device (O5), other threads wait for
+  // the lock, and the deferred claim cannot fail (the first claim on a clean
+  // taint is stored inline and tags a node that exists), so a failing body
+  // leaves exactly the state the eager claim would have.
+  if (Taint::inline_claims && outputs_clean) [[likely]] {
+    const FailureId provisional = graph_.insert_provisional();
+    const LaunchOutcome outcome = [&] {
+      try {
+        return run_body(body, context);
+      } catch (...) {
+        claim_write_set(provisional);
+        tear_down(provisional, kernel); // S3
+        throw;
+      }
+    }();
+    if (outcome.ok()) [[likely]] {
+      graph_.prune(provisional);
+      return result;
+    }
+    claim_write_set(provisional);
+    return failed(provisional, kernel, outcome);
+  }
+
   // S6: claims the write set held before are remembered (and their
-  // failures held) in case the body names only what it wrote. Nothing to do
-  // on the common path, where every output is clean.
+  // failures held) in case the body names only what it wrote.
   hold_prior_claims();
 
   // The provisional failure claims the whole write set (S1).
@@ -630,9 +694,10 @@ LaunchResult Device::enter(std::uint32_t slot, std::uint64_t launch, std::string
 
   const LaunchOutcome outcome = [&] {
     try {
-      return run_claimed(provisional, kernel, body, context);
+      return run_body(body, context);
     } catch (...) {
       drop_prior_claims();
+      tear_down(provisional, kernel); // S3
       throw;
     }
   }();
@@ -664,7 +729,11 @@ LaunchResult Device::enter(std::uint32_t slot, std::uint64_t launch, std::string
     return result;
   }
   drop_prior_claims();
+  return failed(provisional, kernel, outcome);
+}
 
+LaunchResult Device::failed(FailureId provisional, std::string_view kernel,
+                            const LaunchOutcome& outcome) {
   // S2: reported ranges are untrusted input. One inside its output is
   // released; one outside is ignored, never releasing bytes it does not own.
   std::size_t ignored = 0;
@@ -689,6 +758,7 @@ LaunchResult Device::enter(std::uint32_t slot, std::uint64_t launch, std::string
     }
   }
   graph_.prune(provisional);
+  LaunchResult result;
   result.status = LaunchStatus::Failed;
   if (graph_.contains(provisional)) {
     result.failure = provisional;
@@ -745,6 +815,25 @@ void Device::trim_log() {
     }
     log_.pop_front();
   }
+}
+
+void Device::log_launch(std::uint64_t launch, std::string_view kernel,
+                        std::span<const Binding> reads, std::span<const Binding> writes,
+                        LaunchStatus status, StreamPoint work) {
+  // The common case, decided without touching the log: nothing is logged,
+  // the Device is not detecting races, and the backend has nothing
+  // unconfirmed from this launch on (one virtual call, and only for a
+  // backend that can report late).
+  if (log_.empty() && ordering_ != StreamOrdering::Detect) [[likely]] {
+    if (!reports_late_) {
+      return;
+    }
+    const std::optional<std::uint64_t> oldest = backend_.oldest_unconfirmed_launch();
+    if (!oldest || *oldest > launch) {
+      return;
+    }
+  }
+  log_if_unconfirmed(launch, kernel, reads, writes, status, work);
 }
 
 void Device::log_if_unconfirmed(std::uint64_t launch, std::string_view kernel,

@@ -51,6 +51,7 @@ StreamId StreamTable::create() {
                                    " are live on this device, the most it keeps (one memory "
                                    "lane each); destroy one first"));
   }
+  slot_of_.reserve(static_cast<std::size_t>(next_number_) + 1); // Before the stream exists.
   const StreamHandle handle = backend_.create_stream();
   try {
     const std::uint32_t slot = order_.add_stream();
@@ -62,6 +63,8 @@ StreamId StreamTable::create() {
     }
     handles_[slot] = handle;
     number_[slot] = next_number_++;
+    slot_of_.push_back(slot + 1); // Reserved above: cannot throw.
+
     several_ = true;
     ++stats_.streams_created;
     return id(slot);
@@ -84,6 +87,7 @@ void StreamTable::destroy(StreamId stream) {
   trackers_[at].clear();
   backend_.destroy_stream(handles_[at]);
   handles_[at] = nullptr;
+  slot_of_[number_[at]] = 0;
   order_.remove_stream(at);
 }
 

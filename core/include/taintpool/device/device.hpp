@@ -77,13 +77,26 @@
 // deadlock). Allocation handles may be copied and dropped on any thread
 // without the lock.
 //
-// Cost: a successful launch with a few bindings is a lock, a handful of
-// table lookups and inline taint operations, and allocates nothing once
-// warmed up (G10); with several streams, a probe per binding, plus one event
-// and one wait per stream it must wait for. The skip and failure paths
-// allocate their records and messages.
+// Cost: a successful launch with a few bindings is a lock, one table lookup
+// per binding, the read check, and the body's call — and allocates nothing
+// once warmed up (G10). The common case takes a fast path at each step:
+//   * resolving fills reused scratch by index, noting on the way whether a
+//     read is stale, an output holds a claim, or a binding is homed on
+//     another stream;
+//   * with every output clean, the provisional failure is minted (G1) but
+//     claims the write set only if the body fails or throws: a success
+//     touches no taint (see enter());
+//   * with no binding crossing streams and no cross-stream record, the work
+//     only takes its place in its stream's queue: no plan, wait or pin;
+//   * the launch log is not touched unless a late failure or a race may
+//     need it (one virtual call to ask an asynchronous backend).
+// bench/launch_profile.cpp counts the instructions (bench/RESULTS.md). With
+// a binding that crosses streams: a probe per binding, plus one event and
+// one wait per stream it must wait for. The skip and failure paths allocate
+// their records and messages.
 #pragma once
 
+#include <taintpool/detail/scratch.hpp>
 #include <taintpool/device/backend.hpp>
 #include <taintpool/device/launch.hpp>
 #include <taintpool/error_graph.hpp>
@@ -339,14 +352,38 @@ class Device {
   [[nodiscard]] ReadOutcome read_locked(std::uint32_t slot, const Binding& from,
                                         std::span<std::byte> into);
   [[nodiscard]] std::vector<Report> stale_reports_locked(const Binding& from);
-  void resolve_all(std::span<const Binding> bindings, std::vector<BoundBuffer>& into,
-                   std::vector<Taint*>& taints, std::vector<StreamAccess>& accesses);
+  /// What resolving one side of a launch found, for the fast paths: a read
+  /// with a failure or an output with a claim (`dirty`: the general path
+  /// decides), a binding homed on another stream (`crosses`: ordering must
+  /// plan).
+  struct Resolved {
+    bool dirty = false;
+    bool crosses = false;
+  };
+  /// Checks and resolves every binding of one side (reads, or writes) into
+  /// the scratch and points the views at it; throws NotFound /
+  /// InvalidBinding for a bad one, nothing claimed.
+  Resolved resolve_side(std::span<const Binding> bindings, bool reading, std::uint32_t slot,
+                        bool ordering);
   LaunchResult skip(std::string_view kernel, FailureId root, AllocationId needed);
+  /// The scope from the claim on (S1-S3, S6); `outputs_clean`: no output
+  /// holds a claim (the fast path may defer the provisional one).
   LaunchResult enter(std::uint32_t slot, std::uint64_t launch, std::string_view kernel,
-                     KernelBody body);
-  /// Runs the body with the write set claimed; on a throw, S3.
-  LaunchOutcome run_claimed(FailureId provisional, std::string_view kernel, KernelBody body,
-                            const KernelContext& context);
+                     KernelBody body, bool outputs_clean);
+  /// The deferred claim of the fast path (every output clean): cannot
+  /// allocate or throw.
+  void claim_write_set(FailureId provisional);
+  /// S1, S2: the failure a body returned replaces `provisional`.
+  LaunchResult failed(FailureId provisional, std::string_view kernel, const LaunchOutcome& outcome);
+  /// S3, inside the handler of a body's exception: `provisional` becomes a
+  /// TornDown naming the kernel and the exception, and is pruned.
+  void tear_down(FailureId provisional, std::string_view kernel) noexcept;
+  /// O1-O3: the work's place on its stream (recorded; or, plain, only counted).
+  StreamPoint queue_work(std::uint32_t slot, std::uint64_t launch, bool plain);
+  /// Logs the launch if a late failure or a race may still need it; the
+  /// common case decides without touching the log.
+  void log_launch(std::uint64_t launch, std::string_view kernel, std::span<const Binding> reads,
+                  std::span<const Binding> writes, LaunchStatus status, StreamPoint work);
   /// Runs the body, marking this thread as inside one of this Device's bodies.
   LaunchOutcome run_body(KernelBody body, const KernelContext& context);
   /// S6: the write set's claims before the scope, held alive (see enter()).
@@ -361,13 +398,21 @@ class Device {
   std::mutex mutex_;
   ErrorGraph graph_; // Declared before memory_: the memory clears taints into it on destruction.
   MemoryManager memory_;
-  StreamTable streams_;            // After memory_: its pins are handles into it, dropped first.
-  std::vector<BoundBuffer> reads_; // Scratch, reused across launches (no allocation once warm).
-  std::vector<BoundBuffer> writes_;
-  std::vector<Taint*> read_taints_;
-  std::vector<Taint*> write_taints_;
-  std::vector<StreamAccess> read_accesses_;
-  std::vector<StreamAccess> write_accesses_;
+  StreamTable streams_; // After memory_: its pins are handles into it, dropped first.
+  // The current launch's bindings, resolved (views of the scratch below,
+  // which is reused across launches: no allocation once warm, G10).
+  std::span<const BoundBuffer> reads_;
+  std::span<const BoundBuffer> writes_;
+  std::span<Taint* const> read_taints_;
+  std::span<Taint* const> write_taints_;
+  std::span<const StreamAccess> read_accesses_;  ///< Filled only while ordering_active().
+  std::span<const StreamAccess> write_accesses_; ///< Likewise.
+  detail::Scratch<BoundBuffer> read_store_;
+  detail::Scratch<BoundBuffer> write_store_;
+  detail::Scratch<Taint*> read_taint_store_;
+  detail::Scratch<Taint*> write_taint_store_;
+  detail::Scratch<StreamAccess> read_access_store_;
+  detail::Scratch<StreamAccess> write_access_store_;
   std::vector<Hazard> hazards_;
   std::vector<Allocation> pins_; ///< Taken in order(), handed to streams_ in commit().
   /// S6: (write binding, allocation-relative bytes, failure) of each claim

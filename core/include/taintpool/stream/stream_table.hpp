@@ -75,10 +75,14 @@ class StreamTable {
   /// The slot of a live stream of this Device. Throws Exception(NotFound)
   /// for a stream of another Device, one destroyed, or one never made.
   [[nodiscard]] std::uint32_t slot(StreamId stream) const {
-    if (stream.device() == device_ && stream.number() == 0) [[likely]] {
-      return 0;
+    // One indexed load: numbers are never reused, so a table by number
+    // (slot + 1; 0 once destroyed) answers every live stream.
+    if (stream.device() == device_ && stream.number() < slot_of_.size()) [[likely]] {
+      if (const std::uint32_t entry = slot_of_[stream.number()]; entry != 0) [[likely]] {
+        return entry - 1;
+      }
     }
-    return find_slot(stream);
+    return find_slot(stream); // Throws NotFound, naming why.
   }
   /// The id of the stream in `slot`.
   [[nodiscard]] StreamId id(std::uint32_t slot) const {
@@ -143,6 +147,7 @@ class StreamTable {
   HappensBefore order_;
   std::vector<StreamHandle> handles_;         ///< Per slot; null when free.
   std::vector<std::uint32_t> number_;         ///< Per slot: the live stream's number.
+  std::vector<std::uint32_t> slot_of_{1};     ///< Per number ever made: slot + 1, 0 if destroyed.
   std::vector<std::deque<Pin>> pins_;         ///< Per slot, oldest first.
   std::vector<std::deque<Tracker>> trackers_; ///< Per slot: kept events, oldest first.
   StreamStats stats_;
