@@ -201,20 +201,37 @@ Error CudaBackend::refusal() const {
 // ------------------------------------------------------------ launches
 
 LaunchOutcome CudaBackend::run(KernelBody body, const KernelContext& context) {
-  if (poison_) {
+  if (poison_) [[unlikely]] {
     return LaunchOutcome::failure(refusal());
   }
-  // A non-sticky error left pending by earlier, unrelated runtime calls must
-  // not be blamed on this launch; a sticky one poisons us before we start.
-  if (const cudaError_t stale = cudaGetLastError(); stale != cudaSuccess) {
-    static_cast<void>(note(stale, "before a launch"));
-    if (poison_) {
-      return LaunchOutcome::failure(refusal());
+  if (raw_bodies_) {
+    // A body that launches with <<<>>> is judged by the runtime's last
+    // error: a non-sticky error left pending by earlier, unrelated runtime
+    // calls must not be blamed on it; a sticky one poisons us before we
+    // start. (Skipped while bodies launch through cuda::launch.)
+    if (const cudaError_t stale = cudaGetLastError(); stale != cudaSuccess) {
+      static_cast<void>(note(stale, "before a launch"));
+      if (poison_) {
+        return LaunchOutcome::failure(refusal());
+      }
     }
   }
+  owned_launches_ = 0;
+  owned_error_ = 0;
   LaunchOutcome outcome = body(context);
-  const cudaError_t error = cudaGetLastError();
-  if (error == cudaSuccess && !poison_) {
+  cudaError_t error = cudaSuccess;
+  if (owned_launches_ != 0) [[likely]] {
+    // Every launch told us its status: no runtime call.
+    raw_bodies_ = false;
+    error = static_cast<cudaError_t>(owned_error_);
+    if (error != cudaSuccess) [[unlikely]] {
+      static_cast<void>(cudaGetLastError()); // The failed launch left it pending too.
+    }
+  } else {
+    raw_bodies_ = true;
+    error = cudaGetLastError();
+  }
+  if (error == cudaSuccess && !poison_) [[likely]] {
     if (!outcome.ok()) {
       forget_checks(context.launch()); // It failed already; its slot says nothing more.
     }
@@ -343,8 +360,9 @@ void CudaBackend::collect(std::vector<LateFailure>& into) {
     fail_unconfirmed(into, *poison_);
     return;
   }
-  // Checked kernels may run on any stream: wait for the whole device.
-  cudaError_t error = cudaDeviceSynchronize();
+  // Checked kernels may run on any of our streams: wait for each of them
+  // (not the whole device: other backends' work is none of ours).
+  auto error = static_cast<cudaError_t>(finish_streams());
   if (error == cudaSuccess && used_ != 0) {
     error =
         cudaMemcpyAsync(status_host_, status_device_, std::size_t{used_} * sizeof(std::uint32_t),
@@ -381,6 +399,17 @@ void CudaBackend::collect(std::vector<LateFailure>& into) {
     }
     used_ = 0;
   }
+}
+
+int CudaBackend::finish_streams() noexcept {
+  cudaError_t first = cudaStreamSynchronize(stream_);
+  for (Stream stream : created_streams_) {
+    const cudaError_t error = cudaStreamSynchronize(stream);
+    if (first == cudaSuccess) {
+      first = error;
+    }
+  }
+  return static_cast<int>(first);
 }
 
 std::optional<LateFailure> CudaBackend::verdict(const PendingCheck& check) const {
@@ -501,18 +530,27 @@ StreamHandle CudaBackend::create_stream() {
   if (poison_) {
     throw Exception(refusal());
   }
+  created_streams_.reserve(created_streams_.size() + 1); // Before the stream exists.
+  // On the backend's device, whichever thread asks (O5).
+  const detail::DeviceGuard guard(options_.device);
   cudaStream_t stream = nullptr;
-  if (const cudaError_t error = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-      error != cudaSuccess) {
+  cudaError_t error = guard.error();
+  if (error == cudaSuccess) {
+    error = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  }
+  if (error != cudaSuccess) {
     static_cast<void>(note(error, "when a stream was created"));
     stream_error(name_, "cudaStreamCreateWithFlags", error);
   }
+  created_streams_.push_back(stream);
   return stream;
 }
 
 void CudaBackend::destroy_stream(StreamHandle stream) noexcept {
-  static_cast<void>(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
-  static_cast<void>(cudaStreamDestroy(static_cast<cudaStream_t>(stream)));
+  auto* queue = static_cast<cudaStream_t>(stream);
+  std::erase(created_streams_, queue);
+  static_cast<void>(cudaStreamSynchronize(queue));
+  static_cast<void>(cudaStreamDestroy(queue));
   static_cast<void>(cudaGetLastError());
 }
 
@@ -525,7 +563,12 @@ EventHandle CudaBackend::record(StreamHandle stream) {
     event = static_cast<cudaEvent_t>(free_events_.back());
     free_events_.pop_back();
   } else {
-    if (const cudaError_t error = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+    // Made on the backend's device, whichever thread asks (O5); only until
+    // the pool is warm.
+    const detail::DeviceGuard guard(options_.device);
+    if (const cudaError_t error = guard.error() != cudaSuccess
+                                      ? guard.error()
+                                      : cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
         error != cudaSuccess) {
       static_cast<void>(note(error, "when an event was created"));
       stream_error(name_, "cudaEventCreateWithFlags", error);
