@@ -602,5 +602,33 @@ TEST(Streams, S6_WhenTheOnlyCarrierIsRewrittenItsFailureSurvivesTheScope) {
   EXPECT_FALSE(device.graph().contains(*failed.failure)) << "G3: gone with its last claim";
 }
 
+TEST(Streams, O3_ADeviceThatNeverSynchronisesKeepsItsCrossStreamRecordsBounded) {
+  // A pipeline step: an activation made on one stream, read on another,
+  // dropped. Each materialises a cross-stream record; once its work is known
+  // complete (here: the queues ran; the next create_buffer polls) the record
+  // says nothing and goes, without any synchronize().
+  DeferredHostBackend backend;
+  Device device(backend);
+  const StreamId compute = device.default_stream();
+  const StreamId copy = device.create_stream();
+  const Allocation out = device.create_buffer(64, copy);
+  std::size_t most = 0;
+  for (int step = 0; step < 1000; ++step) {
+    const Allocation activation = device.create_buffer(64, compute);
+    ASSERT_TRUE(device
+                    .launch(compute, "compute", {}, {activation.whole()},
+                            fill_later(backend, static_cast<std::uint8_t>(step)))
+                    .ran());
+    ASSERT_TRUE(
+        device.launch(copy, "copy", {activation.whole()}, {out.whole()}, add_later(backend, 1))
+            .ran());
+    static_cast<void>(backend.run_all());
+    most = std::max<std::size_t>(most, device.stream_stats().records_held);
+  }
+  EXPECT_LE(most, 200u) << "records of completed work piled up";
+  EXPECT_EQ(read_ok(device, out.whole()), bytes_of(64, static_cast<std::uint8_t>(999 + 1)));
+  device.check_invariants();
+}
+
 } // namespace
 } // namespace taintpool

@@ -11,6 +11,8 @@ namespace {
 /// Kept events per stream: enough to learn completion as it happens; an
 /// older one is given back unasked when more arrive.
 constexpr std::size_t kept_events = 16;
+/// poll() prunes completed records once this many exist, at the least.
+constexpr std::size_t kPruneFloor = 64;
 } // namespace
 
 StreamTable::StreamTable(QueueBackend& backend, std::uint32_t device)
@@ -190,6 +192,14 @@ void StreamTable::poll() {
       track(slot, event, tail);
     }
   }
+  // Records whose every access is known complete say nothing any more (an
+  // ended allocation's, typically: a pipeline drops a buffer handed across
+  // every step). Dropped when they have doubled since the last pass, so a
+  // Device that never synchronises keeps O(live) records at O(1) amortised.
+  if (order_.records() >= prune_at_) {
+    static_cast<void>(order_.prune_completed());
+    prune_at_ = std::max<std::size_t>(kPruneFloor, 2 * order_.records());
+  }
 }
 
 void StreamTable::finished(std::uint32_t slot) {
@@ -215,6 +225,7 @@ void StreamTable::finish_all() {
 
 StreamStats StreamTable::stats() const noexcept {
   StreamStats now = stats_;
+  now.records_held = order_.records();
   now.pins_held = 0;
   for (const auto& pins : pins_) {
     now.pins_held += pins.size();

@@ -47,6 +47,7 @@ struct StreamStats {
   std::uint64_t races_detected = 0;  ///< Unordered conflicting accesses found in detect mode (O4).
   std::uint64_t pins_taken = 0;      ///< Allocations held for a stream still using them (O3).
   std::uint64_t pins_held = 0;       ///< Of those, still held now.
+  std::uint64_t records_held = 0;    ///< Allocations with a cross-stream record now.
 };
 
 /// A Device's streams (see above). Not thread-safe: the Device calls it
@@ -111,7 +112,8 @@ class StreamTable {
 
   /// Learns what completed from the kept events, drops the pins of
   /// completed work, and records an event on every stream holding pins no
-  /// kept event covers. Never blocks.
+  /// kept event covers. Prunes the records whose accesses all completed
+  /// once they have doubled since the last pass. Never blocks.
   void poll();
   /// The host knows everything queued on `slot` so far completed (a host
   /// copy on it just returned): pins drop.
@@ -151,6 +153,7 @@ class StreamTable {
   std::vector<std::deque<Pin>> pins_;         ///< Per slot, oldest first.
   std::vector<std::deque<Tracker>> trackers_; ///< Per slot: kept events, oldest first.
   StreamStats stats_;
+  std::size_t prune_at_ = 64; ///< poll() prunes completed records at this many.
 };
 
 } // namespace taintpool
