@@ -21,8 +21,9 @@
 # .deps/googletest (bench/gpu/prepare_device.sh puts it there; carry .deps);
 # 3. configure and build (Release, CUDA on, TAINTPOOL_TORCH=AUTO: the c10
 # baseline builds where python3 imports torch; the GPU tests only, so no
-# RapidCheck is needed); 4. ctest -L gpu; 5. the stream benchmark; 6.
-# compute-sanitizer memcheck + racecheck; 7. the pool's GPU benchmark.
+# RapidCheck is needed); 4. the stream benchmark, on a quiet GPU; 5. ctest
+# -L gpu and compute-sanitizer memcheck + racecheck (ctest -L sanitizer),
+# side by side; 6. the pool's GPU benchmark, if time is left.
 # Each stage is time-boxed against one deadline (DEADLINE seconds from the
 # start, default 450, so the call ends well inside a 10-minute limit); a
 # stage that fails or runs out of time is reported and the later ones still
@@ -104,7 +105,7 @@ test_targets="cuda_storage_test cuda_device_test cuda_checked_test cuda_poison_t
 built=0
 {
   echo "==== configure"
-  timeout "$(left 150)" cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  timeout "$(left 180)" cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DTAINTPOOL_CUDA=ON -DTAINTPOOL_TORCH=AUTO "${test_flags[@]}" "${gtest_args[@]}" \
     -DTAINTPOOL_BUILD_BENCHMARKS=OFF -DTAINTPOOL_BUILD_GPU_BENCHMARKS=ON \
     -DTAINTPOOL_BUILD_EXAMPLES=OFF -DTAINTPOOL_WARNINGS_AS_ERRORS=OFF
@@ -136,28 +137,7 @@ else
   row "build (c10 baseline)" skipped "no torch found at configure time (build.log)"
 fi
 
-# ---- 4. GPU tests
-if [ "$built" = 1 ] && [ "$have_gtest" = 1 ]; then
-  timeout "$(left 150)" ctest --test-dir "$build" -L gpu -LE "sanitizer|bench" -j4 \
-    --output-on-failure >"$OUT/ctest.log" 2>&1
-  rc=$?
-  row "GPU tests (ctest -L gpu)" "$(verdict $rc)" \
-    "$(grep -E 'tests passed|tests failed' "$OUT/ctest.log" | tail -1)"
-  skipped="$(grep -c -E '\*\*\*Skipped|Not Run' "$OUT/ctest.log")"
-  [ "$skipped" != 0 ] && row "GPU tests skipped" "$skipped" "$(grep -E '\*\*\*Skipped' "$OUT/ctest.log" | head -3 | sed -E 's/ +/ /g' | tr '\n' ';')"
-elif [ -x .gpu-prebuilt/cuda_streams_test ]; then
-  : >"$OUT/ctest.log"
-  for t in $test_targets; do
-    timeout "$(left 90)" ".gpu-prebuilt/$t" --gtest_brief=1 >>"$OUT/ctest.log" 2>&1
-    rc=$?
-    row "GPU test $t (prebuilt)" "$(verdict $rc)" "$(grep -E '^\[  (PASSED|FAILED) ' "$OUT/ctest.log" | tail -1)"
-  done
-  built_tests=prebuilt
-else
-  row "GPU tests" "not run" "no test binaries (no GoogleTest)"
-fi
-
-# ---- 5. the stream benchmark (figures in hand before the long sanitizer runs)
+# ---- 4. the stream benchmark, on a quiet GPU, before the tests
 # libc10_cuda.so's own dependencies (libcudart.so.13 and friends) live in
 # the nvidia wheels beside torch, which torch's import preloads; a plain
 # executable needs them on the path.
@@ -185,16 +165,35 @@ else
   row "stream bench" "not run" "not built"
 fi
 
-# ---- 6. compute-sanitizer memcheck + racecheck
+# ---- 5. GPU tests and compute-sanitizer, side by side (the tests do not
+# time anything; the sanitizer runs take longest, so they start at once)
 if [ "$built" = 1 ] && [ "$have_gtest" = 1 ]; then
-  timeout "$(left 200)" ctest --test-dir "$build" -L sanitizer -j8 --output-on-failure \
-    >"$OUT/sanitizer.log" 2>&1
+  budget="$(left 240)"
+  timeout "$budget" ctest --test-dir "$build" -L gpu -LE "sanitizer|bench" -j4 \
+    --output-on-failure >"$OUT/ctest.log" 2>&1 &
+  tests_pid=$!
+  timeout "$budget" ctest --test-dir "$build" -L sanitizer -j8 --output-on-failure \
+    >"$OUT/sanitizer.log" 2>&1 &
+  sanitizer_pid=$!
+  wait "$tests_pid"
+  rc=$?
+  row "GPU tests (ctest -L gpu)" "$(verdict $rc)" \
+    "$(grep -E 'tests passed|tests failed' "$OUT/ctest.log" | tail -1)"
+  skipped="$(grep -c -E '\*\*\*Skipped|Not Run' "$OUT/ctest.log")"
+  [ "$skipped" != 0 ] && row "GPU tests skipped" "$skipped" "$(grep -E '\*\*\*Skipped' "$OUT/ctest.log" | head -3 | sed -E 's/ +/ /g' | tr '\n' ';')"
+  wait "$sanitizer_pid"
   rc=$?
   row "compute-sanitizer (memcheck + racecheck)" "$(verdict $rc)" \
     "$(grep -E 'tests passed|tests failed' "$OUT/sanitizer.log" | tail -1)"
   grep -hE "(ERROR|RACECHECK|LEAK) SUMMARY" "$OUT/sanitizer.log" | sort | uniq -c |
     sed 's/^/    /' >>"$summary"
-elif [ "${built_tests:-}" = prebuilt ]; then
+elif [ -x .gpu-prebuilt/cuda_streams_test ]; then
+  : >"$OUT/ctest.log"
+  for t in $test_targets; do
+    timeout "$(left 90)" ".gpu-prebuilt/$t" --gtest_brief=1 >>"$OUT/ctest.log" 2>&1
+    rc=$?
+    row "GPU test $t (prebuilt)" "$(verdict $rc)" "$(grep -E '^\[  (PASSED|FAILED) ' "$OUT/ctest.log" | tail -1)"
+  done
   : >"$OUT/sanitizer.log"
   status=ok
   for t in cuda_storage_test cuda_device_test cuda_checked_test cuda_streams_test; do
@@ -204,11 +203,13 @@ elif [ "${built_tests:-}" = prebuilt ]; then
     done
   done
   row "compute-sanitizer (prebuilt)" "$status" "sanitizer.log"
+elif [ "$have_gtest" = 1 ]; then
+  row "GPU tests and compute-sanitizer" "not run" "the build failed (build.log)"
 else
-  row "compute-sanitizer" "not run" "no test binaries"
+  row "GPU tests and compute-sanitizer" "not run" "no GoogleTest and no .gpu-prebuilt"
 fi
 
-# ---- 7. the pool's GPU benchmark, if time is left
+# ---- 6. the pool's GPU benchmark, if time is left
 if [ -x "$build/bench/gpu/taintpool_gpu_bench" ] && [ $((deadline - SECONDS)) -ge 150 ]; then
   echo "==== taintpool_gpu_bench" >>"$OUT/bench.log"
   timeout "$(left 200)" "$build/bench/gpu/taintpool_gpu_bench" --out "$OUT/gpu_bench.md" \

@@ -45,7 +45,7 @@ StreamTable::~StreamTable() {
 
 StreamId StreamTable::create() {
   std::uint32_t live = 0;
-  for (const StreamHandle handle : handles_) {
+  for (StreamHandle handle : handles_) {
     live += handle != nullptr ? 1 : 0;
   }
   if (live >= max_streams) {
@@ -54,7 +54,7 @@ StreamId StreamTable::create() {
                                    "lane each); destroy one first"));
   }
   slot_of_.reserve(static_cast<std::size_t>(next_number_) + 1); // Before the stream exists.
-  const StreamHandle handle = backend_.create_stream();
+  StreamHandle handle = backend_.create_stream();
   try {
     const std::uint32_t slot = order_.add_stream();
     if (slot >= handles_.size()) {
@@ -123,7 +123,7 @@ std::uint32_t StreamTable::order_after(std::uint32_t slot, std::span<const Hazar
     }
     seen |= bit;
     const std::uint64_t tail = order_.tail(source);
-    const EventHandle event = backend_.record(handles_[source]);
+    EventHandle event = backend_.record(handles_[source]);
     ++stats_.events_recorded;
     try {
       backend_.wait(handles_[slot], event);
@@ -187,7 +187,7 @@ void StreamTable::poll() {
     if (!pins.empty() && (trackers.empty() || trackers.back().seq < pins.back().seq)) {
       // Nothing kept will tell when the newest pinned work completes.
       const std::uint64_t tail = order_.tail(slot);
-      const EventHandle event = backend_.record(handles_[slot]);
+      EventHandle event = backend_.record(handles_[slot]);
       ++stats_.events_recorded;
       track(slot, event, tail);
     }
