@@ -205,8 +205,10 @@ void Device::cleanup() {
   memory_.cleanup();
 }
 
-Device::Resolved Device::resolve_side(std::span<const Binding> bindings, bool reading,
-                                      std::uint32_t slot, bool ordering) {
+template <bool Reading>
+[[gnu::always_inline]] inline Device::Resolved
+Device::resolve_side(std::span<const Binding> bindings, std::uint32_t slot, bool ordering) {
+  constexpr bool reading = Reading;
   // One pass per side: look each binding up once (P3: a bad one throws here,
   // before anything is claimed), note what the fast paths need, and fill the
   // scratch by index (no per-element capacity check; allocation-free once
@@ -214,6 +216,7 @@ Device::Resolved Device::resolve_side(std::span<const Binding> bindings, bool re
   const std::size_t count = bindings.size();
   BoundBuffer* bound = (reading ? read_store_ : write_store_).reserve(count);
   Taint** taints = (reading ? read_taint_store_ : write_taint_store_).reserve(count);
+  // (Inlined into launch_locked, once per side: no call, no branch on the side.)
   StreamAccess* accesses =
       ordering ? (reading ? read_access_store_ : write_access_store_).reserve(count) : nullptr;
   Resolved found;
@@ -225,15 +228,18 @@ Device::Resolved Device::resolve_side(std::span<const Binding> bindings, bool re
     taints[index] = bytes.taint;
     // A read is dirty when it would skip (S1); an output when it holds a
     // claim the scope must remember (S6) or take over.
-    found.dirty = found.dirty || (reading ? bytes.taint->failure(binding.range).has_value()
-                                          : !bytes.taint->is_clean());
+    if constexpr (reading) {
+      found.dirty = found.dirty || bytes.taint->failure(binding.range).has_value();
+    } else {
+      found.dirty = found.dirty || !bytes.taint->is_clean();
+    }
     if (ordering) {
       std::construct_at(accesses + index,
                         StreamAccess{binding.allocation, binding.range, bytes.size, bytes.lane});
       found.crosses = found.crosses || bytes.lane != slot;
     }
   }
-  if (reading) {
+  if constexpr (reading) {
     reads_ = {bound, count};
     read_taints_ = {taints, count};
     read_accesses_ = {accesses, ordering ? count : 0};
@@ -254,14 +260,34 @@ LaunchResult Device::launch(StreamId stream, std::string_view kernel,
   return launch_locked(streams_.slot(stream), kernel, reads, writes, body);
 }
 
+[[gnu::always_inline]] inline void Device::log_launch(std::uint64_t launch, std::string_view kernel,
+                                                      std::span<const Binding> reads,
+                                                      std::span<const Binding> writes,
+                                                      LaunchStatus status, StreamPoint work) {
+  // The common case, decided without touching the log: nothing is logged,
+  // the Device is not detecting races, and the backend has nothing
+  // unconfirmed from this launch on (one virtual call, and only for a
+  // backend that can report late).
+  if (log_.empty() && ordering_ != StreamOrdering::Detect) [[likely]] {
+    if (!reports_late_) {
+      return;
+    }
+    const std::optional<std::uint64_t> oldest = backend_.oldest_unconfirmed_launch();
+    if (!oldest || *oldest > launch) {
+      return;
+    }
+  }
+  log_if_unconfirmed(launch, kernel, reads, writes, status, work);
+}
+
 LaunchResult Device::launch_locked(std::uint32_t slot, std::string_view kernel,
                                    std::span<const Binding> reads, std::span<const Binding> writes,
                                    KernelBody body) {
   memory_.sweep();
   const bool ordering = ordering_active();
   // Every binding is checked before anything is claimed (P3, S1).
-  const Resolved in = resolve_side(reads, true, slot, ordering);
-  const Resolved out = resolve_side(writes, false, slot, ordering);
+  const Resolved in = resolve_side<true>(reads, slot, ordering);
+  const Resolved out = resolve_side<false>(writes, slot, ordering);
   released_.clear();
   const std::uint64_t launch = next_launch_++;
 
@@ -819,25 +845,6 @@ void Device::trim_log() {
     }
     log_.pop_front();
   }
-}
-
-void Device::log_launch(std::uint64_t launch, std::string_view kernel,
-                        std::span<const Binding> reads, std::span<const Binding> writes,
-                        LaunchStatus status, StreamPoint work) {
-  // The common case, decided without touching the log: nothing is logged,
-  // the Device is not detecting races, and the backend has nothing
-  // unconfirmed from this launch on (one virtual call, and only for a
-  // backend that can report late).
-  if (log_.empty() && ordering_ != StreamOrdering::Detect) [[likely]] {
-    if (!reports_late_) {
-      return;
-    }
-    const std::optional<std::uint64_t> oldest = backend_.oldest_unconfirmed_launch();
-    if (!oldest || *oldest > launch) {
-      return;
-    }
-  }
-  log_if_unconfirmed(launch, kernel, reads, writes, status, work);
 }
 
 void Device::log_if_unconfirmed(std::uint64_t launch, std::string_view kernel,

@@ -363,8 +363,8 @@ class Device {
   /// Checks and resolves every binding of one side (reads, or writes) into
   /// the scratch and points the views at it; throws NotFound /
   /// InvalidBinding for a bad one, nothing claimed.
-  Resolved resolve_side(std::span<const Binding> bindings, bool reading, std::uint32_t slot,
-                        bool ordering);
+  template <bool Reading>
+  Resolved resolve_side(std::span<const Binding> bindings, std::uint32_t slot, bool ordering);
   LaunchResult skip(std::string_view kernel, FailureId root, AllocationId needed);
   /// The scope from the claim on (S1-S3, S6); `outputs_clean`: no output
   /// holds a claim (the fast path may defer the provisional one).
