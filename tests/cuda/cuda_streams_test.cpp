@@ -19,6 +19,7 @@
 #include <taintpool/cuda/kernel_launch.hpp>
 #include <taintpool/device/device.hpp>
 #include <taintpool/exception.hpp>
+#include <taintpool/host/host_backend.hpp>
 
 #include <gtest/gtest.h>
 
@@ -574,6 +575,25 @@ TEST(CudaStreams, S1_ARawLaunchErrorIsStillCaughtAfterBodiesThatLaunchedThroughT
   EXPECT_TRUE(good.ran());
   EXPECT_EQ(words(device, words_out), std::vector<std::uint32_t>(kWords, 3u));
   EXPECT_TRUE(device.stale_reports(floats_out.whole()).empty());
+}
+
+TEST(CudaStreams, S3_CudaLaunchInABodyOnTheHostBackendThrowsAndLeavesTheOutputsTornDown) {
+  // No GPU needed: cuda::launch refuses before it calls the runtime.
+  HostBackend host;
+  Device device(host);
+  const Allocation out = device.create_buffer(64);
+  EXPECT_THROW(device.launch("misplaced", {}, {out.whole()},
+                             [](const KernelContext& context) {
+                               static_cast<void>(launch(context, nothing_kernel(), shape(1, 1)));
+                               return LaunchOutcome::success();
+                             }),
+               std::logic_error);
+  const std::vector<Report> reports = device.stale_reports(out.whole());
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].root.kind(), ErrorKind::TornDown);
+  EXPECT_NE(reports[0].root.message().find("misplaced"), std::string::npos);
+  EXPECT_NE(reports[0].root.message().find("CudaBackend"), std::string::npos);
+  device.check_invariants();
 }
 
 TEST(CudaStreams, S6_AZeroBlockLaunchOnASideStreamLeavesItsStaleOutputStale) {
