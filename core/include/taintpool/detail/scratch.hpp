@@ -15,13 +15,15 @@
 // nothing — the old elements are scratch. Allocation-free once warm (G10).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 #include <type_traits>
 
 namespace taintpool::detail {
 
-/// Grow-only raw capacity for trivially copyable T (see above). Move-only.
+/// Grow-only raw capacity for trivially copyable T (see above). Neither
+/// copyable nor movable.
 template <class T>
 class Scratch {
   static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>,
@@ -32,22 +34,8 @@ class Scratch {
   ~Scratch() { release(); }
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
-  Scratch(Scratch&& other) noexcept
-      : data_(other.data_)
-      , capacity_(other.capacity_) {
-    other.data_ = nullptr;
-    other.capacity_ = 0;
-  }
-  Scratch& operator=(Scratch&& other) noexcept {
-    if (this != &other) {
-      release();
-      data_ = other.data_;
-      capacity_ = other.capacity_;
-      other.data_ = nullptr;
-      other.capacity_ = 0;
-    }
-    return *this;
-  }
+  Scratch(Scratch&&) = delete; ///< Its owner (a Device) never moves either.
+  Scratch& operator=(Scratch&&) = delete;
 
   /// Room for `count` elements, their previous contents unspecified.
   /// Throws std::bad_alloc (nothing changes) if it must grow and cannot.
@@ -63,10 +51,7 @@ class Scratch {
 
  private:
   void grow(std::size_t count) {
-    std::size_t capacity = capacity_ < 8 ? 8 : capacity_ * 2;
-    while (capacity < count) {
-      capacity *= 2;
-    }
+    const std::size_t capacity = std::max({count, capacity_ * 2, std::size_t{8}});
     T* data = std::allocator<T>().allocate(capacity); // Throws, leaving this as it was.
     release();
     data_ = data;
