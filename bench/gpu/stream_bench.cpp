@@ -184,15 +184,21 @@ ScopeFigures scope_cost() {
   CudaBackend three_backend;
   Device three(three_backend);
   const StreamId s1 = three.create_stream();
-  const StreamId s2 = three.create_stream();
+  static_cast<void>(three.create_stream()); // Three streams: the default, s1 and this one.
   const Allocation a3 = three.create_buffer(kBytes, s1);
   const Allocation b3 = three.create_buffer(kBytes, s1);
   const Allocation c3 = three.create_buffer(kBytes, s1);
   const Binding reads3[] = {a3.whole(), b3.whole()};
   const Binding writes3[] = {c3.whole()};
-  // The crossing pair: s1 writes x (reading y), s2 reads x and writes y.
-  const Allocation x = three.create_buffer(kBytes, s1);
-  const Allocation y = three.create_buffer(kBytes, s2);
+  // The crossing pair, on a Device of its own (its cross-stream records
+  // would take `three` off the plain path): p1 writes x (reading y), p2
+  // reads x and writes y.
+  CudaBackend cross_backend;
+  Device cross(cross_backend);
+  const StreamId p1 = cross.create_stream();
+  const StreamId p2 = cross.create_stream();
+  const Allocation x = cross.create_buffer(kBytes, p1);
+  const Allocation y = cross.create_buffer(kBytes, p2);
   const Binding cross_reads1[] = {y.whole()};
   const Binding cross_writes1[] = {x.whole()};
   const Binding cross_reads2[] = {x.whole()};
@@ -259,17 +265,17 @@ ScopeFigures scope_cost() {
       [&] {
         for (int at = 0; at < kBatch; at += 2) {
           static_cast<void>(
-              three.launch(s1, "produce", cross_reads1, cross_writes1, launch_empty_body));
+              cross.launch(p1, "produce", cross_reads1, cross_writes1, launch_empty_body));
           static_cast<void>(
-              three.launch(s2, "consume", cross_reads2, cross_writes2, launch_empty_body));
+              cross.launch(p2, "consume", cross_reads2, cross_writes2, launch_empty_body));
         }
       },
       [&] {
         for (int at = 0; at < kBatch; at += 2) {
           static_cast<void>(
-              three.launch(s1, "produce", cross_reads1, cross_writes1, report_only_body));
+              cross.launch(p1, "produce", cross_reads1, cross_writes1, report_only_body));
           static_cast<void>(
-              three.launch(s2, "consume", cross_reads2, cross_writes2, report_only_body));
+              cross.launch(p2, "consume", cross_reads2, cross_writes2, report_only_body));
         }
       },
       [&] {
@@ -299,8 +305,8 @@ ScopeFigures scope_cost() {
   std::uint64_t waits_before = 0;
   for (int round = -5; round < rounds; ++round) {
     if (round == 0) {
-      events_after_warmup = three_backend.events_created();
-      waits_before = three.stream_stats().waits_inserted;
+      events_after_warmup = cross_backend.events_created();
+      waits_before = cross.stream_stats().waits_inserted;
     }
     for (std::size_t variant = 0; variant < variants.size(); ++variant) {
       const Clock::time_point start = Clock::now();
@@ -319,16 +325,16 @@ ScopeFigures scope_cost() {
   for (std::size_t variant = 0; variant < variants.size(); ++variant) {
     *fields[variant] = median(samples[variant]);
   }
-  figures.events_grown = three_backend.events_created() - events_after_warmup;
+  figures.events_grown = cross_backend.events_created() - events_after_warmup;
   const std::uint64_t crossing_launches = static_cast<std::uint64_t>(rounds) * kBatch * 2;
   figures.waits_per_cross =
-      (three.stream_stats().waits_inserted - waits_before) * 1000 / crossing_launches;
+      (cross.stream_stats().waits_inserted - waits_before) * 1000 / crossing_launches;
   for (cudaEvent_t event : raw_events) {
     static_cast<void>(cudaEventDestroy(event));
   }
   static_cast<void>(cudaStreamDestroy(raw1));
   static_cast<void>(cudaStreamDestroy(raw2));
-  if (!one.graph().empty() || !three.graph().empty()) {
+  if (!one.graph().empty() || !three.graph().empty() || !cross.graph().empty()) {
     std::fprintf(stderr, "the scope benchmark left failures behind\n");
     std::exit(1);
   }
