@@ -49,17 +49,19 @@ class ScriptedBackend final : public HostBackend {
   std::optional<std::uint64_t> oldest;
   std::vector<LateFailure> late;
 
-  std::optional<Error> copy_in(std::byte* to, const std::byte* from, std::size_t bytes) override {
+  std::optional<Error> copy_in(StreamHandle stream, std::byte* to, const std::byte* from,
+                               std::size_t bytes) override {
     if (copy_in_error) {
       return copy_in_error;
     }
-    return HostBackend::copy_in(to, from, bytes);
+    return HostBackend::copy_in(stream, to, from, bytes);
   }
-  std::optional<Error> copy_out(std::byte* to, const std::byte* from, std::size_t bytes) override {
+  std::optional<Error> copy_out(StreamHandle stream, std::byte* to, const std::byte* from,
+                                std::size_t bytes) override {
     if (copy_out_error) {
       return copy_out_error;
     }
-    return HostBackend::copy_out(to, from, bytes);
+    return HostBackend::copy_out(stream, to, from, bytes);
   }
   [[nodiscard]] bool reports_late_failures() const noexcept override { return true; }
   [[nodiscard]] std::vector<LateFailure> synchronize() override { return std::exchange(late, {}); }

@@ -31,6 +31,8 @@ enum class ErrorKind : std::uint8_t {
                   ///< never stores it: a skip carries its root's error (S4).
   NotFound,       ///< A named allocation or failure no longer exists.
   InvalidBinding, ///< A binding reaches past its allocation, or names none (P3).
+  Race,           ///< Detect mode: two accesses on different streams conflicted with
+                  ///< nothing ordering them; the reader's outputs are suspect (O4).
 };
 
 /// The lower-case name of a kind, as printed: "out of memory", "torn down"...
@@ -64,6 +66,9 @@ class Error {
   }
   [[nodiscard]] static Error invalid_binding(std::string message) {
     return {ErrorKind::InvalidBinding, std::move(message)};
+  }
+  [[nodiscard]] static Error race(std::string message) {
+    return {ErrorKind::Race, std::move(message)};
   }
 
   /// The provisional failure of a write scope. Payload-free: no allocation.

@@ -247,7 +247,15 @@ class ErrorGraph {
   void remove(detail::FailureNode* node) noexcept {
     --size_;
     if (node == &hot_) {
-      hot_.vacate();
+      if (hot_.skips == nullptr && hot_.error.kind() == ErrorKind::TornDown &&
+          hot_.error.message().empty()) [[likely]] {
+        // A provisional failure that ended untouched (every successful
+        // scope's): the slot already holds what a vacant one does.
+        hot_.id = 0;
+        hot_.tags = 0;
+      } else {
+        hot_.vacate();
+      }
     } else {
       cold_.erase(node);
     }

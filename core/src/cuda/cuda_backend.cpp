@@ -138,6 +138,10 @@ void CudaBackend::release() noexcept {
   if (stream_ != nullptr) {
     static_cast<void>(cudaStreamSynchronize(stream_));
   }
+  for (void* event : free_events_) {
+    static_cast<void>(cudaEventDestroy(static_cast<cudaEvent_t>(event)));
+  }
+  free_events_.clear();
   if (status_device_ != nullptr) {
     static_cast<void>(cudaFree(status_device_));
     status_device_ = nullptr;
@@ -197,20 +201,37 @@ Error CudaBackend::refusal() const {
 // ------------------------------------------------------------ launches
 
 LaunchOutcome CudaBackend::run(KernelBody body, const KernelContext& context) {
-  if (poison_) {
+  if (poison_) [[unlikely]] {
     return LaunchOutcome::failure(refusal());
   }
-  // A non-sticky error left pending by earlier, unrelated runtime calls must
-  // not be blamed on this launch; a sticky one poisons us before we start.
-  if (const cudaError_t stale = cudaGetLastError(); stale != cudaSuccess) {
-    static_cast<void>(note(stale, "before a launch"));
-    if (poison_) {
-      return LaunchOutcome::failure(refusal());
+  if (raw_bodies_) {
+    // A body that launches with <<<>>> is judged by the runtime's last
+    // error: a non-sticky error left pending by earlier, unrelated runtime
+    // calls must not be blamed on it; a sticky one poisons us before we
+    // start. (Skipped while bodies launch through cuda::launch.)
+    if (const cudaError_t stale = cudaGetLastError(); stale != cudaSuccess) {
+      static_cast<void>(note(stale, "before a launch"));
+      if (poison_) {
+        return LaunchOutcome::failure(refusal());
+      }
     }
   }
+  owned_launches_ = 0;
+  owned_error_ = 0;
   LaunchOutcome outcome = body(context);
-  const cudaError_t error = cudaGetLastError();
-  if (error == cudaSuccess && !poison_) {
+  cudaError_t error = cudaSuccess;
+  if (owned_launches_ != 0) [[likely]] {
+    // Every launch told us its status: no runtime call.
+    raw_bodies_ = false;
+    error = static_cast<cudaError_t>(owned_error_);
+    if (error != cudaSuccess) [[unlikely]] {
+      static_cast<void>(cudaGetLastError()); // The failed launch left it pending too.
+    }
+  } else {
+    raw_bodies_ = true;
+    error = cudaGetLastError();
+  }
+  if (error == cudaSuccess && !poison_) [[likely]] {
     if (!outcome.ok()) {
       forget_checks(context.launch()); // It failed already; its slot says nothing more.
     }
@@ -339,7 +360,9 @@ void CudaBackend::collect(std::vector<LateFailure>& into) {
     fail_unconfirmed(into, *poison_);
     return;
   }
-  cudaError_t error = cudaStreamSynchronize(stream_);
+  // Checked kernels may run on any of our streams: wait for each of them
+  // (not the whole device: other backends' work is none of ours).
+  auto error = static_cast<cudaError_t>(finish_streams());
   if (error == cudaSuccess && used_ != 0) {
     error =
         cudaMemcpyAsync(status_host_, status_device_, std::size_t{used_} * sizeof(std::uint32_t),
@@ -364,15 +387,29 @@ void CudaBackend::collect(std::vector<LateFailure>& into) {
   }
   checks_.clear();
   if (used_ != 0) {
-    // Ordered before every later kernel on the stream, so the next slots
-    // start clean without a wait here.
+    // Waited for, so the next slots start clean before a kernel on any
+    // stream can write them.
     error = cudaMemsetAsync(status_device_, 0, std::size_t{used_} * sizeof(std::uint32_t), stream_);
+    if (error == cudaSuccess) {
+      error = cudaStreamSynchronize(stream_);
+    }
     if (error != cudaSuccess) {
       static_cast<void>(cudaGetLastError());
       static_cast<void>(note(error, "when the status slots were cleared"));
     }
     used_ = 0;
   }
+}
+
+int CudaBackend::finish_streams() noexcept {
+  cudaError_t first = cudaStreamSynchronize(stream_);
+  for (Stream stream : created_streams_) {
+    const cudaError_t error = cudaStreamSynchronize(stream);
+    if (first == cudaSuccess) {
+      first = error;
+    }
+  }
+  return static_cast<int>(first);
 }
 
 std::optional<LateFailure> CudaBackend::verdict(const PendingCheck& check) const {
@@ -428,16 +465,18 @@ std::optional<LateFailure> CudaBackend::verdict(const PendingCheck& check) const
 
 // ------------------------------------------------------------ copies
 
-std::optional<Error> CudaBackend::copy_in(std::byte* to, const std::byte* from, std::size_t bytes) {
+std::optional<Error> CudaBackend::copy_in(StreamHandle stream, std::byte* to, const std::byte* from,
+                                          std::size_t bytes) {
   if (poison_) {
     return refusal();
   }
   if (bytes == 0) {
     return std::nullopt;
   }
-  cudaError_t error = cudaMemcpyAsync(to, from, bytes, cudaMemcpyHostToDevice, stream_);
+  auto* queue = static_cast<cudaStream_t>(stream);
+  cudaError_t error = cudaMemcpyAsync(to, from, bytes, cudaMemcpyHostToDevice, queue);
   if (error == cudaSuccess) {
-    error = cudaStreamSynchronize(stream_); // The host span may go away when we return.
+    error = cudaStreamSynchronize(queue); // The host span may go away when we return.
   }
   if (error != cudaSuccess) {
     static_cast<void>(cudaGetLastError());
@@ -451,18 +490,20 @@ std::optional<Error> CudaBackend::copy_in(std::byte* to, const std::byte* from, 
   return std::nullopt;
 }
 
-std::optional<Error> CudaBackend::copy_out(std::byte* to, const std::byte* from,
-                                           std::size_t bytes) {
+std::optional<Error> CudaBackend::copy_out(StreamHandle stream, std::byte* to,
+                                           const std::byte* from, std::size_t bytes) {
   if (poison_) {
     return Error::launch("cannot read: " + poison_->message());
   }
   if (bytes == 0) {
     return std::nullopt;
   }
-  // Queued after every write to the bytes (one stream), then waited for.
-  cudaError_t error = cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToHost, stream_);
+  // Queued after every write to the bytes (the Device ordered the stream),
+  // then waited for.
+  auto* queue = static_cast<cudaStream_t>(stream);
+  cudaError_t error = cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToHost, queue);
   if (error == cudaSuccess) {
-    error = cudaStreamSynchronize(stream_);
+    error = cudaStreamSynchronize(queue);
   }
   if (error != cudaSuccess) {
     static_cast<void>(cudaGetLastError());
@@ -474,6 +515,115 @@ std::optional<Error> CudaBackend::copy_out(std::byte* to, const std::byte* from,
                          " failed: " + text);
   }
   return std::nullopt;
+}
+
+// ------------------------------------------------------------ streams and events
+
+namespace {
+[[noreturn]] void stream_error(const std::string& backend, const char* what, cudaError_t error) {
+  static_cast<void>(cudaGetLastError());
+  throw Exception(Error::launch(backend + ": " + what + " failed: " + describe(error)));
+}
+} // namespace
+
+StreamHandle CudaBackend::create_stream() {
+  if (poison_) {
+    throw Exception(refusal());
+  }
+  created_streams_.reserve(created_streams_.size() + 1); // Before the stream exists.
+  // On the backend's device, whichever thread asks (O5).
+  const detail::DeviceGuard guard(options_.device);
+  cudaStream_t stream = nullptr;
+  cudaError_t error = guard.error();
+  if (error == cudaSuccess) {
+    error = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  }
+  if (error != cudaSuccess) {
+    static_cast<void>(note(error, "when a stream was created"));
+    stream_error(name_, "cudaStreamCreateWithFlags", error);
+  }
+  created_streams_.push_back(stream);
+  return stream;
+}
+
+void CudaBackend::destroy_stream(StreamHandle stream) noexcept {
+  auto* queue = static_cast<cudaStream_t>(stream);
+  std::erase(created_streams_, queue);
+  static_cast<void>(cudaStreamSynchronize(queue));
+  static_cast<void>(cudaStreamDestroy(queue));
+  static_cast<void>(cudaGetLastError());
+}
+
+EventHandle CudaBackend::record(StreamHandle stream) {
+  if (poison_) {
+    throw Exception(refusal());
+  }
+  cudaEvent_t event = nullptr;
+  if (!free_events_.empty()) {
+    event = static_cast<cudaEvent_t>(free_events_.back());
+    free_events_.pop_back();
+  } else {
+    // Made on the backend's device, whichever thread asks (O5); only until
+    // the pool is warm.
+    const detail::DeviceGuard guard(options_.device);
+    if (const cudaError_t error = guard.error() != cudaSuccess
+                                      ? guard.error()
+                                      : cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+        error != cudaSuccess) {
+      static_cast<void>(note(error, "when an event was created"));
+      stream_error(name_, "cudaEventCreateWithFlags", error);
+    }
+    ++events_created_;
+  }
+  if (const cudaError_t error = cudaEventRecord(event, static_cast<cudaStream_t>(stream));
+      error != cudaSuccess) {
+    release(event);
+    static_cast<void>(note(error, "when an event was recorded"));
+    stream_error(name_, "cudaEventRecord", error);
+  }
+  return event;
+}
+
+void CudaBackend::wait(StreamHandle waiter, EventHandle event) {
+  if (const cudaError_t error = cudaStreamWaitEvent(static_cast<cudaStream_t>(waiter),
+                                                    static_cast<cudaEvent_t>(event), 0);
+      error != cudaSuccess) {
+    static_cast<void>(note(error, "when a stream was made to wait"));
+    stream_error(name_, "cudaStreamWaitEvent", error);
+  }
+}
+
+bool CudaBackend::done(EventHandle event) noexcept {
+  const cudaError_t status = cudaEventQuery(static_cast<cudaEvent_t>(event));
+  if (status == cudaErrorNotReady) {
+    return false;
+  }
+  if (status != cudaSuccess) {
+    static_cast<void>(cudaGetLastError());
+    try {
+      static_cast<void>(note(status, "when an event was queried"));
+    } catch (...) {
+    }
+  }
+  return true; // Complete, or broken: nothing will run after it anyway.
+}
+
+void CudaBackend::release(EventHandle event) noexcept {
+  try {
+    free_events_.push_back(event);
+  } catch (...) {
+    static_cast<void>(cudaEventDestroy(static_cast<cudaEvent_t>(event)));
+  }
+}
+
+void CudaBackend::finish(StreamHandle stream) {
+  if (const cudaError_t error = cudaStreamSynchronize(static_cast<cudaStream_t>(stream));
+      error != cudaSuccess) {
+    static_cast<void>(cudaGetLastError());
+    static_cast<void>(note(error, "when a stream was waited for"));
+    // Poisoned or not, the work is over as far as the host can tell: the
+    // Device's next synchronize() reports what failed.
+  }
 }
 
 } // namespace taintpool::cuda

@@ -2,8 +2,10 @@
 #include <taintpool/taint.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace taintpool {
 
@@ -47,90 +49,469 @@ StaleRead::StaleRead(std::vector<Report> reports)
 
 // ------------------------------------------------------------ Device
 
-/// Marks a launch in progress, so a body that launches on its own device is
-/// refused instead of clobbering the scope's scratch state.
-struct Device::ScopeGuard {
-  explicit ScopeGuard(bool& flag)
-      : flag_(flag) {
-    if (flag_) {
-      throw std::logic_error("Device::launch is not reentrant: a body launched on its own device");
-    }
-    flag_ = true;
+namespace {
+
+/// The Device whose body this thread is running, if any (O5: a body must
+/// not call back into its own Device).
+/// Per-thread state by design, set and restored by run_body.
+// NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables)
+thread_local const Device* body_owner = nullptr;
+
+/// The process-wide Device counter (StreamIds name their Device by it).
+// NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables)
+std::atomic<std::uint32_t> next_serial{1};
+
+/// The stored error names the kernel, so a report says who left the bytes
+/// unwritten.
+Error named(std::string_view kernel, const Error& error, std::size_t ignored_ranges) {
+  std::string message(kernel);
+  message += ": ";
+  message += error.message().empty() ? std::string(name(error.kind())) : error.message();
+  if (ignored_ranges != 0) {
+    message += " (" + std::to_string(ignored_ranges) +
+               " reported written ranges lay outside their outputs and were ignored)";
   }
-  ~ScopeGuard() { flag_ = false; }
-  ScopeGuard(const ScopeGuard&) = delete;
-  ScopeGuard& operator=(const ScopeGuard&) = delete;
-
- private:
-  bool& flag_;
-};
-
-Device::Device(Backend& backend)
-    : Device(backend, backend.memory_config()) {
+  return Error(error.kind(), std::move(message));
 }
 
-Device::Device(Backend& backend, MemoryConfig config)
-    : backend_(backend)
-    , reports_late_(backend.reports_late_failures())
-    , memory_(backend.storage(), graph_, std::move(config)) {
+/// `whole` less every range of `cut` (same coordinates), in order.
+void subtract_ranges(ByteRange whole, std::span<const ByteRange> cut, std::vector<ByteRange>& out) {
+  out.clear();
+  out.push_back(whole);
+  for (const ByteRange taken : cut) {
+    std::vector<ByteRange> kept;
+    kept.reserve(out.size() + 1);
+    for (const ByteRange piece : out) {
+      if (!piece.overlaps(taken)) {
+        kept.push_back(piece);
+        continue;
+      }
+      if (piece.begin() < taken.begin()) {
+        kept.push_back(ByteRange::of(piece.begin(), taken.begin()));
+      }
+      if (taken.end() < piece.end()) {
+        kept.push_back(ByteRange::of(taken.end(), piece.end()));
+      }
+    }
+    out = std::move(kept);
+  }
 }
 
-void Device::throw_inside_launch(const char* call) {
+/// Out of line: the refusal's message is built only when it is thrown.
+[[noreturn]] void throw_inside_body(const char* call) {
   throw std::logic_error(std::string("Device::") + call +
                          " was called from a body on its own device: a body must not launch, "
                          "write, read, synchronize or create buffers on the device running it");
 }
 
-Allocation Device::create_buffer(std::span<const std::byte> bytes) {
-  refuse_inside_launch("create_buffer");
-  Allocation buffer = memory_.allocate(bytes.size());
-  write(buffer.whole(), bytes);
+} // namespace
+
+/// The Device's mutex, refusing a call from inside one of its own bodies
+/// (which holds it already: O5).
+class Device::Lock {
+ public:
+  /// `call` names the refused call in the error.
+  Lock(Device& device, const char* call)
+      : device_(device) {
+    if (body_owner == &device) [[unlikely]] {
+      throw_inside_body(call);
+    }
+    device_.mutex_.lock();
+  }
+  ~Lock() { device_.mutex_.unlock(); }
+  Lock(const Lock&) = delete;
+  Lock& operator=(const Lock&) = delete;
+  Lock(Lock&&) = delete;
+  Lock& operator=(Lock&&) = delete;
+
+ private:
+  Device& device_;
+};
+
+Device::Device(Backend& backend)
+    : Device(backend, DeviceOptions{}) {
+}
+
+Device::Device(Backend& backend, MemoryConfig config)
+    : Device(backend, DeviceOptions{std::move(config), StreamOrdering::Wait}) {
+}
+
+Device::Device(Backend& backend, DeviceOptions options)
+    : backend_(backend)
+    , reports_late_(backend.reports_late_failures())
+    , ordering_(options.ordering)
+    , serial_(next_serial.fetch_add(1, std::memory_order_relaxed))
+    , memory_(backend.storage(), graph_,
+              options.memory ? std::move(*options.memory) : backend.memory_config())
+    , streams_(backend, serial_) {
+  if (ordering_ == StreamOrdering::Detect) {
+    streams_.order().track_every_allocation(); // Races name both accesses (O4).
+  }
+}
+
+Device::~Device() = default;
+
+// ------------------------------------------------------------ streams
+
+StreamId Device::create_stream() {
+  const Lock lock(*this, "create_stream");
+  return streams_.create();
+}
+
+void Device::destroy_stream(StreamId stream) {
+  const Lock lock(*this, "destroy_stream");
+  streams_.destroy(stream);
+}
+
+StreamStats Device::stream_stats() {
+  const Lock lock(*this, "stream_stats");
+  return streams_.stats();
+}
+
+// ------------------------------------------------------------ buffers
+
+Allocation Device::create_buffer(std::uint64_t size, StreamId stream) {
+  const Lock lock(*this, "create_buffer");
+  const std::uint32_t slot = streams_.slot(stream);
+  if (!ordering_active()) {
+    return memory_.allocate(size, slot);
+  }
+  streams_.poll(); // Learn what completed: held allocations may end now (O3).
+  Allocation made = [&] {
+    try {
+      return memory_.allocate(size, slot);
+    } catch (const Exception& error) {
+      if (error.kind() != ErrorKind::OutOfMemory) {
+        throw;
+      }
+    }
+    // The last step before OutOfMemory (O3): wait for every stream, so
+    // every held allocation is let go and every lane's free memory can go
+    // back.
+    streams_.finish_all();
+    memory_.sweep();
+    return memory_.allocate(size, slot);
+  }();
+  streams_.order().created(StreamAccess{made.id(), made.whole().range, size, slot});
+  return made;
+}
+
+Allocation Device::create_buffer(std::span<const std::byte> bytes, StreamId stream) {
+  Allocation buffer = create_buffer(bytes.size(), stream);
+  write(stream, buffer.whole(), bytes);
   return buffer;
 }
 
-void Device::resolve_all(std::span<const Binding> bindings, std::vector<BoundBuffer>& into,
-                         std::vector<Taint*>& taints) {
-  // The scratch keeps its capacity, so a warm launch allocates nothing here.
-  into.clear();
-  taints.clear();
-  for (const Binding& binding : bindings) {
-    const BoundBytes bytes = memory_.resolve_swept(binding);
-    into.push_back(
-        BoundBuffer{binding.allocation, binding.range, bytes.data + binding.range.begin()});
-    taints.push_back(bytes.taint);
-  }
+void Device::sweep() {
+  const Lock lock(*this, "sweep");
+  memory_.sweep();
 }
 
-LaunchResult Device::launch(std::string_view kernel, std::span<const Binding> reads,
-                            std::span<const Binding> writes, KernelBody body) {
-  ScopeGuard guard(in_launch_);
-  // Every binding is checked before anything is claimed (P3, S1).
+void Device::cleanup() {
+  const Lock lock(*this, "cleanup");
+  memory_.cleanup();
+}
+
+template <bool Reading>
+[[gnu::always_inline]] inline Device::Resolved
+Device::resolve_side(std::span<const Binding> bindings, std::uint32_t slot, bool ordering) {
+  constexpr bool reading = Reading;
+  // One pass per side: look each binding up once (P3: a bad one throws here,
+  // before anything is claimed), note what the fast paths need, and fill the
+  // scratch by index (no per-element capacity check; allocation-free once
+  // warm).
+  const std::size_t count = bindings.size();
+  BoundBuffer* bound = (reading ? read_store_ : write_store_).reserve(count);
+  Taint** taints = (reading ? read_taint_store_ : write_taint_store_).reserve(count);
+  // (Inlined into launch_locked, once per side: no call, no branch on the side.)
+  StreamAccess* accesses =
+      ordering ? (reading ? read_access_store_ : write_access_store_).reserve(count) : nullptr;
+  Resolved found;
+  for (std::size_t index = 0; index < count; ++index) {
+    const Binding& binding = bindings[index];
+    const BoundBytes bytes = memory_.resolve_swept(binding);
+    std::construct_at(bound + index, BoundBuffer{binding.allocation, binding.range,
+                                                 bytes.data + binding.range.begin()});
+    taints[index] = bytes.taint;
+    // A read is dirty when it would skip (S1); an output when it holds a
+    // claim the scope must remember (S6) or take over.
+    if constexpr (reading) {
+      found.dirty = found.dirty || bytes.taint->failure(binding.range).has_value();
+    } else {
+      found.dirty = found.dirty || !bytes.taint->is_clean();
+    }
+    if (ordering) {
+      std::construct_at(accesses + index,
+                        StreamAccess{binding.allocation, binding.range, bytes.size, bytes.lane});
+      found.crosses = found.crosses || bytes.lane != slot;
+    }
+  }
+  if constexpr (reading) {
+    reads_ = {bound, count};
+    read_taints_ = {taints, count};
+    read_accesses_ = {accesses, ordering ? count : 0};
+  } else {
+    writes_ = {bound, count};
+    write_taints_ = {taints, count};
+    write_accesses_ = {accesses, ordering ? count : 0};
+  }
+  return found;
+}
+
+// ------------------------------------------------------------ launches
+
+LaunchResult Device::launch(StreamId stream, std::string_view kernel,
+                            std::span<const Binding> reads, std::span<const Binding> writes,
+                            KernelBody body) {
+  const Lock lock(*this, "launch");
+  return launch_locked(streams_.slot(stream), kernel, reads, writes, body);
+}
+
+[[gnu::always_inline]] inline void Device::log_launch(std::uint64_t launch, std::string_view kernel,
+                                                      std::span<const Binding> reads,
+                                                      std::span<const Binding> writes,
+                                                      LaunchStatus status, StreamPoint work) {
+  // The common case, decided without touching the log: nothing is logged,
+  // the Device is not detecting races, and the backend has nothing
+  // unconfirmed from this launch on (one virtual call, and only for a
+  // backend that can report late).
+  if (log_.empty() && ordering_ != StreamOrdering::Detect) [[likely]] {
+    if (!reports_late_) {
+      return;
+    }
+    const std::optional<std::uint64_t> oldest = backend_.oldest_unconfirmed_launch();
+    if (!oldest || *oldest > launch) {
+      return;
+    }
+  }
+  log_if_unconfirmed(launch, kernel, reads, writes, status, work);
+}
+
+LaunchResult Device::launch_locked(std::uint32_t slot, std::string_view kernel,
+                                   std::span<const Binding> reads, std::span<const Binding> writes,
+                                   KernelBody body) {
   memory_.sweep();
-  resolve_all(reads, reads_, read_taints_);
-  resolve_all(writes, writes_, write_taints_);
+  const bool ordering = ordering_active();
+  // Every binding is checked before anything is claimed (P3, S1).
+  const Resolved in = resolve_side<true>(reads, slot, ordering);
+  const Resolved out = resolve_side<false>(writes, slot, ordering);
   released_.clear();
   const std::uint64_t launch = next_launch_++;
+
+  // S1: decide before claiming. Only reads are checked (S5). A skip queues
+  // no work, so it needs no ordering either.
+  if (in.dirty) [[unlikely]] {
+    for (std::size_t index = 0; index < reads_.size(); ++index) {
+      if (const auto root = read_taints_[index]->failure(reads_[index].range)) {
+        LaunchResult result = skip(kernel, *root, reads_[index].allocation);
+        log_launch(launch, kernel, reads, writes, result.status, StreamPoint{});
+        return result;
+      }
+    }
+  }
+
+  // O1-O4. The plain case — every binding is homed on this stream and no
+  // allocation has a cross-stream record — is ordered by the stream alone:
+  // nothing to plan, wait for or pin (O2), and the work only takes its place
+  // in the queue.
+  const bool plain = !ordering || (!in.crosses && !out.crosses && !streams_.order().any_record());
+  if (!plain) {
+    order(slot, launch); // Waits queued (or races noted) before the work is.
+  }
   LaunchResult result = [&] {
     try {
-      return decide_and_run(launch, kernel, body);
+      return enter(slot, launch, kernel, body, !out.dirty);
     } catch (...) {
-      log_if_unconfirmed(launch, kernel, reads, writes, LaunchStatus::Failed);
+      // S3: the body may have queued work before it threw.
+      const StreamPoint work = ordering ? queue_work(slot, launch, plain) : StreamPoint{};
+      log_launch(launch, kernel, reads, writes, LaunchStatus::Failed, work);
       throw;
     }
   }();
-  log_if_unconfirmed(launch, kernel, reads, writes, result.status);
+  StreamPoint work;
+  if (ordering) {
+    work = queue_work(slot, launch, plain);
+    if (!plain && !hazards_.empty()) {
+      taint_races(kernel, slot, launch, result);
+    }
+  }
+  log_launch(launch, kernel, reads, writes, result.status, work);
   return result;
 }
 
-LaunchResult Device::decide_and_run(std::uint64_t launch, std::string_view kernel,
-                                    KernelBody body) {
-  // S1: decide before claiming. Only reads are checked (S5).
-  for (std::size_t index = 0; index < reads_.size(); ++index) {
-    if (const auto root = read_taints_[index]->failure(reads_[index].range)) {
-      return skip(kernel, *root, reads_[index].allocation);
+StreamPoint Device::queue_work(std::uint32_t slot, std::uint64_t launch, bool plain) {
+  if (plain) {
+    return streams_.order().queued(slot, launch);
+  }
+  commit(slot, launch);
+  return StreamPoint{slot, streams_.order().tail(slot), launch};
+}
+
+void Device::order(std::uint32_t slot, std::uint64_t launch) {
+  hazards_.clear();
+  pins_.clear();
+  streams_.order().plan(slot, read_accesses_, write_accesses_, hazards_);
+  // O3: an allocation made on another stream is held until this work is
+  // done, so its home stream cannot reuse the memory under it.
+  auto pin_foreign = [&](std::span<const StreamAccess> accesses) {
+    for (const StreamAccess& access : accesses) {
+      if (access.home == slot || access.range.empty()) {
+        continue;
+      }
+      Allocation held = memory_.share(access.allocation);
+      if (!held) {
+        throw Exception(Error::not_found(
+            to_string(access.allocation) +
+            " no longer exists: its last handle was dropped while this launch was being made"));
+      }
+      pins_.push_back(std::move(held));
+    }
+  };
+  pin_foreign(read_accesses_);
+  pin_foreign(write_accesses_);
+  if (hazards_.empty()) {
+    return;
+  }
+  if (ordering_ == StreamOrdering::Wait) {
+    streams_.order_after(slot, hazards_); // O1, O2: one event and one wait per source stream.
+    hazards_.clear();
+    return;
+  }
+  // O4, write after read: the earlier reader may have seen this launch's
+  // bytes, so its outputs, and what was computed from them since, are
+  // suspect — attributed as a late failure of that launch, before this one
+  // runs (its own writes then land on top).
+  for (const Hazard& hazard : hazards_) {
+    streams_.count_race();
+    if (hazard.conflict != Conflict::WriteAfterRead) {
+      continue;
+    }
+    const bool logged = std::any_of(log_.begin(), log_.end(), [&](const LoggedLaunch& entry) {
+      return entry.launch == hazard.earlier.launch;
+    });
+    if (!logged) {
+      continue; // Its outputs already carry a failure, or it left the log.
+    }
+    std::string message = describe_work(hazard.earlier) + " read " + to_string(hazard.allocation) +
+                          " bytes " + to_string(hazard.bytes) + " while launch " +
+                          std::to_string(launch) + " on " + to_string(streams_.id(slot)) +
+                          " wrote them, with nothing ordering the two (detect mode queued no wait)";
+    unattributed_.push_back(
+        LateFailure{hazard.earlier.launch, Error::race(std::move(message)), {}});
+    attribute_queued();
+  }
+}
+
+void Device::commit(std::uint32_t slot, std::uint64_t launch) {
+  try {
+    const StreamPoint point =
+        streams_.order().commit(slot, launch, read_accesses_, write_accesses_);
+    for (Allocation& held : pins_) {
+      streams_.pin(slot, point.seq, std::move(held));
+    }
+    pins_.clear();
+  } catch (...) {
+    // Out of memory in the bookkeeping: the work is queued but not
+    // recorded. Waiting for everything makes every access complete, so no
+    // later plan can miss an ordering it needed (O1) and no pin is needed
+    // any more (O3). The work stays unrecorded: it is done.
+    pins_.clear();
+    streams_.finish_all();
+  }
+}
+
+std::string Device::describe_work(const StreamPoint& point) const {
+  const std::string stream = to_string(streams_.id(point.stream));
+  if (point.launch == 0) {
+    return "earlier work on " + stream + " (its memory's previous use there)";
+  }
+  const auto logged = std::find_if(log_.begin(), log_.end(), [&](const LoggedLaunch& entry) {
+    return entry.launch == point.launch;
+  });
+  std::string text = "launch " + std::to_string(point.launch);
+  if (logged != log_.end()) {
+    text += " (\"" + logged->kernel + "\")";
+  }
+  return text + " on " + stream;
+}
+
+void Device::taint_races(std::string_view kernel, std::uint32_t slot, std::uint64_t launch,
+                         LaunchResult& result) {
+  // O4: read after write taints what this launch produced; write after
+  // write taints the bytes both wrote. (Write after read went to the
+  // earlier reader in order().)
+  const Hazard* first = nullptr;
+  std::size_t more = 0;
+  bool read_race = false;
+  for (const Hazard& hazard : hazards_) {
+    if (hazard.conflict == Conflict::WriteAfterRead) {
+      continue;
+    }
+    read_race = read_race || hazard.conflict == Conflict::ReadAfterWrite;
+    if (first == nullptr) {
+      first = &hazard;
+    } else {
+      ++more;
     }
   }
-  return enter(launch, kernel, body);
+  if (first == nullptr) {
+    hazards_.clear();
+    return;
+  }
+  // What this launch wrote: its whole write set if it ran, else the bytes
+  // a failed body reported written (S2).
+  std::vector<Binding> produced;
+  if (result.ran()) {
+    for (const BoundBuffer& output : writes_) {
+      produced.push_back({output.allocation, output.range});
+    }
+  } else {
+    produced = released_;
+  }
+  // Suspect: all of it when it read racy bytes; else only where it wrote
+  // over an unordered writer.
+  std::vector<Binding> suspect;
+  if (read_race) {
+    suspect = produced;
+  } else {
+    for (const Hazard& hazard : hazards_) {
+      if (hazard.conflict != Conflict::WriteAfterWrite) {
+        continue;
+      }
+      for (const Binding& bytes : produced) {
+        if (bytes.allocation == hazard.allocation && bytes.range.overlaps(hazard.bytes)) {
+          suspect.push_back({bytes.allocation, bytes.range.intersect(hazard.bytes)});
+        }
+      }
+    }
+  }
+  const bool reading = first->conflict == Conflict::ReadAfterWrite;
+  std::string message = std::string(kernel) + " (launch " + std::to_string(launch) + " on " +
+                        to_string(streams_.id(slot)) + ") " + (reading ? "read " : "wrote ") +
+                        to_string(first->allocation) + " bytes " + to_string(first->bytes) +
+                        " that " + describe_work(first->earlier) +
+                        " wrote, with nothing ordering the two (detect mode queued no wait)";
+  if (more != 0) {
+    message += "; and " + std::to_string(more) + " more such conflicts";
+  }
+  hazards_.clear();
+  Error error = Error::race(std::move(message));
+  const FailureId failure = graph_.insert(error);
+  try {
+    for (const Binding& bytes : suspect) {
+      memory_.taint(bytes, failure);
+    }
+  } catch (...) {
+    graph_.prune(failure);
+    throw;
+  }
+  graph_.prune(failure);
+  result.status = LaunchStatus::Failed;
+  result.failure.reset();
+  if (graph_.contains(failure)) {
+    result.failure = failure;
+  }
+  result.error = std::move(error);
 }
 
 LaunchResult Device::skip(std::string_view kernel, FailureId root, AllocationId needed) {
@@ -153,59 +534,186 @@ LaunchResult Device::skip(std::string_view kernel, FailureId root, AllocationId 
   return result;
 }
 
-namespace {
-
-/// The stored error names the kernel, so a report says who left the bytes
-/// unwritten.
-Error named(std::string_view kernel, const Error& error, std::size_t ignored_ranges) {
-  std::string message(kernel);
-  message += ": ";
-  message += error.message().empty() ? std::string(name(error.kind())) : error.message();
-  if (ignored_ranges != 0) {
-    message += " (" + std::to_string(ignored_ranges) +
-               " reported written ranges lay outside their outputs and were ignored)";
-  }
-  return Error(error.kind(), std::move(message));
+LaunchOutcome Device::run_body(KernelBody body, const KernelContext& context) {
+  struct Mark {
+    explicit Mark(const Device* device) noexcept
+        : saved(std::exchange(body_owner, device)) {}
+    ~Mark() { body_owner = saved; }
+    Mark(const Mark&) = delete;
+    Mark& operator=(const Mark&) = delete;
+    Mark(Mark&&) = delete;
+    Mark& operator=(Mark&&) = delete;
+    const Device* saved;
+  };
+  const Mark mark(this);
+  return backend_.run(body, context);
 }
 
-} // namespace
-
-LaunchOutcome Device::run_claimed(FailureId provisional, std::string_view kernel, KernelBody body,
-                                  const KernelContext& context) {
+void Device::tear_down(FailureId provisional, std::string_view kernel) noexcept {
+  // S3: the write set stays claimed by TornDown; say which kernel threw.
+  // Called inside the handler of the body's exception.
   try {
-    return backend_.run(body, context);
-  } catch (...) {
-    // S3: the write set stays claimed by TornDown; say which kernel threw.
+    std::string why = "a non-standard exception";
     try {
-      std::string why = "a non-standard exception";
-      try {
-        throw;
-      } catch (const std::exception& error) {
-        why = error.what();
-      } catch (...) {
-      }
-      graph_.replace(provisional, Error(ErrorKind::TornDown,
-                                        std::string(kernel) + " threw before finishing: " + why));
+      throw;
+    } catch (const std::exception& error) {
+      why = error.what();
     } catch (...) {
-      // Keep the payload-free TornDown if even the message cannot be built.
     }
-    graph_.prune(provisional);
+    graph_.replace(provisional, Error(ErrorKind::TornDown,
+                                      std::string(kernel) + " threw before finishing: " + why));
+  } catch (...) {
+    // Keep the payload-free TornDown if even the message cannot be built.
+  }
+  graph_.prune(provisional);
+}
+
+void Device::hold_prior_claims() {
+  prior_.clear();
+  prior_held_.clear();
+  try {
+    for (std::size_t index = 0; index < writes_.size(); ++index) {
+      if (write_taints_[index]->is_clean()) {
+        continue;
+      }
+      const ByteRange range = writes_[index].range;
+      write_taints_[index]->for_each_claim([&](FailureId failure, ByteRange claimed) {
+        if (claimed.overlaps(range)) {
+          prior_.push_back(
+              PriorClaim{static_cast<std::uint32_t>(index), claimed.intersect(range), failure});
+        }
+      });
+    }
+    for (const PriorClaim& claim : prior_) {
+      if (std::find(prior_held_.begin(), prior_held_.end(), claim.failure) == prior_held_.end()) {
+        prior_held_.push_back(claim.failure);
+        graph_.tag(claim.failure); // Held: the provisional claim must not end it.
+      }
+    }
+  } catch (...) {
+    drop_prior_claims();
     throw;
   }
 }
 
-LaunchResult Device::enter(std::uint64_t launch, std::string_view kernel, KernelBody body) {
-  const KernelContext context(launch, kernel, reads_, writes_, backend_.backend_data());
+void Device::drop_prior_claims() noexcept {
+  for (const FailureId failure : prior_held_) {
+    graph_.untag(failure);
+  }
+  prior_held_.clear();
+  prior_.clear();
+}
+
+void Device::restore_prior_claims(const LaunchOutcome& outcome) {
+  // S6. The provisional failure still claims the whole write set. Named
+  // ranges are released; every other byte goes back to what it was: a
+  // prior claim is re-tainted, a clean byte released. If this runs out of
+  // memory halfway, what is left keeps the provisional TornDown: stale, the
+  // safe direction.
+  std::vector<ByteRange> named;
+  std::vector<ByteRange> pieces;
+  std::vector<ByteRange> claimed;
+  std::vector<ByteRange> clean;
+  for (std::size_t index = 0; index < writes_.size(); ++index) {
+    const BoundBuffer& output = writes_[index];
+    // Every valid named range on this allocation, whichever output named it.
+    named.clear();
+    for (const WrittenRange& written : outcome.written()) {
+      if (written.output >= writes_.size() ||
+          written.range.end() > writes_[written.output].range.size()) {
+        continue; // Untrusted and outside its output: ignored (S2).
+      }
+      const BoundBuffer& owner = writes_[written.output];
+      if (owner.allocation != output.allocation) {
+        continue;
+      }
+      const ByteRange bytes = ByteRange::of(owner.range.begin() + written.range.begin(),
+                                            owner.range.begin() + written.range.end());
+      if (!bytes.empty()) {
+        named.push_back(bytes);
+      }
+    }
+    for (const ByteRange bytes : named) {
+      if (bytes.overlaps(output.range)) {
+        write_taints_[index]->written(bytes.intersect(output.range), graph_);
+      }
+    }
+    subtract_ranges(output.range, named, pieces);
+    claimed.clear();
+    for (const PriorClaim& claim : prior_) {
+      if (writes_[claim.output].allocation == output.allocation) {
+        claimed.push_back(claim.bytes);
+      }
+    }
+    for (const ByteRange piece : pieces) {
+      for (const PriorClaim& claim : prior_) {
+        if (writes_[claim.output].allocation == output.allocation && claim.bytes.overlaps(piece)) {
+          write_taints_[index]->taint(claim.bytes.intersect(piece), claim.failure, graph_);
+        }
+      }
+      subtract_ranges(piece, claimed, clean);
+      for (const ByteRange bytes : clean) {
+        write_taints_[index]->written(bytes, graph_);
+      }
+    }
+  }
+}
+
+void Device::claim_write_set(FailureId provisional) {
+  // Only where every output was clean: each claim is the first on its
+  // taint, stored inline, and tags a node that exists — nothing here can
+  // allocate or throw.
+  for (std::size_t index = 0; index < writes_.size(); ++index) {
+    write_taints_[index]->taint(writes_[index].range, provisional, graph_);
+  }
+}
+
+LaunchResult Device::enter(std::uint32_t slot, std::uint64_t launch, std::string_view kernel,
+                           KernelBody body, bool outputs_clean) {
+  const KernelContext context(launch, kernel, reads_, writes_, backend_.backend_data(),
+                              streams_.id(slot), streams_.handle(slot));
   LaunchResult result;
   if (writes_.empty()) {
     // Nothing to claim, nothing to taint: a failure here is only reported.
-    LaunchOutcome outcome = backend_.run(body, context);
+    LaunchOutcome outcome = run_body(body, context);
     if (!outcome.ok()) {
       result.status = LaunchStatus::Failed;
       result.error = named(kernel, *outcome.error(), outcome.written().size());
     }
     return result;
   }
+
+  // The common case: every output is clean. The provisional failure is
+  // minted as always (G1: one id per scope that enters with outputs), but
+  // it claims the write set (S1) only if that is needed — when the body
+  // fails or throws — so a success touches no taint at all: clean bytes stay
+  // clean, whatever a wrote_only outcome named (S6). Nobody can tell the
+  // difference: a body may not call its Device (O5), other threads wait for
+  // the lock, and the deferred claim cannot fail (the first claim on a clean
+  // taint is stored inline and tags a node that exists), so a failing body
+  // leaves exactly the state the eager claim would have.
+  if (Taint::inline_claims && outputs_clean) [[likely]] {
+    const FailureId provisional = graph_.insert_provisional();
+    const LaunchOutcome outcome = [&] {
+      try {
+        return run_body(body, context);
+      } catch (...) {
+        claim_write_set(provisional);
+        tear_down(provisional, kernel); // S3
+        throw;
+      }
+    }();
+    if (outcome.ok()) [[likely]] {
+      graph_.prune(provisional);
+      return result;
+    }
+    claim_write_set(provisional);
+    return failed(provisional, kernel, outcome);
+  }
+
+  // S6: claims the write set held before are remembered (and their
+  // failures held) in case the body names only what it wrote.
+  hold_prior_claims();
 
   // The provisional failure claims the whole write set (S1).
   const FailureId provisional = graph_.insert_provisional();
@@ -217,18 +725,52 @@ LaunchResult Device::enter(std::uint64_t launch, std::string_view kernel, Kernel
     // Out of memory mid-claim: what was claimed reads as torn down, which
     // is the safe direction; the provisional node goes if it claimed nothing.
     graph_.prune(provisional);
+    drop_prior_claims();
     throw;
   }
 
-  const LaunchOutcome outcome = run_claimed(provisional, kernel, body, context);
-  if (outcome.ok()) {
-    for (std::size_t index = 0; index < writes_.size(); ++index) {
-      write_taints_[index]->written(writes_[index].range, graph_);
+  const LaunchOutcome outcome = [&] {
+    try {
+      return run_body(body, context);
+    } catch (...) {
+      drop_prior_claims();
+      tear_down(provisional, kernel); // S3
+      throw;
     }
+  }();
+  if (outcome.ok()) {
+    if (outcome.wrote_only()) {
+      try {
+        restore_prior_claims(outcome);
+      } catch (...) {
+        graph_.prune(provisional);
+        drop_prior_claims();
+        throw;
+      }
+      for (const WrittenRange& written : outcome.written()) {
+        if (written.output < writes_.size() &&
+            written.range.end() <= writes_[written.output].range.size() && !written.range.empty()) {
+          const BoundBuffer& output = writes_[written.output];
+          released_.push_back(
+              {output.allocation, ByteRange::of(output.range.begin() + written.range.begin(),
+                                                output.range.begin() + written.range.end())});
+        }
+      }
+    } else {
+      for (std::size_t index = 0; index < writes_.size(); ++index) {
+        write_taints_[index]->written(writes_[index].range, graph_);
+      }
+    }
+    drop_prior_claims();
     graph_.prune(provisional);
     return result;
   }
+  drop_prior_claims();
+  return failed(provisional, kernel, outcome);
+}
 
+LaunchResult Device::failed(FailureId provisional, std::string_view kernel,
+                            const LaunchOutcome& outcome) {
   // S2: reported ranges are untrusted input. One inside its output is
   // released; one outside is ignored, never releasing bytes it does not own.
   std::size_t ignored = 0;
@@ -253,6 +795,7 @@ LaunchResult Device::enter(std::uint64_t launch, std::string_view kernel, Kernel
     }
   }
   graph_.prune(provisional);
+  LaunchResult result;
   result.status = LaunchStatus::Failed;
   if (graph_.contains(provisional)) {
     result.failure = provisional;
@@ -261,45 +804,74 @@ LaunchResult Device::enter(std::uint64_t launch, std::string_view kernel, Kernel
   return result;
 }
 
-LaunchResult Device::write(const Binding& into, std::span<const std::byte> bytes) {
-  refuse_inside_launch("write");
+LaunchResult Device::write(StreamId stream, const Binding& into, std::span<const std::byte> bytes) {
+  const Lock lock(*this, "write");
+  const std::uint32_t slot = streams_.slot(stream);
   if (bytes.size() != into.range.size()) {
     throw Exception(Error::invalid_binding("a host write of " + std::to_string(bytes.size()) +
                                            " bytes into " + to_string(into.allocation) + " bytes " +
                                            to_string(into.range) + " (" +
                                            std::to_string(into.range.size()) + " bytes)"));
   }
-  return launch("host write", std::span<const Binding>(), std::span<const Binding>(&into, 1),
-                [&](const KernelContext& context) {
-                  if (auto error = backend_.copy_in(context.write_binding(0).data, bytes.data(),
-                                                    bytes.size())) {
-                    return LaunchOutcome::failure(std::move(*error));
-                  }
-                  return LaunchOutcome::success();
-                });
+  StreamHandle handle = streams_.handle(slot);
+  LaunchResult result =
+      launch_locked(slot, "host write", std::span<const Binding>(),
+                    std::span<const Binding>(&into, 1), [&](const KernelContext& context) {
+                      if (auto error = backend_.copy_in(handle, context.write_binding(0).data,
+                                                        bytes.data(), bytes.size())) {
+                        return LaunchOutcome::failure(std::move(*error));
+                      }
+                      return LaunchOutcome::success();
+                    });
+  if (ordering_active() && result.status != LaunchStatus::Skipped) {
+    streams_.finished(slot); // copy_in returns once the stream reached it.
+  }
+  return result;
 }
 
 // ------------------------------------------------------------ late failures
 
+std::optional<std::uint64_t> Device::oldest_needed_launch() const {
+  return backend_.oldest_unconfirmed_launch();
+}
+
+void Device::trim_log() {
+  // An entry is needed while it may still be the origin of a late failure
+  // (the backend has not confirmed it) or, in detect mode, of a race (its
+  // work is not known complete); everything after a needed entry is kept
+  // for the replay.
+  const std::optional<std::uint64_t> oldest = oldest_needed_launch();
+  const bool detect = ordering_ == StreamOrdering::Detect;
+  while (!log_.empty()) {
+    const LoggedLaunch& front = log_.front();
+    const bool unconfirmed = oldest && front.launch >= *oldest;
+    const bool incomplete = detect && front.work.seq != 0 &&
+                            front.work.seq > streams_.order().completed(front.work.stream);
+    if (unconfirmed || incomplete) {
+      return;
+    }
+    log_.pop_front();
+  }
+}
+
 void Device::log_if_unconfirmed(std::uint64_t launch, std::string_view kernel,
                                 std::span<const Binding> reads, std::span<const Binding> writes,
-                                LaunchStatus status) {
-  if (!reports_late_ && log_.empty()) {
+                                LaunchStatus status, StreamPoint work) {
+  const bool detect = ordering_ == StreamOrdering::Detect && ordering_active();
+  if (!reports_late_ && !detect && log_.empty()) {
     return; // A synchronous backend confirms every launch as it runs.
   }
-  const std::optional<std::uint64_t> oldest = backend_.oldest_unconfirmed_launch();
-  if (!oldest) {
-    if (!log_.empty()) {
-      log_.clear(); // Everything is confirmed: no replay will need it.
-    }
+  trim_log();
+  const std::optional<std::uint64_t> oldest = oldest_needed_launch();
+  const bool needed =
+      (oldest && *oldest <= launch) ||
+      (detect && work.seq != 0 && work.seq > streams_.order().completed(work.stream));
+  if (log_.empty() && !needed) {
     return;
-  }
-  while (!log_.empty() && log_.front().launch < *oldest) {
-    log_.pop_front();
   }
   log_.push_back(LoggedLaunch{launch, std::string(kernel), status,
                               std::vector<Binding>(reads.begin(), reads.end()),
-                              std::vector<Binding>(writes.begin(), writes.end()), released_});
+                              std::vector<Binding>(writes.begin(), writes.end()), released_, work});
 }
 
 namespace {
@@ -329,7 +901,16 @@ void subtract(std::vector<Binding>& set, const Binding& cut) {
 } // namespace
 
 void Device::synchronize() {
-  refuse_inside_launch("synchronize");
+  const Lock lock(*this, "synchronize");
+  synchronize_locked();
+}
+
+void Device::synchronize_locked() {
+  // Every stream first: what was held for a stream is let go (O3), and in
+  // detect mode every logged launch is complete.
+  if (ordering_active()) {
+    streams_.finish_all();
+  }
   // A late failure the backend has handed over must not be lost if its
   // attribution runs out of memory: it waits in unattributed_ and the next
   // call attributes it first, before taking anything new from the backend.
@@ -343,10 +924,7 @@ void Device::synchronize() {
   std::sort(unattributed_.begin(), unattributed_.end(),
             [](const LateFailure& a, const LateFailure& b) { return a.launch > b.launch; });
   attribute_queued();
-  const std::optional<std::uint64_t> oldest = backend_.oldest_unconfirmed_launch();
-  while (!log_.empty() && (!oldest || log_.front().launch < *oldest)) {
-    log_.pop_front();
-  }
+  trim_log();
 }
 
 void Device::attribute_queued() {
@@ -472,8 +1050,12 @@ void Device::attribute(const LateFailure& late) {
 // ------------------------------------------------------------ reads
 
 std::vector<Report> Device::stale_reports(const Binding& from) {
-  refuse_inside_launch("stale_reports");
-  synchronize();
+  const Lock lock(*this, "stale_reports");
+  return stale_reports_locked(from);
+}
+
+std::vector<Report> Device::stale_reports_locked(const Binding& from) {
+  synchronize_locked();
   const BoundBytes bytes = memory_.resolve(from);
   std::vector<Report> reports;
   for (const FailureId failure : bytes.taint->failures(from.range)) {
@@ -489,9 +1071,14 @@ std::vector<Report> Device::stale_reports(const Binding& from) {
   return reports;
 }
 
-ReadOutcome Device::read(const Binding& from, std::span<std::byte> into) {
-  refuse_inside_launch("read");
-  synchronize();
+ReadOutcome Device::read(StreamId stream, const Binding& from, std::span<std::byte> into) {
+  const Lock lock(*this, "read");
+  return read_locked(streams_.slot(stream), from, into);
+}
+
+ReadOutcome Device::read_locked(std::uint32_t slot, const Binding& from,
+                                std::span<std::byte> into) {
+  synchronize_locked();
   const BoundBytes bytes = memory_.resolve(from);
   if (into.size() != from.range.size()) {
     throw Exception(Error::invalid_binding("a read of " + to_string(from.allocation) + " bytes " +
@@ -499,32 +1086,36 @@ ReadOutcome Device::read(const Binding& from, std::span<std::byte> into) {
                                            std::to_string(into.size()) + " bytes"));
   }
   if (bytes.taint->failure(from.range)) {
-    return ReadOutcome{stale_reports(from)};
+    return ReadOutcome{stale_reports_locked(from)};
   }
-  if (auto error = backend_.copy_out(into.data(), bytes.data + from.range.begin(), into.size())) {
+  // Everything queued is complete (synchronize_locked), so the copy needs
+  // no ordering: only the stream to run on.
+  if (auto error = backend_.copy_out(streams_.handle(slot), into.data(),
+                                     bytes.data + from.range.begin(), into.size())) {
     throw Exception(std::move(*error));
   }
   return ReadOutcome{};
 }
 
-std::vector<std::byte> Device::read_bytes(const Binding& from) {
-  refuse_inside_launch("read_bytes");
-  // The binding first (P3): the result is sized by it, so a range past the
-  // end must throw InvalidBinding before anything that size is allocated.
-  (void)memory_.resolve(from);
+std::vector<std::byte> Device::read_bytes(StreamId stream, const Binding& from) {
+  const Lock lock(*this, "read_bytes");
+  const std::uint32_t slot = streams_.slot(stream);
+  static_cast<void>(memory_.resolve(from)); // The binding first: no result for a bad one.
   std::vector<std::byte> bytes(static_cast<std::size_t>(from.range.size()));
-  ReadOutcome outcome = read(from, bytes);
+  ReadOutcome outcome = read_locked(slot, from, bytes);
   if (!outcome) {
     throw StaleRead(std::move(outcome.reports));
   }
   return bytes;
 }
 
-void Device::check_invariants() const {
+void Device::check_invariants() {
+  const Lock lock(*this, "check_invariants");
   graph_.check_invariants();
   memory_.check_invariants();
   const std::vector<const Taint*> carriers = memory_.carriers();
   check_refcounts(graph_, carriers);
+  streams_.order().check_invariants();
 }
 
 } // namespace taintpool

@@ -24,6 +24,8 @@ std::string_view name(ErrorKind kind) noexcept {
     return "not found";
   case ErrorKind::InvalidBinding:
     return "invalid binding";
+  case ErrorKind::Race:
+    return "race";
   }
   return "unknown error kind";
 }

@@ -25,12 +25,13 @@ std::optional<Error> copy_bytes(std::byte* to, const std::byte* from, std::size_
 }
 } // namespace
 
-std::optional<Error> HostBackend::copy_in(std::byte* to, const std::byte* from, std::size_t bytes) {
+std::optional<Error> HostBackend::copy_in(StreamHandle /*stream*/, std::byte* to,
+                                          const std::byte* from, std::size_t bytes) {
   return copy_bytes(to, from, bytes);
 }
 
-std::optional<Error> HostBackend::copy_out(std::byte* to, const std::byte* from,
-                                           std::size_t bytes) {
+std::optional<Error> HostBackend::copy_out(StreamHandle /*stream*/, std::byte* to,
+                                           const std::byte* from, std::size_t bytes) {
   return copy_bytes(to, from, bytes);
 }
 

@@ -88,16 +88,8 @@ MemoryManager::MemoryManager(Storage& storage, ErrorGraph& graph, MemoryConfig c
   }
   try {
     cache_ = std::make_unique<detail::SliceCache>(*inbox_);
-    for (const SlicedPoolConfig& pool : config_.sliced) {
-      pools_.push_back(std::make_unique<detail::SlicedPool>(storage_, *cache_, stats_,
-                                                            config_.alignment, pool.page_size));
-    }
-    pools_.push_back(std::make_unique<detail::ExclusivePool>(
-        storage_, *cache_, stats_, config_.alignment, config_.exclusive_reuse_slack_eighths,
-        config_.exclusive_release_after));
-    for (std::uint32_t index = 0; index < pools_.size(); ++index) {
-      pools_[index]->set_index(index);
-    }
+    ladder_ = static_cast<std::uint32_t>(config_.sliced.size()) + 1;
+    add_lanes(1);
   } catch (...) {
     pools_.clear();
     cache_.reset();
@@ -126,6 +118,28 @@ MemoryManager::~MemoryManager() {
   cache_.reset();
   inbox_->release();
   id_spaces().give(space_);
+}
+
+void MemoryManager::add_lanes(std::uint32_t lanes) {
+  // Cold: once per lane. Built aside, then appended, so a throw changes nothing.
+  std::vector<std::unique_ptr<detail::Pool>> added;
+  for (auto lane = static_cast<std::uint32_t>(pools_.size() / ladder_); lane < lanes; ++lane) {
+    for (const SlicedPoolConfig& pool : config_.sliced) {
+      added.push_back(std::make_unique<detail::SlicedPool>(storage_, *cache_, stats_,
+                                                           config_.alignment, pool.page_size));
+    }
+    added.push_back(std::make_unique<detail::ExclusivePool>(
+        storage_, *cache_, stats_, config_.alignment, config_.exclusive_reuse_slack_eighths,
+        config_.exclusive_release_after));
+    for (std::uint32_t index = 0; index < ladder_; ++index) {
+      added[added.size() - ladder_ + index]->set_index(index);
+      added[added.size() - ladder_ + index]->set_lane(lane);
+    }
+  }
+  pools_.reserve(pools_.size() + added.size());
+  for (auto& pool : added) {
+    pools_.push_back(std::move(pool));
+  }
 }
 
 // ------------------------------------------------------------ discovery
@@ -208,8 +222,19 @@ Slice* MemoryManager::reserve_or_throw(std::uint32_t pool, std::uint64_t size,
   }
 }
 
-Allocation MemoryManager::allocate(std::uint64_t size) {
+Allocation MemoryManager::allocate(std::uint64_t size, std::uint32_t lane) {
   discover_released();
+  if (lane >= max_lanes) {
+    throw std::invalid_argument("MemoryManager::allocate: lane " + std::to_string(lane) +
+                                " is beyond the " + std::to_string(max_lanes) + " a manager keeps");
+  }
+  if ((lane + 1) * ladder_ > pools_.size()) {
+    try {
+      add_lanes(lane + 1);
+    } catch (const std::bad_alloc&) {
+      throw_out_of_memory(size, "the host could not allocate a new lane's pools");
+    }
+  }
   if (size > config_.max_allocation) {
     throw Exception(
         Error::buffer_too_big("cannot allocate " + bytes(size) + ": no pool holds more than " +
@@ -219,7 +244,7 @@ Allocation MemoryManager::allocate(std::uint64_t size) {
     throw_ids_exhausted(); // 2^52 - 1 allocations minted: the space is spent.
   }
   const std::uint64_t extent = size == 0 ? config_.alignment : round_up(size, config_.alignment);
-  const std::uint32_t pool = route(size);
+  const std::uint32_t pool = lane * ladder_ + route(size);
   try {
     live_.reserve_one();
   } catch (const std::bad_alloc&) {
@@ -296,6 +321,24 @@ BoundBytes MemoryManager::resolve(const Binding& binding) {
   return resolve_swept(binding);
 }
 
+Allocation MemoryManager::share(AllocationId allocation) {
+  discover_released();
+  detail::LiveAllocation* entry = live_.find(allocation.raw());
+  if (entry == nullptr) {
+    throw_not_found(allocation);
+  }
+  Slice* slice = entry->slice;
+  // Only while a handle exists: 1 is the manager's own reference, and a
+  // slice at 1 is already on its way to the inbox.
+  std::uint64_t refs = slice->refs.load(std::memory_order_relaxed);
+  do {
+    if (refs <= 1) {
+      return Allocation();
+    }
+  } while (!slice->refs.compare_exchange_weak(refs, refs + 1, std::memory_order_relaxed));
+  return Allocation(slice, allocation, slice->size);
+}
+
 bool MemoryManager::contains(AllocationId allocation) {
   discover_released();
   return live_.find(allocation.raw()) != nullptr;
@@ -306,9 +349,13 @@ std::uint32_t MemoryManager::pool_index(const Slice* slice) noexcept {
 }
 
 AllocationInfo MemoryManager::describe(const Slice* slice) noexcept {
-  return AllocationInfo{
-      AllocationId::from_raw(slice->allocation), slice->size,       slice->extent,
-      slice->page->base + slice->offset,         pool_index(slice), &slice->taint};
+  return AllocationInfo{AllocationId::from_raw(slice->allocation),
+                        slice->size,
+                        slice->extent,
+                        slice->page->base + slice->offset,
+                        pool_index(slice),
+                        &slice->taint,
+                        slice->page->lane};
 }
 
 std::vector<const Taint*> MemoryManager::carriers() const {

@@ -52,6 +52,7 @@ Slice* Pool::add_page(std::uint64_t size) {
   page->size = size;
   page->pool = this;
   page->pool_index = index_;
+  page->lane = lane_;
   page->next = pages_;
   if (pages_ != nullptr) {
     pages_->prev = page;

@@ -67,6 +67,9 @@ class Pool {
   /// This pool's place in the manager: the ladder index, the exclusive pool last.
   [[nodiscard]] std::uint32_t index() const noexcept { return index_; }
   void set_index(std::uint32_t index) noexcept { index_ = index; }
+  /// The manager's lane this pool serves (its pages say so).
+  [[nodiscard]] std::uint32_t lane() const noexcept { return lane_; }
+  void set_lane(std::uint32_t lane) noexcept { lane_ = lane; }
 
  protected:
   /// A new page with one Free slice spanning it, filed in the free index.
@@ -82,6 +85,7 @@ class Pool {
   std::uint64_t unit_;
   Page* pages_ = nullptr;
   std::uint32_t index_ = 0;
+  std::uint32_t lane_ = 0;
 };
 
 /// Why the recent list: GPU programs allocate the same shapes iteration

@@ -6,18 +6,21 @@
 //   storage    a CudaStorage (cudaMalloc pages, or cudaMallocAsync on the
 //              backend's stream), or any Storage the caller wraps around one
 //              (FaultInjectingStorage, CountingStorage);
-//   run        clears a pending non-sticky runtime error (so an unrelated
-//              earlier failure is not blamed on this launch), calls the body
-//              — which launches kernels on stream_of(context), with the
-//              device pointers the context's bindings hold — and then reads
-//              cudaGetLastError(). Any error the body caused through the
-//              runtime becomes LaunchOutcome::failure(Error::launch(...)),
-//              so it taints the write set (S1): an invalid configuration,
-//              too many resources requested, no kernel image for the device,
-//              a failed staging cudaMallocAsync. The error text names the
-//              runtime error as the runtime names it ("cudaErrorLaunch-
-//              OutOfResources (too many resources requested for launch)";
-//              CUDA 13.0 calls a block of 2048 threads cudaErrorInvalidValue);
+//   run        calls the body — which launches kernels on stream_of(context),
+//              with the device pointers the context's bindings hold — and
+//              turns any launch error into LaunchOutcome::failure(Error::
+//              launch(...)), so it taints the write set (S1): an invalid
+//              configuration, too many resources requested, no kernel image
+//              for the device, a failed staging cudaMallocAsync. A body that
+//              launches through cuda::launch (kernel_launch.hpp) hands the
+//              backend each launch's status, and run() asks the runtime
+//              nothing; a body that launches with <<<>>> is checked through
+//              the runtime's last error, cleared before the body (so an
+//              unrelated earlier failure is not blamed on this launch) and
+//              read after it. The error text names the runtime error as the
+//              runtime names it ("cudaErrorLaunchOutOfResources (too many
+//              resources requested for launch)"; CUDA 13.0 calls a block of
+//              2048 threads cudaErrorInvalidValue);
 //   copies     copy_in: host-to-device on the stream, then synchronise (the
 //              host span may go away when it returns); copy_out: the same,
 //              device-to-host, after everything queued before it. A runtime
@@ -58,20 +61,34 @@
 //     the GPU is usable again only after the process calls
 //     cudaDeviceReset() (or exits). The backend never resets anything.
 //
-// Cost. run() adds two cudaGetLastError() calls to the scope: ~40 ns
-// together on an H200 machine, about 1% of the 3.6 us an empty kernel's
-// launch costs there (bench/RESULTS.md, "GPU"); the clear before the body
-// is what keeps an unrelated pending error from failing this launch. An
-// unchecked launch is confirmed when queued, so the Device keeps no log for
-// it. checked() is a bump in the arena and one
-// record, no allocation once warm; synchronize() with checked launches
-// pending adds one device-to-host copy of the used slots and one memset.
+// Cost. run() around a body that launches through cuda::launch is a few
+// compares: no runtime call beyond the launch itself. Around a <<<>>> body it
+// adds two cudaGetLastError() calls, ~50 ns together on an H200 host (about
+// 1% of the ~4 us an empty kernel's launch costs there, bench/RESULTS.md,
+// "GPU"). An unchecked launch is confirmed when queued, so the Device keeps
+// no log for it. checked() is a bump in the arena and one record, no
+// allocation once warm; synchronize() with checked launches pending adds one
+// device-to-host copy of the used slots and one memset.
 //
-// Threading and streams: one thread drives the backend and its Device, with
-// the backend's device current (the constructor makes it current). Bodies
-// must launch on stream_of(context) only: the pool reuses a freed buffer's
-// memory for the next allocation at once, which is safe because every
-// kernel and copy touching it is ordered on this one stream.
+// Streams and events (QueueBackend). The backend's own stream is the
+// Device's default stream; create_stream() makes non-blocking streams on the
+// backend's device; events come from a pool of cudaEvent_t created with
+// timing disabled and reused once given back, so a warm Device creates none
+// (events_created() stays flat). A body launches on stream_of(context), the
+// launch's stream: the Device has already made that stream wait for every
+// conflicting access on the others (O1), and pool reuse is stream-ordered
+// (O3). Checked kernels may run on any of the backend's streams:
+// synchronize() and an early drain wait for every one of them (and only
+// them: other work in the process, another backend's streams included, is
+// not waited for) before the status slots are read, and the slots are
+// cleared before any later kernel can write them.
+//
+// Threading: the Device calls the backend under its lock, and bodies run
+// under it, so the backend is used by one thread at a time, whichever thread
+// that is (O5). Every thread that drives it must have the backend's device
+// current (device 0 is every thread's default; the constructor makes
+// options.device current on its own thread; streams are created on the
+// backend's device whatever is current).
 #pragma once
 
 #include <taintpool/cuda/cuda_storage.hpp>
@@ -131,23 +148,53 @@ class CudaBackend final : public Backend {
   /// "cuda device 0 (NVIDIA H200)".
   [[nodiscard]] std::string name() const override { return name_; }
 
-  /// Clears a pending non-sticky error, calls the body, and turns a runtime
-  /// error it caused into a failure (see above); on a poisoned backend,
-  /// refuses without calling the body. Two cudaGetLastError calls.
+  /// Calls the body and turns a launch error it caused into a failure (see
+  /// above); on a poisoned backend, refuses without calling the body. No
+  /// runtime call around a body that launches through cuda::launch; two
+  /// cudaGetLastError calls around one that launches with <<<>>>.
   LaunchOutcome run(KernelBody body, const KernelContext& context) override;
+
+  /// For cuda::launch (kernel_launch.hpp), from inside a body: one launch
+  /// was made through the backend and returned `status` (a cudaError_t).
+  /// A failed status makes the running launch fail (S1). A body that queues
+  /// other work through the runtime (cudaMemcpyAsync, a library's call) may
+  /// report that call's status here too: its error then fails the launch
+  /// just the same, and run() asks the runtime nothing.
+  void launched(int status) noexcept {
+    ++owned_launches_;
+    if (status != 0 && owned_error_ == 0) [[unlikely]] {
+      owned_error_ = status;
+    }
+  }
   /// Host-to-device on the stream, then waits for it (the host span may go
   /// away on return). A runtime error, or poison, is returned, not thrown.
-  [[nodiscard]] std::optional<Error> copy_in(std::byte* to, const std::byte* from,
-                                             std::size_t bytes) override;
+  [[nodiscard]] std::optional<Error> copy_in(StreamHandle stream, std::byte* to,
+                                             const std::byte* from, std::size_t bytes) override;
   /// Device-to-host on the stream, after everything queued before it, then
   /// waits. Refuses on a poisoned backend, so no garbage escapes (D1).
-  [[nodiscard]] std::optional<Error> copy_out(std::byte* to, const std::byte* from,
-                                              std::size_t bytes) override;
-  /// The stream (as void*); stream_of(context) gives it typed.
-  [[nodiscard]] void* backend_data() noexcept override { return stream_; }
+  [[nodiscard]] std::optional<Error> copy_out(StreamHandle stream, std::byte* to,
+                                              const std::byte* from, std::size_t bytes) override;
+
+  /// QueueBackend over cudaStream_t and pooled cudaEvent_t (see above).
+  /// Runtime errors throw Exception (and may poison the backend).
+  [[nodiscard]] StreamHandle default_stream() noexcept override { return stream_; }
+  [[nodiscard]] StreamHandle create_stream() override;
+  void destroy_stream(StreamHandle stream) noexcept override;
+  [[nodiscard]] EventHandle record(StreamHandle stream) override;
+  void wait(StreamHandle waiter, EventHandle event) override;
+  [[nodiscard]] bool done(EventHandle event) noexcept override;
+  void release(EventHandle event) noexcept override;
+  void finish(StreamHandle stream) override;
+  /// No: kernels run after their launch returns.
+  [[nodiscard]] bool synchronous() const noexcept override { return false; }
+  /// cudaEvent_t created so far (a warm Device creates no more).
+  [[nodiscard]] std::size_t events_created() const noexcept { return events_created_; }
+  /// The backend itself: what cuda::launch and checked() find it by
+  /// (cuda::backend_of). The launch's stream is stream_of(context).
+  [[nodiscard]] void* backend_data() noexcept override { return this; }
   /// Yes: checked kernels report at synchronisation.
   [[nodiscard]] bool reports_late_failures() const noexcept override { return true; }
-  /// Waits for the stream, reads every used status slot in one copy, and
+  /// Waits for every stream of the backend, reads every used status slot in one copy, and
   /// returns the checked launches that failed (plus any an early drain
   /// found), oldest first; on poison, every unconfirmed launch fails with
   /// no written ranges.
@@ -172,7 +219,8 @@ class CudaBackend final : public Backend {
     return checked(context, std::span<const std::uint64_t>(tile_bytes.begin(), tile_bytes.size()));
   }
 
-  /// The stream every body must launch on (owned or borrowed).
+  /// The backend's own stream (owned or borrowed): the Device's default
+  /// stream. A body launches on stream_of(context), the launch's stream.
   [[nodiscard]] Stream stream() const noexcept { return stream_; }
   /// The CUDA device it runs on.
   [[nodiscard]] int device() const noexcept { return options_.device; }
@@ -210,7 +258,9 @@ class CudaBackend final : public Backend {
   void poison_with(int code, const char* where);
   [[nodiscard]] Error refusal() const;
   void forget_checks(std::uint64_t launch) noexcept;
-  /// Waits for the stream, reads every used slot, turns the failures into
+  /// Waits for every stream of the backend; the first error, if any.
+  [[nodiscard]] int finish_streams() noexcept;
+  /// Waits for the streams, reads every used slot, turns the failures into
   /// LateFailures appended to `into`, and empties the arena.
   void collect(std::vector<LateFailure>& into);
   void fail_unconfirmed(std::vector<LateFailure>& into, const Error& why);
@@ -230,11 +280,19 @@ class CudaBackend final : public Backend {
   std::vector<LateFailure> pending_;       ///< Read by an early drain, not yet returned.
   std::uint64_t early_drains_ = 0;
   std::optional<Error> poison_;
+  std::vector<void*> free_events_; ///< cudaEvent_t, ready to record.
+  std::size_t events_created_ = 0;
+  std::vector<Stream> created_streams_; ///< Live streams of create_stream().
+  // The body running now: launches made through cuda::launch and the first
+  // failed status among them; whether the bodies lately launched raw.
+  std::uint32_t owned_launches_ = 0;
+  int owned_error_ = 0;
+  bool raw_bodies_ = true;
 };
 
-/// The stream a body launches on.
+/// The stream a body launches on: the launch's stream.
 [[nodiscard]] inline Stream stream_of(const KernelContext& context) noexcept {
-  return static_cast<Stream>(context.backend_data());
+  return static_cast<Stream>(context.stream_handle());
 }
 
 } // namespace taintpool::cuda

@@ -1,13 +1,16 @@
 // Backend: what a Device needs from the hardware, and nothing else (§3.6).
 //
 // The scope logic — skip or enter, claim, release, replace, prune — is
-// written once, in Device. A backend supplies the three things that differ
+// written once, in Device. A backend supplies the four things that differ
 // between a CPU and a GPU:
 //   * storage for pages, and the pool configuration that suits it;
 //   * how a body runs: the host backend calls it; the CUDA backend calls it
-//     (it enqueues a kernel) and then turns launch-time driver errors into a
-//     failed outcome;
-//   * how bytes cross between the host and the buffers (host writes, reads).
+//     (it enqueues a kernel on the launch's stream) and then turns
+//     launch-time driver errors into a failed outcome;
+//   * how bytes cross between the host and the buffers (host writes, reads),
+//     each on a stream;
+//   * streams and events (QueueBackend, stream/queue_backend.hpp), from
+//     which the Device orders work across streams (O1-O3).
 // Copies report device errors as an Error, never by throwing, so a failed
 // host write becomes taint like any other failed write.
 //
@@ -24,6 +27,7 @@
 #include <taintpool/device/launch.hpp>
 #include <taintpool/pool/memory_config.hpp>
 #include <taintpool/pool/storage.hpp>
+#include <taintpool/stream/queue_backend.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -43,11 +47,12 @@ struct LateFailure {
   std::vector<WrittenRange> written; ///< What it finished before failing (S2; untrusted).
 };
 
-/// What a Device needs from the hardware (see above). One thread drives a
-/// backend and the Devices on it; it must outlive them.
-class Backend {
+/// What a Device needs from the hardware (see above). A Device calls its
+/// backend under its own lock, one call at a time; the backend must outlive
+/// the Devices on it.
+class Backend : public QueueBackend {
  public:
-  virtual ~Backend() = default;
+  ~Backend() override = default;
 
   /// The storage a Device on this backend takes its pages from.
   [[nodiscard]] virtual Storage& storage() = 0;
@@ -62,13 +67,16 @@ class Backend {
   /// error at launch time).
   virtual LaunchOutcome run(KernelBody body, const KernelContext& context) = 0;
 
-  /// Copies host bytes into a buffer. An error means the bytes did not all
-  /// arrive. Done when it returns: the caller's host span may go away.
-  [[nodiscard]] virtual std::optional<Error> copy_in(std::byte* to, const std::byte* from,
-                                                     std::size_t bytes) = 0;
-  /// Copies a buffer's bytes to the host, after every write to it finished.
-  [[nodiscard]] virtual std::optional<Error> copy_out(std::byte* to, const std::byte* from,
-                                                      std::size_t bytes) = 0;
+  /// Copies host bytes into a buffer on `stream`, after the work queued on
+  /// it before. An error means the bytes did not all arrive. Done when it
+  /// returns: the caller's host span may go away.
+  [[nodiscard]] virtual std::optional<Error> copy_in(StreamHandle stream, std::byte* to,
+                                                     const std::byte* from, std::size_t bytes) = 0;
+  /// Copies a buffer's bytes to the host on `stream`, after the work queued
+  /// on it before (the Device has made it wait for writers on other
+  /// streams). Done when it returns.
+  [[nodiscard]] virtual std::optional<Error> copy_out(StreamHandle stream, std::byte* to,
+                                                      const std::byte* from, std::size_t bytes) = 0;
 
   /// What KernelContext::backend_data() returns to bodies.
   [[nodiscard]] virtual void* backend_data() noexcept { return nullptr; }

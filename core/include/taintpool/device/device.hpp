@@ -1,53 +1,102 @@
 // Device: the only way to touch buffers — launches, host writes, reads —
-// with failures contained to the bytes they touched (§3.5, S1–S5, D1–D2).
+// with failures contained to the bytes they touched (§3.5, S1–S6, D1–D2),
+// on any number of streams (O1–O4) from any number of threads (O5).
 //
 // A Device owns an ErrorGraph and a MemoryManager over a Backend's storage.
 // Every operation that writes buffers runs as a *write scope*:
 //
-//   launch(kernel, reads, writes, body)
-//     1. check every binding (NotFound / InvalidBinding throw; nothing
-//        claimed yet);
+//   launch(stream, kernel, reads, writes, body)
+//     1. check the stream and every binding (NotFound / InvalidBinding
+//        throw; nothing claimed yet);
 //     2. decide before claiming (S1): if any byte of any read binding has a
 //        failure, SKIP — the body does not run, every write binding is
 //        tainted with that root failure, a SkipRecord goes on the root, and
-//        no failure is minted (S4);
-//     3. else ENTER: with an empty write set nothing is claimed; otherwise a
+//        no failure is minted (S4); nothing is queued, so nothing is ordered;
+//     3. else ORDER (O1, O2): every earlier access on another stream that
+//        conflicts with a byte this launch binds, and is not yet ordered
+//        before it, gets one event wait per source stream — or, in detect
+//        mode, is reported as a race (O4) and no wait is queued;
+//     4. ENTER: with an empty write set nothing is claimed; otherwise a
 //        provisional TornDown failure claims every write binding, then the
-//        body runs through the backend:
-//          success  → the write set is released (T2);
+//        body runs through the backend on the launch's stream:
+//          success  → the write set is released (T2), or only the ranges a
+//                     wrote_only outcome names, the rest keeping the state
+//                     it had before (S6);
 //          failure  → the real error replaces the provisional one (G4), the
 //                     ranges the body reports written are released (S2);
 //          throw    → the write set stays claimed by TornDown and the
 //                     exception propagates (S3);
 //        and the provisional node is pruned (G5) — it survives only where it
-//        still claims bytes.
+//        still claims bytes. Allocations made on another stream that the
+//        launch bound are held until its stream's work completed (O3).
 //   Only reads are checked (S5): a pure output is never checked, so
 //   relaunching into a stale buffer, or writing it from the host, repairs
 //   it. A binding that is both read and written is checked and claimed.
 //
-//   write(binding, bytes)  a host write: a write scope whose body copies in.
-//   read(binding, out)     D1: copies out iff no byte of the binding has a
-//                          failure; else returns one Report per distinct
-//                          failure (G9), each naming the root error, the
-//                          stale bytes and the path of skipped launches (G8).
+//   write(stream, binding, bytes)  a host write: a write scope whose body
+//                                  copies in on the stream.
+//   read(stream, binding, out)     D1: synchronizes, then copies out iff no
+//                                  byte of the binding has a failure; else
+//                                  returns one Report per distinct failure
+//                                  (G9), each naming the root error, the
+//                                  stale bytes and the path of skipped
+//                                  launches (G8).
+//   Every call without a stream runs on the default stream.
 //
 // Isolation (D2) follows: a launch is affected only through the bytes it
-// reads, so work that shares no allocation with a failure never sees it.
+// reads, so work that shares no allocation with a failure never sees it —
+// whatever stream it runs on.
 //
-// Cost: a successful launch with a few bindings is a handful of table
-// lookups and inline taint operations, and allocates nothing once warmed up
-// (G10); the skip and failure paths allocate their records and messages.
+// Streams (O1–O3). create_stream() makes a stream through the backend. An
+// allocation belongs to the stream it was created on (its *home*); its
+// memory, once it ends, is reused at once by that stream's next allocation
+// and by no other until it goes back to storage (the pool's lanes). The
+// Device derives the ordering between streams from the bindings, at byte
+// grain (HappensBefore): a launch on B waits for A only if a byte it binds
+// was written on A (or, if the launch writes it, read on A) by work not yet
+// ordered before B — two launches on disjoint bytes never wait for each
+// other. Nothing for the caller to forget: no record_stream, no manual
+// event. With one stream, or a synchronous backend, none of this costs
+// anything.
 //
-// Threading: one thread drives a Device, and a body runs inside its launch:
-// it must not launch, write, read, synchronize or create buffers on its own
-// device. Each of those calls checks one flag first and throws
-// std::logic_error when a launch is in progress, before touching anything —
-// a synchronize could otherwise attribute a late failure to the bytes the
-// launch in progress holds claimed, and an allocation could end and reuse a
-// slice the launch is writing. Allocation handles may be dropped on any
-// thread.
+// Detect mode (O4, DeviceOptions::ordering). No wait is queued. Each
+// unordered conflicting access is reported instead — the two launches,
+// their streams and the bytes — as a Race failure on the reader's outputs
+// (a launch that read bytes an unordered launch wrote; or, for a launch
+// that wrote bytes an unordered launch read, that earlier reader's outputs
+// and everything computed from them since), or on the bytes two unordered
+// launches both wrote. A read of them then fails with that report.
+//
+// Threading (O5). Any number of threads may call a Device at once; one
+// mutex serialises the calls, so each is atomic and they happen in one
+// order, which is the order every rule above speaks of ("host order"). The
+// body runs under the lock: a launch is one step. A body must not call its
+// own Device (any call from inside a body throws std::logic_error: the lock
+// is not reentrant and the scope is half done); a body should not call
+// another Device either (two threads doing so in opposite directions
+// deadlock). Allocation handles may be copied and dropped on any thread
+// without the lock.
+//
+// Cost: a successful launch with a few bindings is a lock, one table lookup
+// per binding, the read check, and the body's call — and allocates nothing
+// once warmed up (G10). The common case takes a fast path at each step:
+//   * resolving fills reused scratch by index, noting on the way whether a
+//     read is stale, an output holds a claim, or a binding is homed on
+//     another stream;
+//   * with every output clean, the provisional failure is minted (G1) but
+//     claims the write set only if the body fails or throws: a success
+//     touches no taint (see enter());
+//   * with no binding crossing streams and no cross-stream record, the work
+//     only takes its place in its stream's queue: no plan, wait or pin;
+//   * the launch log is not touched unless a late failure or a race may
+//     need it (one virtual call to ask an asynchronous backend).
+// bench/launch_profile.cpp counts the instructions (bench/RESULTS.md). With
+// a binding that crosses streams: a probe per binding, plus one event and
+// one wait per stream it must wait for. The skip and failure paths allocate
+// their records and messages.
 #pragma once
 
+#include <taintpool/detail/scratch.hpp>
 #include <taintpool/device/backend.hpp>
 #include <taintpool/device/launch.hpp>
 #include <taintpool/error_graph.hpp>
@@ -55,11 +104,14 @@
 #include <taintpool/pool/allocation.hpp>
 #include <taintpool/pool/memory_manager.hpp>
 #include <taintpool/report.hpp>
+#include <taintpool/stream/stream_table.hpp>
 
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <initializer_list>
+#include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -93,8 +145,23 @@ class StaleRead : public Exception {
   std::vector<Report> reports_;
 };
 
+/// How a Device orders work across its streams.
+enum class StreamOrdering : std::uint8_t {
+  Wait,   ///< O1: queue an event wait for every unordered conflicting access.
+  Detect, ///< O4: queue none; report every unordered conflicting access as a Race.
+};
+
+/// How a Device is built (all optional).
+struct DeviceOptions {
+  /// The pools; default: the backend's memory_config().
+  std::optional<MemoryConfig> memory;
+  /// Wait (the default) or Detect.
+  StreamOrdering ordering = StreamOrdering::Wait;
+};
+
 /// The only way to touch buffers (see above). Owns its graph and memory;
 /// borrows the backend, which must outlive it. Not copyable or movable.
+/// Every public member but graph(), memory() and backend() is thread-safe.
 class Device {
  public:
   /// Uses the backend's storage and its default memory configuration.
@@ -102,54 +169,110 @@ class Device {
   /// Uses the backend's storage with `config`; std::invalid_argument if the
   /// config does not fit the storage.
   Device(Backend& backend, MemoryConfig config);
+  /// As configured by `options`.
+  Device(Backend& backend, DeviceOptions options);
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
-  ~Device() = default;
+  /// Finishes every stream's work and destroys the streams it created.
+  ~Device();
 
-  /// A new buffer of `size` bytes. Fresh memory counts as written (D1): it
-  /// carries no failure, whatever bytes it holds. Throws as
-  /// MemoryManager::allocate does (BufferTooBig, OutOfMemory), and
-  /// std::logic_error from inside a body (see above).
+  // ---------------------------------------------------------------- streams
+
+  /// The stream every call without one runs on.
+  [[nodiscard]] StreamId default_stream() const noexcept { return streams_.default_stream(); }
+  /// A new stream, made by the backend (O1). Throws Exception when the
+  /// backend cannot make one, or when StreamTable::max_streams are live.
+  [[nodiscard]] StreamId create_stream();
+  /// Waits for the stream's work, then frees it; its allocations live on
+  /// (their memory is reused by the next stream made). NotFound for a
+  /// stream not live on this Device; std::invalid_argument for the default.
+  void destroy_stream(StreamId stream);
+  /// Counters: streams made, waits and events queued, races found, pins.
+  [[nodiscard]] StreamStats stream_stats();
+
+  // ---------------------------------------------------------------- buffers
+
+  /// A new buffer of `size` bytes on the default stream. Fresh memory
+  /// counts as written (D1): it carries no failure, whatever bytes it holds.
+  /// Throws as MemoryManager::allocate does (BufferTooBig, OutOfMemory).
   [[nodiscard]] Allocation create_buffer(std::uint64_t size) {
-    refuse_inside_launch("create_buffer");
-    return memory_.allocate(size);
+    return create_buffer(size, default_stream());
   }
+  /// A new buffer whose home is `stream` (O3): its memory comes from, and
+  /// goes back to, that stream's lane. Never blocks the host, except as the
+  /// last step before OutOfMemory: then every stream is finished, held
+  /// allocations released, and the allocation tried once more.
+  [[nodiscard]] Allocation create_buffer(std::uint64_t size, StreamId stream);
 
   /// A new buffer holding `bytes` (a create and a host write). A failed copy
   /// is not thrown: the buffer comes back carrying the copy's error, and a
   /// read of it reports that (D1).
-  [[nodiscard]] Allocation create_buffer(std::span<const std::byte> bytes);
+  [[nodiscard]] Allocation create_buffer(std::span<const std::byte> bytes) {
+    return create_buffer(bytes, default_stream());
+  }
+  /// As above, on `stream`.
+  [[nodiscard]] Allocation create_buffer(std::span<const std::byte> bytes, StreamId stream);
 
-  /// A host write into `into` (S5: repairs stale bytes). `bytes` must be
-  /// exactly the binding's size (InvalidBinding otherwise). A failed copy
-  /// leaves the binding carrying the copy's error, as a failed launch would.
-  LaunchResult write(const Binding& into, std::span<const std::byte> bytes);
+  /// A host write into `into` on the default stream (S5: repairs stale
+  /// bytes). `bytes` must be exactly the binding's size (InvalidBinding
+  /// otherwise). A failed copy leaves the binding carrying the copy's error,
+  /// as a failed launch would.
+  LaunchResult write(const Binding& into, std::span<const std::byte> bytes) {
+    return write(default_stream(), into, bytes);
+  }
+  /// As above, on `stream`, ordered after conflicting work on others (O1).
+  LaunchResult write(StreamId stream, const Binding& into, std::span<const std::byte> bytes);
 
-  /// S1–S5. Throws Exception(NotFound / InvalidBinding) for a bad binding
-  /// before anything is claimed; rethrows a body's exception after S3.
-  /// Throws std::logic_error if called from a body on the same device (not
-  /// reentrant). Allocation-free once warm on the success path (G10), unless
-  /// an asynchronous backend has unconfirmed launches to log.
+  // ---------------------------------------------------------------- launches
+
+  /// S1–S6, O1–O4 on the default stream. Throws Exception(NotFound /
+  /// InvalidBinding) for a bad binding or stream before anything is
+  /// claimed; rethrows a body's exception after S3. Throws std::logic_error
+  /// if called from a body on the same device. Allocation-free once warm on
+  /// the success path (G10), unless an asynchronous backend has unconfirmed
+  /// launches to log or the Device is in detect mode.
   LaunchResult launch(std::string_view kernel, std::span<const Binding> reads,
+                      std::span<const Binding> writes, KernelBody body) {
+    return launch(default_stream(), kernel, reads, writes, body);
+  }
+  /// As above, on `stream`.
+  LaunchResult launch(StreamId stream, std::string_view kernel, std::span<const Binding> reads,
                       std::span<const Binding> writes, KernelBody body);
   /// As above, with the bindings listed inline.
   LaunchResult launch(std::string_view kernel, std::initializer_list<Binding> reads,
                       std::initializer_list<Binding> writes, KernelBody body) {
-    return launch(kernel, std::span<const Binding>(reads.begin(), reads.size()),
+    return launch(default_stream(), kernel, reads, writes, body);
+  }
+  /// As above, on `stream`, with the bindings listed inline.
+  LaunchResult launch(StreamId stream, std::string_view kernel,
+                      std::initializer_list<Binding> reads, std::initializer_list<Binding> writes,
+                      KernelBody body) {
+    return launch(stream, kernel, std::span<const Binding>(reads.begin(), reads.size()),
                   std::span<const Binding>(writes.begin(), writes.size()), body);
   }
+
+  // ---------------------------------------------------------------- reads
 
   /// D1: copies the binding's bytes into `into` (exactly its size) iff none
   /// has a failure; otherwise copies nothing and returns the reports. A
   /// device error while copying throws Exception, as do a bad binding
   /// (NotFound, InvalidBinding) and an `into` of another size. Synchronizes
-  /// first, so a late failure is attributed before the check.
-  [[nodiscard]] ReadOutcome read(const Binding& from, std::span<std::byte> into);
+  /// first (every stream), so a late failure is attributed before the check
+  /// and every write to the bytes has completed.
+  [[nodiscard]] ReadOutcome read(const Binding& from, std::span<std::byte> into) {
+    return read(default_stream(), from, into);
+  }
+  /// As above, copying on `stream`.
+  [[nodiscard]] ReadOutcome read(StreamId stream, const Binding& from, std::span<std::byte> into);
 
-  /// D1, as a value: the bytes, or StaleRead with the reports. Allocates the
-  /// result, after the binding is checked: a bad one throws NotFound or
+  /// D1, as a value: the bytes, or StaleRead with the reports. Checks the
+  /// binding before it allocates the result: a bad one throws NotFound or
   /// InvalidBinding (P3) whatever range it names, never std::bad_alloc.
-  [[nodiscard]] std::vector<std::byte> read_bytes(const Binding& from);
+  [[nodiscard]] std::vector<std::byte> read_bytes(const Binding& from) {
+    return read_bytes(default_stream(), from);
+  }
+  /// As above, copying on `stream`.
+  [[nodiscard]] std::vector<std::byte> read_bytes(StreamId stream, const Binding& from);
 
   /// The reports a read of `from` would return, without copying (D1, G8, G9).
   /// Synchronizes first; empty when the bytes are good.
@@ -163,38 +286,34 @@ class Device {
   /// Out of memory here throws std::bad_alloc with R1–R4 intact; the late
   /// failures not yet attributed stay queued, and the next call (every read
   /// makes one) attributes them, so none is lost.
+  /// Every stream's work is waited for first, so allocations held for a
+  /// stream are released (O3).
   void synchronize();
 
   /// Discover dropped buffers now (their error state goes with them, P1).
-  void sweep() { memory_.sweep(); }
+  void sweep();
   /// sweep(), and give free pages back to the storage.
-  void cleanup() { memory_.cleanup(); }
+  void cleanup();
 
-  /// The device's own parts, for tests and diagnostics. Tagging, tainting or
-  /// resetting through them bypasses the scopes: R1 and D1 are then the
-  /// caller's to keep.
+  /// The device's own parts, for tests and diagnostics; not locked.
+  /// Tagging, tainting or resetting through them bypasses the scopes: R1 and
+  /// D1 are then the caller's to keep.
   [[nodiscard]] ErrorGraph& graph() noexcept { return graph_; }
   [[nodiscard]] MemoryManager& memory() noexcept { return memory_; }
   [[nodiscard]] Backend& backend() noexcept { return backend_; }
 
-  /// The graph's and the memory's own invariants, and R1–R3 across every
-  /// slice (no scope is open between calls, so every node must be tagged).
-  void check_invariants() const;
+  /// The graph's and the memory's own invariants, R1–R3 across every slice
+  /// (no scope is open between calls, so every node must be tagged), and the
+  /// stream bookkeeping's shape.
+  void check_invariants();
 
  private:
-  struct ScopeGuard;
-
-  /// The check every call a body must not make starts with (see above):
-  /// one load and a branch; the throw is out of line.
-  void refuse_inside_launch(const char* call) const {
-    if (in_launch_) [[unlikely]] {
-      throw_inside_launch(call);
-    }
-  }
-  [[noreturn]] static void throw_inside_launch(const char* call);
+  class Lock;
+  struct HeldClaims;
 
   /// A launch whose outcome an asynchronous backend has not yet confirmed,
-  /// or any launch after one: what a late failure's replay needs.
+  /// or, in detect mode, whose work is not yet known complete — and any
+  /// launch after one: what a late failure's or a race's replay needs.
   struct LoggedLaunch {
     std::uint64_t launch;
     std::string kernel;
@@ -204,31 +323,108 @@ class Device {
     /// Failed with S2 ranges: the bytes it reported written. If it read
     /// bytes a late failure makes stale, they were written from garbage.
     std::vector<Binding> released;
+    StreamPoint work; ///< Its place on its stream (seq 0: it queued nothing).
   };
 
-  LaunchResult decide_and_run(std::uint64_t launch, std::string_view kernel, KernelBody body);
+  /// The whole scope, under the lock, with the stream's slot resolved.
+  LaunchResult launch_locked(std::uint32_t slot, std::string_view kernel,
+                             std::span<const Binding> reads, std::span<const Binding> writes,
+                             KernelBody body);
+  /// O1-O4 before entering: waits queued (or races noted), pins taken.
+  void order(std::uint32_t slot, std::uint64_t launch);
+  /// O1-O3 after entering: the work's accesses recorded, pins handed over.
+  void commit(std::uint32_t slot, std::uint64_t launch);
+  /// O4: the Race failure of the current launch's RAW/WAW hazards.
+  void taint_races(std::string_view kernel, std::uint32_t slot, std::uint64_t launch,
+                   LaunchResult& result);
+  [[nodiscard]] std::string describe_work(const StreamPoint& point) const;
+  [[nodiscard]] bool ordering_active() const noexcept {
+    return streams_.several() && !streams_.synchronous();
+  }
   void log_if_unconfirmed(std::uint64_t launch, std::string_view kernel,
                           std::span<const Binding> reads, std::span<const Binding> writes,
-                          LaunchStatus status);
+                          LaunchStatus status, StreamPoint work);
+  [[nodiscard]] std::optional<std::uint64_t> oldest_needed_launch() const;
+  void trim_log();
   void attribute(const LateFailure& late);
   /// Attributes unattributed_ from the back (the oldest launch) until empty.
   void attribute_queued();
-  void resolve_all(std::span<const Binding> bindings, std::vector<BoundBuffer>& into,
-                   std::vector<Taint*>& taints);
+  void synchronize_locked();
+  [[nodiscard]] ReadOutcome read_locked(std::uint32_t slot, const Binding& from,
+                                        std::span<std::byte> into);
+  [[nodiscard]] std::vector<Report> stale_reports_locked(const Binding& from);
+  /// What resolving one side of a launch found, for the fast paths: a read
+  /// with a failure or an output with a claim (`dirty`: the general path
+  /// decides), a binding homed on another stream (`crosses`: ordering must
+  /// plan).
+  struct Resolved {
+    bool dirty = false;
+    bool crosses = false;
+  };
+  /// Checks and resolves every binding of one side (reads, or writes) into
+  /// the scratch and points the views at it; throws NotFound /
+  /// InvalidBinding for a bad one, nothing claimed.
+  template <bool Reading>
+  Resolved resolve_side(std::span<const Binding> bindings, std::uint32_t slot, bool ordering);
   LaunchResult skip(std::string_view kernel, FailureId root, AllocationId needed);
-  LaunchResult enter(std::uint64_t launch, std::string_view kernel, KernelBody body);
-  /// Runs the body with the write set claimed; on a throw, S3.
-  LaunchOutcome run_claimed(FailureId provisional, std::string_view kernel, KernelBody body,
-                            const KernelContext& context);
+  /// The scope from the claim on (S1-S3, S6); `outputs_clean`: no output
+  /// holds a claim (the fast path may defer the provisional one).
+  LaunchResult enter(std::uint32_t slot, std::uint64_t launch, std::string_view kernel,
+                     KernelBody body, bool outputs_clean);
+  /// The deferred claim of the fast path (every output clean): cannot
+  /// allocate or throw.
+  void claim_write_set(FailureId provisional);
+  /// S1, S2: the failure a body returned replaces `provisional`.
+  LaunchResult failed(FailureId provisional, std::string_view kernel, const LaunchOutcome& outcome);
+  /// S3, inside the handler of a body's exception: `provisional` becomes a
+  /// TornDown naming the kernel and the exception, and is pruned.
+  void tear_down(FailureId provisional, std::string_view kernel) noexcept;
+  /// O1-O3: the work's place on its stream (recorded; or, plain, only counted).
+  StreamPoint queue_work(std::uint32_t slot, std::uint64_t launch, bool plain);
+  /// Logs the launch if a late failure or a race may still need it; the
+  /// common case decides without touching the log.
+  void log_launch(std::uint64_t launch, std::string_view kernel, std::span<const Binding> reads,
+                  std::span<const Binding> writes, LaunchStatus status, StreamPoint work);
+  /// Runs the body, marking this thread as inside one of this Device's bodies.
+  LaunchOutcome run_body(KernelBody body, const KernelContext& context);
+  /// S6: the write set's claims before the scope, held alive (see enter()).
+  void hold_prior_claims();
+  void restore_prior_claims(const LaunchOutcome& outcome);
+  void drop_prior_claims() noexcept;
 
   Backend& backend_;
   bool reports_late_; ///< backend_.reports_late_failures(), asked once.
-  ErrorGraph graph_;  // Declared before memory_: the memory clears taints into it on destruction.
+  StreamOrdering ordering_;
+  std::uint32_t serial_; ///< Process-wide, so StreamIds name their Device.
+  std::mutex mutex_;
+  ErrorGraph graph_; // Declared before memory_: the memory clears taints into it on destruction.
   MemoryManager memory_;
-  std::vector<BoundBuffer> reads_; // Scratch, reused across launches (no allocation once warm).
-  std::vector<BoundBuffer> writes_;
-  std::vector<Taint*> read_taints_;
-  std::vector<Taint*> write_taints_;
+  StreamTable streams_; // After memory_: its pins are handles into it, dropped first.
+  // The current launch's bindings, resolved (views of the scratch below,
+  // which is reused across launches: no allocation once warm, G10).
+  std::span<const BoundBuffer> reads_;
+  std::span<const BoundBuffer> writes_;
+  std::span<Taint* const> read_taints_;
+  std::span<Taint* const> write_taints_;
+  std::span<const StreamAccess> read_accesses_;  ///< Filled only while ordering_active().
+  std::span<const StreamAccess> write_accesses_; ///< Likewise.
+  detail::Scratch<BoundBuffer> read_store_;
+  detail::Scratch<BoundBuffer> write_store_;
+  detail::Scratch<Taint*> read_taint_store_;
+  detail::Scratch<Taint*> write_taint_store_;
+  detail::Scratch<StreamAccess> read_access_store_;
+  detail::Scratch<StreamAccess> write_access_store_;
+  std::vector<Hazard> hazards_;
+  std::vector<Allocation> pins_; ///< Taken in order(), handed to streams_ in commit().
+  /// S6: (write binding, allocation-relative bytes, failure) of each claim
+  /// the write set held before the scope; each failure holds one tag.
+  struct PriorClaim {
+    std::uint32_t output;
+    ByteRange bytes;
+    FailureId failure;
+  };
+  std::vector<PriorClaim> prior_;
+  std::vector<FailureId> prior_held_;
   std::vector<Binding> released_; // The current launch's S2 ranges, for the log.
   std::deque<LoggedLaunch> log_;
   /// Late failures taken from the backend and not yet attributed, newest
@@ -236,7 +432,6 @@ class Device {
   /// next call attributes them before it asks the backend for more.
   std::vector<LateFailure> unattributed_;
   std::uint64_t next_launch_ = 1;
-  bool in_launch_ = false;
 };
 
 } // namespace taintpool

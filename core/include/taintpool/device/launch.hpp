@@ -14,6 +14,7 @@
 #include <taintpool/error.hpp>
 #include <taintpool/failure_id.hpp>
 #include <taintpool/pool/allocation.hpp>
+#include <taintpool/stream/stream_id.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -34,12 +35,24 @@ struct WrittenRange {
   friend bool operator==(const WrittenRange&, const WrittenRange&) = default;
 };
 
-/// What a body says back: success, failure, or failure after writing some
-/// ranges (S2). Built only through the three named constructors.
+/// What a body says back: success, success having written only some
+/// ranges (S6), failure, or failure after writing some ranges (S2). Built
+/// only through the four named constructors.
 class LaunchOutcome {
  public:
   /// Every output was written. Allocation-free.
   [[nodiscard]] static LaunchOutcome success() noexcept { return LaunchOutcome(); }
+
+  /// S6: the body succeeded but wrote only `written` (a launch of zero
+  /// blocks writes nothing). Those bytes are released; every other byte of
+  /// the write set keeps the state it had before the launch — stale bytes
+  /// stay stale with their failure. Ranges are untrusted, as for partial().
+  [[nodiscard]] static LaunchOutcome wrote_only(std::vector<WrittenRange> written) {
+    LaunchOutcome outcome;
+    outcome.written_ = std::move(written);
+    outcome.only_ = true;
+    return outcome;
+  }
 
   /// Nothing was written: every output carries `error` (S1).
   [[nodiscard]] static LaunchOutcome failure(Error error) {
@@ -59,17 +72,21 @@ class LaunchOutcome {
     return outcome;
   }
 
-  /// success().
+  /// success() or wrote_only().
   [[nodiscard]] bool ok() const noexcept { return !error_.has_value(); }
+  /// wrote_only(): a success that did not write the whole write set.
+  [[nodiscard]] bool wrote_only() const noexcept { return only_; }
   /// The failure's error, or null on success.
   [[nodiscard]] const Error* error() const noexcept { return error_ ? &*error_ : nullptr; }
-  /// The S2 ranges a partial failure reported; empty otherwise.
+  /// The ranges a partial failure (S2) or a wrote_only success (S6)
+  /// reported; empty otherwise.
   [[nodiscard]] std::span<const WrittenRange> written() const noexcept { return written_; }
 
  private:
   LaunchOutcome() noexcept = default;
   std::optional<Error> error_;
   std::vector<WrittenRange> written_;
+  bool only_ = false;
 };
 
 /// How a launch ended, as LaunchResult reports it.
@@ -114,12 +131,15 @@ class KernelContext {
   /// Built by the Device for one launch: views only, no copy or allocation.
   /// Valid for the duration of the body.
   KernelContext(std::uint64_t launch, std::string_view kernel, std::span<const BoundBuffer> reads,
-                std::span<const BoundBuffer> writes, void* backend_data) noexcept
+                std::span<const BoundBuffer> writes, void* backend_data, StreamId stream = {},
+                void* stream_handle = nullptr) noexcept
       : launch_(launch)
       , kernel_(kernel)
       , reads_(reads)
       , writes_(writes)
-      , backend_data_(backend_data) {}
+      , backend_data_(backend_data)
+      , stream_(stream)
+      , stream_handle_(stream_handle) {}
 
   /// The launch's sequence number on its device (1, 2, 3 …): how a backend
   /// names it when it reports a failure late (LateFailure).
@@ -167,8 +187,13 @@ class KernelContext {
     return at(writes_, index, "write");
   }
 
-  /// Backend-specific: the CUDA backend passes its stream here.
+  /// Backend-specific data (Backend::backend_data()).
   [[nodiscard]] void* backend_data() const noexcept { return backend_data_; }
+  /// The stream the launch runs on: its work must be queued there (the
+  /// Device ordered that stream after every conflicting access, O1).
+  [[nodiscard]] StreamId stream() const noexcept { return stream_; }
+  /// The backend's handle of that stream (a cudaStream_t for CUDA).
+  [[nodiscard]] void* stream_handle() const noexcept { return stream_handle_; }
 
  private:
   static const BoundBuffer& at(std::span<const BoundBuffer> buffers, std::size_t index,
@@ -181,6 +206,8 @@ class KernelContext {
   std::span<const BoundBuffer> reads_;
   std::span<const BoundBuffer> writes_;
   void* backend_data_;
+  StreamId stream_;
+  void* stream_handle_;
 };
 
 } // namespace taintpool

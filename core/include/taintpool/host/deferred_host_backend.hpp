@@ -1,29 +1,50 @@
-// DeferredHostBackend: the host backend behaving like an asynchronous device
-// with checked kernels, so the Device's late-failure attribution (what the
-// CUDA backend relies on) is tested and fuzzed on any CPU.
+// DeferredHostBackend: the host backend behaving like an asynchronous
+// device, so what the CUDA backend relies on — late failures of checked
+// kernels, and work on several streams that runs in whatever order the
+// recorded waits allow — is tested and fuzzed on any CPU.
 //
-// A body may mark its launch *checked* — its outcome unknown until the next
-// synchronize() — and may decide already that the check will fail, with the
-// ranges it will claim to have finished. The body's bytes are written (or
-// not) at once, as on a GPU; only the verdict arrives late.
+// Late failures. A body may mark its launch *checked* — its outcome unknown
+// until the next synchronize() — and may decide already that the check will
+// fail, with the ranges it will claim to have finished. Only the verdict
+// arrives late.
+//
+// Streams. Each stream is a queue. A body does its device work by
+// enqueue()-ing it on its launch's stream (as a CUDA body launches a kernel
+// on stream_of(context)); record() and wait() put event markers and waits in
+// the queues. Nothing runs until the host blocks — finish(), a host copy,
+// synchronize() — or a test calls step(); then queued items run one at a
+// time, each taken from the head of a stream chosen at random among those
+// whose head may run (a wait may run once its event completed). So every
+// interleaving the waits allow can happen, and the seed picks one: a race
+// the Device failed to order shows up as wrong bytes on a CPU. A body may
+// still write its outputs directly, at launch time, as on HostBackend.
+//
+// For tests and fuzzers: bookkeeping allocates (std::function per item,
+// one marker per recorded event), which the real CUDA path avoids.
 #pragma once
 
 #include <taintpool/host/host_backend.hpp>
 
-#include <algorithm>
 #include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
 #include <optional>
-#include <utility>
 #include <vector>
 
 namespace taintpool {
 
-/// A HostBackend whose bodies may defer their verdict (see above). For tests
-/// and fuzzers: bookkeeping allocates, which the real CUDA path avoids.
+/// A HostBackend with asynchronous streams and late verdicts (see above).
 class DeferredHostBackend final : public HostBackend {
  public:
-  /// HostBackend's constructors.
-  using HostBackend::HostBackend;
+  /// HostBackend's constructors; the scheduler's seed is 0 until set_seed.
+  explicit DeferredHostBackend(std::uint64_t alignment = 256);
+  DeferredHostBackend(Storage& storage, MemoryConfig config);
+  ~DeferredHostBackend() override;
+  DeferredHostBackend(const DeferredHostBackend&) = delete;
+  DeferredHostBackend& operator=(const DeferredHostBackend&) = delete;
+
+  // ------------------------------------------------------------ late verdicts
 
   /// From inside a body: this launch is unconfirmed until synchronize().
   void check(const KernelContext& context) { unconfirmed_.push_back(context.launch()); }
@@ -39,22 +60,81 @@ class DeferredHostBackend final : public HostBackend {
   /// Yes: the Device logs launches while any is unconfirmed.
   [[nodiscard]] bool reports_late_failures() const noexcept override { return true; }
 
-  /// Confirms every launch and returns the deferred failures, in the order
-  /// their bodies called fail_later.
-  [[nodiscard]] std::vector<LateFailure> synchronize() override {
-    unconfirmed_.clear();
-    return std::exchange(pending_, {});
-  }
+  /// Runs every queued item, confirms every launch and returns the deferred
+  /// failures, in the order their bodies called fail_later.
+  [[nodiscard]] std::vector<LateFailure> synchronize() override;
 
   /// The smallest launch number checked since the last synchronize; O(n).
-  [[nodiscard]] std::optional<std::uint64_t> oldest_unconfirmed_launch() const noexcept override {
-    if (unconfirmed_.empty()) {
-      return std::nullopt;
-    }
-    return *std::min_element(unconfirmed_.begin(), unconfirmed_.end());
+  [[nodiscard]] std::optional<std::uint64_t> oldest_unconfirmed_launch() const noexcept override;
+
+  // ------------------------------------------------------------ streams
+
+  /// From inside a body: `work` runs later, on the launch's stream, after
+  /// everything queued there before (and after what that stream waits on).
+  void enqueue(const KernelContext& context, std::function<void()> work) {
+    enqueue(context.stream_handle(), std::move(work));
   }
+  /// `work` on `stream` (a handle from this backend).
+  void enqueue(StreamHandle stream, std::function<void()> work);
+
+  /// Picks the interleaving: the same seed and the same calls run items in
+  /// the same order.
+  void set_seed(std::uint64_t seed) noexcept { rng_ = seed; }
+  /// Runs one item whose turn may come, chosen at random; false when none
+  /// is queued. Throws std::logic_error if items are queued but none may run
+  /// (a wait on an event that can never complete — a backend bug).
+  bool step();
+  /// Runs items until every queue is empty; returns how many ran.
+  std::size_t run_all();
+  /// Items queued and not yet run.
+  [[nodiscard]] std::size_t pending() const noexcept;
+
+  [[nodiscard]] StreamHandle default_stream() noexcept override;
+  [[nodiscard]] StreamHandle create_stream() override;
+  void destroy_stream(StreamHandle stream) noexcept override;
+  [[nodiscard]] EventHandle record(StreamHandle stream) override;
+  void wait(StreamHandle waiter, EventHandle event) override;
+  [[nodiscard]] bool done(EventHandle event) noexcept override;
+  void release(EventHandle event) noexcept override;
+  void finish(StreamHandle stream) override;
+  /// No: work runs when the host blocks or step() is called.
+  [[nodiscard]] bool synchronous() const noexcept override { return false; }
+
+  /// Queues the copy on the stream and runs items until it ran.
+  [[nodiscard]] std::optional<Error> copy_in(StreamHandle stream, std::byte* to,
+                                             const std::byte* from, std::size_t bytes) override;
+  [[nodiscard]] std::optional<Error> copy_out(StreamHandle stream, std::byte* to,
+                                              const std::byte* from, std::size_t bytes) override;
+
+  /// Events recorded so far, and how many are in the pool unused.
+  [[nodiscard]] std::size_t events_made() const noexcept { return events_.size(); }
 
  private:
+  struct Marker {
+    bool done = false;
+  };
+  struct Item {
+    enum class Kind : std::uint8_t { Work, Record, Wait } kind;
+    std::function<void()> work;     ///< Work.
+    std::shared_ptr<Marker> marker; ///< Record: completes it; Wait: waits for it.
+  };
+  struct Queue {
+    std::deque<Item> items;
+    bool live = true;
+  };
+  struct Event {
+    std::shared_ptr<Marker> current; ///< The newest record's marker.
+  };
+
+  [[nodiscard]] Queue& queue(StreamHandle stream);
+  [[nodiscard]] bool runnable(const Queue& queue) const noexcept;
+  void run_until(const bool& flag);
+  std::uint64_t next_random() noexcept;
+
+  std::vector<std::unique_ptr<Queue>> queues_; ///< [0] is the default stream.
+  std::vector<std::unique_ptr<Event>> events_;
+  std::vector<Event*> free_events_;
+  std::uint64_t rng_ = 0;
   std::vector<std::uint64_t> unconfirmed_;
   std::vector<LateFailure> pending_;
 };

@@ -33,11 +33,12 @@ class HostBackend : public Backend {
   LaunchOutcome run(KernelBody body, const KernelContext& context) override {
     return body(context);
   }
-  /// memcpy; never fails.
-  [[nodiscard]] std::optional<Error> copy_in(std::byte* to, const std::byte* from,
-                                             std::size_t bytes) override;
-  [[nodiscard]] std::optional<Error> copy_out(std::byte* to, const std::byte* from,
-                                              std::size_t bytes) override;
+  /// memcpy; never fails. Streams are names only (QueueBackend's
+  /// synchronous defaults): work completes as it is queued.
+  [[nodiscard]] std::optional<Error> copy_in(StreamHandle stream, std::byte* to,
+                                             const std::byte* from, std::size_t bytes) override;
+  [[nodiscard]] std::optional<Error> copy_out(StreamHandle stream, std::byte* to,
+                                              const std::byte* from, std::size_t bytes) override;
 
  private:
   std::unique_ptr<HostStorage> owned_;

@@ -98,6 +98,7 @@ struct BoundBytes {
   std::uint64_t size; ///< The allocation's size.
   Taint* taint;       ///< The allocation's taint.
   std::uint32_t pool; ///< Which pool holds it (ladder index; the exclusive pool is last).
+  std::uint32_t lane; ///< The lane it was allocated in (allocate()).
 };
 
 /// One live allocation, for tests, fuzzers and diagnostics.
@@ -108,6 +109,7 @@ struct AllocationInfo {
   const std::byte* data; ///< Its address.
   std::uint32_t pool;    ///< Ladder index; the exclusive pool is last.
   const Taint* taint;    ///< Its stale bytes; valid until the next non-const call.
+  std::uint32_t lane;    ///< The lane it was allocated in.
 };
 
 /// The pools of one storage and the taint of every allocation in them (see
@@ -127,7 +129,24 @@ class MemoryManager {
   /// Throws Exception(BufferTooBig) above max_allocation and
   /// Exception(OutOfMemory) when storage refuses even after free pages are
   /// given back; nothing changes then. O(1), allocation-free once warm.
-  [[nodiscard]] Allocation allocate(std::uint64_t size);
+  [[nodiscard]] Allocation allocate(std::uint64_t size) { return allocate(size, 0); }
+
+  /// allocate(size) in `lane`: memory an allocation of one lane released is
+  /// reused only by allocations of the same lane, until it goes back to
+  /// storage (cleanup(), or the out-of-memory retry). Lanes are what make
+  /// reuse stream-ordered (O3): a Device gives each stream its own. A lane
+  /// is created on first use; at most max_lanes (std::invalid_argument).
+  [[nodiscard]] Allocation allocate(std::uint64_t size, std::uint32_t lane);
+
+  /// Most lanes a manager keeps.
+  static constexpr std::uint32_t max_lanes = 64;
+
+  /// A new handle to a live allocation that still has one (one atomic
+  /// compare-and-swap): how a Device pins an allocation a stream is still
+  /// using. Empty when its last handle is already gone (its end is only
+  /// waiting to be discovered) — it cannot be revived. Throws NotFound for
+  /// an allocation that no longer exists.
+  [[nodiscard]] Allocation share(AllocationId allocation);
 
   /// T1 on the binding's bytes. Throws Exception(NotFound/InvalidBinding)
   /// for a bad binding, std::logic_error for a dead failure; nothing changes.
@@ -149,7 +168,8 @@ class MemoryManager {
   [[nodiscard]] BoundBytes resolve_swept(const Binding& binding) {
     detail::Slice& slice = lookup_swept(binding);
     return BoundBytes{binding.allocation, binding.range, slice.page->base + slice.offset,
-                      slice.size,         &slice.taint,  slice.page->pool_index};
+                      slice.size,         &slice.taint,  slice.page->pool_index,
+                      slice.page->lane};
   }
 
   /// Whether the allocation is live (not dropped-and-discovered, not reset).
@@ -188,7 +208,7 @@ class MemoryManager {
   /// The graph every slice's taint tags (R1).
   [[nodiscard]] ErrorGraph& graph() const noexcept { return graph_; }
   /// Number of pools: the sliced ladder, then the exclusive pool.
-  [[nodiscard]] std::size_t pool_count() const noexcept { return pools_.size(); }
+  [[nodiscard]] std::size_t pool_count() const noexcept { return ladder_; }
   /// The id space this manager mints in (allocation_space of its ids): one
   /// no other live manager holds, the lowest free when it was built.
   [[nodiscard]] std::uint32_t id_space() const noexcept { return space_; }
@@ -222,6 +242,7 @@ class MemoryManager {
   [[noreturn]] void throw_bad_binding(const Binding& binding) const;
   [[noreturn]] void throw_ids_exhausted() const;
   [[nodiscard]] std::uint32_t route(std::uint64_t size) const noexcept;
+  void add_lanes(std::uint32_t lanes);
   [[nodiscard]] detail::Slice* reserve_or_throw(std::uint32_t pool, std::uint64_t size,
                                                 std::uint64_t extent);
   void tombstone_all() noexcept;
@@ -235,7 +256,8 @@ class MemoryManager {
   MemoryConfig config_;
   detail::ReleaseInbox* inbox_ = nullptr;
   std::unique_ptr<detail::SliceCache> cache_;
-  std::vector<std::unique_ptr<detail::Pool>> pools_;
+  std::vector<std::unique_ptr<detail::Pool>> pools_; ///< Lane by lane, each a whole ladder.
+  std::uint32_t ladder_ = 0;                         ///< Pools per lane.
   detail::IdTable<detail::LiveAllocation> live_;
   detail::Slice* tombstoned_ = nullptr; ///< Ended while handles remain; linked via bin links.
   MemoryStats stats_;

@@ -79,6 +79,7 @@ struct Page {
   std::uint64_t size = 0;       ///< Bytes asked of the storage.
   Pool* pool = nullptr;         ///< The pool that owns it.
   std::uint32_t pool_index = 0; ///< The pool's place in its manager's ladder.
+  std::uint32_t lane = 0;       ///< The manager's lane the pool serves.
   Slice* first = nullptr;       ///< Lowest-offset slice.
   Page* prev = nullptr;         ///< The owning pool's list of pages.
   Page* next = nullptr;

@@ -1,0 +1,206 @@
+// launch_profile — exactly N Device launches of one shape, for instruction
+// counts under callgrind (bench/profile_launch.sh) and a quick ns figure
+// without Google Benchmark. The CPU side of issue 11's launch budget (item
+// 7): what the Device adds to a kernel launch — the lock, the sweep, the
+// binding lookups, the read check, the claim and release, and the ordering
+// between streams — measured where instructions can be counted exactly.
+//
+// Shapes (2 reads and 1 write of 4 KiB, as the GPU bench's scope):
+//   host     HostBackend, default stream: synchronous, no ordering at all.
+//   async    QueueCounter (below), default stream only: an asynchronous
+//            backend that reports late failures, as CudaBackend does, so
+//            the Device keeps its launch-log checks on the path.
+//   streams  QueueCounter with 3 streams; every launch on stream 1 binding
+//            buffers made there: ordering is on, nothing crosses.
+//   cross    QueueCounter with 3 streams; each iteration is two launches:
+//            stream 1 writes A, then stream 2 reads A (and B, made on
+//            stream 2) and writes C: every second launch crosses streams
+//            and must cost one event record and one wait (O1, O2).
+//
+// QueueCounter implements QueueBackend by counting: its events are tokens,
+// its waits and finishes do nothing, so what is measured is the Device.
+// The run prints CPU ns per launch (thread CPU time, robust on a shared
+// machine) and the counters, and exits non-zero if the
+// cross shape did not record exactly one event and one wait per crossing
+// launch, or any shape left a failure behind.
+//
+// Usage: launch_profile SHAPE [LAUNCHES]   (default 200000)
+#include <taintpool/device/device.hpp>
+#include <taintpool/host/host_backend.hpp>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <time.h>
+
+namespace {
+
+using namespace taintpool;
+
+/// A HostBackend that behaves, towards the Device, like an asynchronous GPU
+/// backend: not synchronous, reports late failures (none ever come), and
+/// counts the event records and waits the Device queues.
+class QueueCounter final : public HostBackend {
+ public:
+  [[nodiscard]] bool synchronous() const noexcept override { return false; }
+  [[nodiscard]] bool reports_late_failures() const noexcept override { return true; }
+  [[nodiscard]] StreamHandle create_stream() override {
+    return reinterpret_cast<StreamHandle>(next_stream_++);
+  }
+  void destroy_stream(StreamHandle) noexcept override {}
+  [[nodiscard]] EventHandle record(StreamHandle) override {
+    ++records;
+    return reinterpret_cast<EventHandle>(records);
+  }
+  void wait(StreamHandle, EventHandle) override { ++waits; }
+  [[nodiscard]] bool done(EventHandle) noexcept override { return true; }
+  void release(EventHandle) noexcept override {}
+  void finish(StreamHandle) override {}
+
+  std::uint64_t records = 0;
+  std::uint64_t waits = 0;
+
+ private:
+  std::uintptr_t next_stream_ = 0x1000;
+};
+
+LaunchOutcome empty_body(const KernelContext&) {
+  return LaunchOutcome::success();
+}
+
+/// The measured loop, kept out of line so callgrind can collect it alone
+/// (--toggle-collect=*run_launches*).
+[[gnu::noinline]] std::uint64_t run_launches(Device& device, StreamId stream,
+                                             const Binding (&reads)[2], const Binding (&writes)[1],
+                                             std::uint64_t launches) {
+  std::uint64_t ran = 0;
+  for (std::uint64_t at = 0; at < launches; ++at) {
+    ran += device.launch(stream, "k", reads, writes, empty_body).ran() ? 1u : 0u;
+  }
+  return ran;
+}
+
+/// The cross shape's loop: a producer on one stream, a consumer on another.
+[[gnu::noinline]] std::uint64_t run_cross_launches(Device& device, StreamId producer,
+                                                   StreamId consumer, const Binding& a,
+                                                   const Binding& b, const Binding& c,
+                                                   std::uint64_t pairs) {
+  std::uint64_t ran = 0;
+  const Binding produce_reads[] = {b};
+  const Binding produce_writes[] = {a};
+  const Binding consume_reads[] = {a, b};
+  const Binding consume_writes[] = {c};
+  for (std::uint64_t at = 0; at < pairs; ++at) {
+    ran += device.launch(producer, "produce", produce_reads, produce_writes, empty_body).ran() ? 1u
+                                                                                               : 0u;
+    ran += device.launch(consumer, "consume", consume_reads, consume_writes, empty_body).ran() ? 1u
+                                                                                               : 0u;
+  }
+  return ran;
+}
+
+/// This thread's CPU time in ns: on a shared machine, wall time counts the
+/// waits for a core; CPU time does not.
+double cpu_ns() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) * 1e9 + static_cast<double>(now.tv_nsec);
+}
+
+/// A timed region: CPU ns per item (see cpu_ns).
+struct Timer {
+  double start = cpu_ns();
+  [[nodiscard]] double per(std::uint64_t count) const {
+    return (cpu_ns() - start) / static_cast<double>(count);
+  }
+};
+
+int usage() {
+  std::fprintf(stderr, "usage: launch_profile host|async|streams|cross [LAUNCHES]\n");
+  return 2;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    return usage();
+  }
+  const std::string shape = argv[1];
+  const std::uint64_t launches = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 200000;
+  constexpr std::uint64_t kBytes = 4096;
+
+  if (shape == "host") {
+    HostBackend backend;
+    Device device(backend);
+    const Allocation a = device.create_buffer(kBytes);
+    const Allocation b = device.create_buffer(kBytes);
+    const Allocation c = device.create_buffer(kBytes);
+    const Binding reads[] = {a.whole(), b.whole()};
+    const Binding writes[] = {c.whole()};
+    static_cast<void>(run_launches(device, device.default_stream(), reads, writes, 64));
+    const Timer start;
+    const std::uint64_t ran =
+        run_launches(device, device.default_stream(), reads, writes, launches);
+    std::printf("host: %.1f CPU ns per launch (%llu launches)\n", start.per(launches),
+                static_cast<unsigned long long>(ran));
+    return ran == launches && device.graph().empty() ? 0 : 1;
+  }
+  if (shape == "async" || shape == "streams") {
+    QueueCounter backend;
+    Device device(backend);
+    StreamId stream = device.default_stream();
+    if (shape == "streams") {
+      stream = device.create_stream();
+      static_cast<void>(device.create_stream());
+    }
+    const Allocation a = device.create_buffer(kBytes, stream);
+    const Allocation b = device.create_buffer(kBytes, stream);
+    const Allocation c = device.create_buffer(kBytes, stream);
+    const Binding reads[] = {a.whole(), b.whole()};
+    const Binding writes[] = {c.whole()};
+    static_cast<void>(run_launches(device, stream, reads, writes, 64));
+    const Timer start;
+    const std::uint64_t ran = run_launches(device, stream, reads, writes, launches);
+    std::printf("%s: %.1f CPU ns per launch (%llu launches, %llu records, %llu waits)\n",
+                shape.c_str(), start.per(launches), static_cast<unsigned long long>(ran),
+                static_cast<unsigned long long>(backend.records),
+                static_cast<unsigned long long>(backend.waits));
+    return ran == launches && backend.waits == 0 && device.graph().empty() ? 0 : 1;
+  }
+  if (shape == "cross") {
+    QueueCounter backend;
+    Device device(backend);
+    const StreamId producer = device.create_stream();
+    const StreamId consumer = device.create_stream();
+    const Allocation a = device.create_buffer(kBytes, producer);
+    const Allocation b = device.create_buffer(kBytes, consumer);
+    const Allocation c = device.create_buffer(kBytes, consumer);
+    static_cast<void>(
+        run_cross_launches(device, producer, consumer, a.whole(), b.whole(), c.whole(), 64));
+    const std::uint64_t records = backend.records;
+    const std::uint64_t waits = backend.waits;
+    const std::uint64_t pairs = launches / 2;
+    const Timer start;
+    const std::uint64_t ran =
+        run_cross_launches(device, producer, consumer, a.whole(), b.whole(), c.whole(), pairs);
+    const double ns = start.per(2 * pairs);
+    const std::uint64_t new_records = backend.records - records;
+    const std::uint64_t new_waits = backend.waits - waits;
+    std::printf("cross: %.1f CPU ns per launch (%llu launches; per crossing pair: %.2f records, "
+                "%.2f waits)\n",
+                ns, static_cast<unsigned long long>(ran),
+                static_cast<double>(new_records) / static_cast<double>(pairs),
+                static_cast<double>(new_waits) / static_cast<double>(pairs));
+    // Each pair: the consumer waits for the producer (read after write),
+    // then the producer's next write waits for the consumer's read (write
+    // after read): one record and one wait per launch, none more.
+    return ran == 2 * pairs && new_records == 2 * pairs && new_waits == 2 * pairs &&
+                   device.graph().empty()
+               ? 0
+               : 1;
+  }
+  return usage();
+}

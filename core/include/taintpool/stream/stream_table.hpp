@@ -1,0 +1,159 @@
+// StreamTable: a Device's streams as the hardware sees them — their queues,
+// the events that order them (O1, O2), the events that tell the host what
+// completed, and the allocations held for a stream until its use of them is
+// over (O3).
+//
+// Why pins. Memory is reused stream-ordered: an allocation's memory goes
+// back to the lane of the stream it was allocated on (its home) and is
+// reused at once by that stream's next allocation, which is safe because
+// that stream runs its work in order. An allocation another stream used is
+// different: that stream may still be reading it when the user drops the
+// last handle. So when work on stream B binds an allocation homed elsewhere,
+// B *pins* it — keeps a handle — until the host learns B's work up to that
+// point completed. The user never calls anything (there is no
+// record_stream): the Device knows every binding.
+//
+// How the host learns completion, without blocking: every event recorded to
+// make a stream wait is kept and asked (done()) later; a stream holding pins
+// that no kept event covers gets one more event at the next poll(). A host
+// copy on a stream (Device::read, write) finishes it, and synchronize
+// finishes all. allocate blocks for this only as the last step before
+// OutOfMemory (the Device's retry).
+//
+// Cost: nothing for a Device with one stream. With several, a launch whose
+// bindings do not cross streams touches only HappensBefore; a crossing one
+// records one event on each source stream and queues one wait (O2), plus a
+// pin (a handle copy) per crossing binding.
+#pragma once
+
+#include <taintpool/pool/allocation.hpp>
+#include <taintpool/stream/happens_before.hpp>
+#include <taintpool/stream/queue_backend.hpp>
+#include <taintpool/stream/stream_id.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <vector>
+
+namespace taintpool {
+
+/// What a Device's streams did, counted since it was built.
+struct StreamStats {
+  std::uint64_t streams_created = 0; ///< Device::create_stream calls.
+  std::uint64_t waits_inserted = 0;  ///< Event waits queued to order work (O1, O2).
+  std::uint64_t events_recorded = 0; ///< Events recorded, for waits and for completion.
+  std::uint64_t races_detected = 0;  ///< Unordered conflicting accesses found in detect mode (O4).
+  std::uint64_t pins_taken = 0;      ///< Allocations held for a stream still using them (O3).
+  std::uint64_t pins_held = 0;       ///< Of those, still held now.
+  std::uint64_t records_held = 0;    ///< Allocations with a cross-stream record now.
+};
+
+/// A Device's streams (see above). Not thread-safe: the Device calls it
+/// under its lock.
+class StreamTable {
+ public:
+  /// The default stream only (the backend's default_stream()). `device` is
+  /// the Device's serial, which every StreamId it makes carries.
+  StreamTable(QueueBackend& backend, std::uint32_t device);
+  /// Finishes and destroys every stream it created, gives back every event.
+  ~StreamTable();
+  StreamTable(const StreamTable&) = delete;
+  StreamTable& operator=(const StreamTable&) = delete;
+
+  /// The default stream's id.
+  [[nodiscard]] StreamId default_stream() const noexcept { return StreamId::of(device_, 0); }
+  /// A new stream (QueueBackend::create_stream); at most max_streams live.
+  [[nodiscard]] StreamId create();
+  /// Finishes the stream's work, drops its pins and frees it. The default
+  /// stream cannot be destroyed (std::invalid_argument).
+  void destroy(StreamId stream);
+
+  /// Most streams live at once, the default one included: one memory lane each.
+  static constexpr std::uint32_t max_streams = 64;
+
+  /// The slot of a live stream of this Device. Throws Exception(NotFound)
+  /// for a stream of another Device, one destroyed, or one never made.
+  [[nodiscard]] std::uint32_t slot(StreamId stream) const {
+    // One indexed load: numbers are never reused, so a table by number
+    // (slot + 1; 0 once destroyed) answers every live stream.
+    if (stream.device() == device_ && stream.number() < slot_of_.size()) [[likely]] {
+      if (const std::uint32_t entry = slot_of_[stream.number()]; entry != 0) [[likely]] {
+        return entry - 1;
+      }
+    }
+    return find_slot(stream); // Throws NotFound, naming why.
+  }
+  /// The id of the stream in `slot`.
+  [[nodiscard]] StreamId id(std::uint32_t slot) const {
+    return StreamId::of(device_, number_[slot]);
+  }
+  /// The backend's handle of the stream in `slot`.
+  [[nodiscard]] StreamHandle handle(std::uint32_t slot) const noexcept { return handles_[slot]; }
+  /// Whether more than the default stream was ever made: until then no
+  /// launch can cross streams and the Device skips ordering altogether.
+  [[nodiscard]] bool several() const noexcept { return several_; }
+  /// Whether the backend completes work as it is queued.
+  [[nodiscard]] bool synchronous() const noexcept { return synchronous_; }
+
+  /// The byte-grain bookkeeping.
+  [[nodiscard]] HappensBefore& order() noexcept { return order_; }
+  [[nodiscard]] const HappensBefore& order() const noexcept { return order_; }
+
+  /// O2: for every stream with a hazard in `hazards`, records one event at
+  /// its tail and makes `slot` wait on it. Returns the waits queued. Throws
+  /// Exception if the backend cannot (nothing is ordered then beyond the
+  /// waits already queued, which are harmless).
+  std::uint32_t order_after(std::uint32_t slot, std::span<const Hazard> hazards);
+
+  /// O3: holds `allocation` for `slot` until its work `seq` completed.
+  void pin(std::uint32_t slot, std::uint64_t seq, Allocation allocation);
+
+  /// Learns what completed from the kept events, drops the pins of
+  /// completed work, and records an event on every stream holding pins no
+  /// kept event covers. Prunes the records whose accesses all completed
+  /// once they have doubled since the last pass. Never blocks.
+  void poll();
+  /// The host knows everything queued on `slot` so far completed (a host
+  /// copy on it just returned): pins drop.
+  void finished(std::uint32_t slot);
+  /// Blocks until every stream's work completed (QueueBackend::finish);
+  /// every pin drops.
+  void finish_all();
+
+  /// Counters, with pins_held as of now.
+  [[nodiscard]] StreamStats stats() const noexcept;
+  /// Counts one detected race (the Device finds them).
+  void count_race() noexcept { ++stats_.races_detected; }
+
+ private:
+  struct Pin {
+    std::uint64_t seq;
+    Allocation allocation;
+  };
+  struct Tracker {
+    EventHandle event;
+    std::uint64_t seq;
+  };
+
+  [[nodiscard]] std::uint32_t find_slot(StreamId stream) const;
+  void drop_pins(std::uint32_t slot) noexcept;
+  void track(std::uint32_t slot, EventHandle event, std::uint64_t seq);
+
+  QueueBackend& backend_;
+  std::uint32_t device_;
+  bool synchronous_;
+  bool several_ = false;
+  std::uint32_t next_number_ = 1;
+  HappensBefore order_;
+  std::vector<StreamHandle> handles_;         ///< Per slot; null when free.
+  std::vector<std::uint32_t> number_;         ///< Per slot: the live stream's number.
+  std::vector<std::uint32_t> slot_of_{1};     ///< Per number ever made: slot + 1, 0 if destroyed.
+  std::vector<std::deque<Pin>> pins_;         ///< Per slot, oldest first.
+  std::vector<std::deque<Tracker>> trackers_; ///< Per slot: kept events, oldest first.
+  StreamStats stats_;
+  std::size_t prune_at_ = 64; ///< poll() prunes completed records at this many.
+};
+
+} // namespace taintpool

@@ -1,0 +1,232 @@
+#include <taintpool/host/deferred_host_backend.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <utility>
+
+namespace taintpool {
+
+DeferredHostBackend::DeferredHostBackend(std::uint64_t alignment)
+    : HostBackend(alignment) {
+  queues_.push_back(std::make_unique<Queue>());
+}
+
+DeferredHostBackend::DeferredHostBackend(Storage& storage, MemoryConfig config)
+    : HostBackend(storage, std::move(config)) {
+  queues_.push_back(std::make_unique<Queue>());
+}
+
+DeferredHostBackend::~DeferredHostBackend() = default;
+
+std::vector<LateFailure> DeferredHostBackend::synchronize() {
+  run_all();
+  unconfirmed_.clear();
+  return std::exchange(pending_, {});
+}
+
+std::optional<std::uint64_t> DeferredHostBackend::oldest_unconfirmed_launch() const noexcept {
+  if (unconfirmed_.empty()) {
+    return std::nullopt;
+  }
+  return *std::min_element(unconfirmed_.begin(), unconfirmed_.end());
+}
+
+DeferredHostBackend::Queue& DeferredHostBackend::queue(StreamHandle stream) {
+  auto* found = static_cast<Queue*>(stream);
+  for (const auto& owned : queues_) {
+    if (owned.get() == found && owned->live) {
+      return *owned;
+    }
+  }
+  throw std::logic_error("DeferredHostBackend: not a live stream of this backend");
+}
+
+void DeferredHostBackend::enqueue(StreamHandle stream, std::function<void()> work) {
+  queue(stream).items.push_back(Item{Item::Kind::Work, std::move(work), nullptr});
+}
+
+std::uint64_t DeferredHostBackend::next_random() noexcept {
+  // splitmix64: small, and the same seed gives the same interleaving.
+  rng_ += 0x9E3779B97F4A7C15ull;
+  std::uint64_t z = rng_;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+bool DeferredHostBackend::runnable(const Queue& queue) const noexcept {
+  if (queue.items.empty()) {
+    return false;
+  }
+  const Item& head = queue.items.front();
+  return head.kind != Item::Kind::Wait || head.marker->done;
+}
+
+bool DeferredHostBackend::step() {
+  std::size_t candidates = 0;
+  bool queued = false;
+  for (const auto& owned : queues_) {
+    queued = queued || !owned->items.empty();
+    candidates += runnable(*owned) ? 1U : 0U;
+  }
+  if (candidates == 0) {
+    if (queued) {
+      throw std::logic_error("DeferredHostBackend: work is queued but every queue waits on an "
+                             "event that cannot complete");
+    }
+    return false;
+  }
+  std::size_t pick = next_random() % candidates;
+  for (const auto& owned : queues_) {
+    if (!runnable(*owned)) {
+      continue;
+    }
+    if (pick-- != 0) {
+      continue;
+    }
+    Item item = std::move(owned->items.front());
+    owned->items.pop_front();
+    switch (item.kind) {
+    case Item::Kind::Work:
+      item.work();
+      break;
+    case Item::Kind::Record:
+      item.marker->done = true;
+      break;
+    case Item::Kind::Wait:
+      break;
+    }
+    return true;
+  }
+  return false; // Unreachable: pick < candidates.
+}
+
+std::size_t DeferredHostBackend::run_all() {
+  std::size_t ran = 0;
+  while (step()) {
+    ++ran;
+  }
+  return ran;
+}
+
+void DeferredHostBackend::run_until(const bool& flag) {
+  while (!flag) {
+    if (!step()) {
+      throw std::logic_error("DeferredHostBackend: waited for an item that was never queued");
+    }
+  }
+}
+
+std::size_t DeferredHostBackend::pending() const noexcept {
+  std::size_t count = 0;
+  for (const auto& owned : queues_) {
+    count += owned->items.size();
+  }
+  return count;
+}
+
+StreamHandle DeferredHostBackend::default_stream() noexcept {
+  return queues_.front().get();
+}
+
+StreamHandle DeferredHostBackend::create_stream() {
+  queues_.push_back(std::make_unique<Queue>());
+  return queues_.back().get();
+}
+
+void DeferredHostBackend::destroy_stream(StreamHandle stream) noexcept {
+  for (auto& owned : queues_) {
+    if (owned.get() == stream) {
+      // As cudaStreamDestroy: queued work still runs; the handle is dead.
+      try {
+        while (!owned->items.empty()) {
+          if (!step()) {
+            break;
+          }
+        }
+      } catch (...) {
+      }
+      owned->live = false;
+      owned->items.clear();
+      return;
+    }
+  }
+}
+
+EventHandle DeferredHostBackend::record(StreamHandle stream) {
+  Queue& into = queue(stream);
+  Event* event = nullptr;
+  if (!free_events_.empty()) {
+    event = free_events_.back();
+    free_events_.pop_back();
+  } else {
+    events_.push_back(std::make_unique<Event>());
+    event = events_.back().get();
+  }
+  event->current = std::make_shared<Marker>();
+  if (into.items.empty()) {
+    event->current->done = true; // Nothing before it: complete at once.
+  } else {
+    into.items.push_back(Item{Item::Kind::Record, nullptr, event->current});
+  }
+  return event;
+}
+
+void DeferredHostBackend::wait(StreamHandle waiter, EventHandle event) {
+  Queue& into = queue(waiter);
+  // As cudaStreamWaitEvent: the wait is for the event's record as of now.
+  const std::shared_ptr<Marker>& marker = static_cast<Event*>(event)->current;
+  if (!marker->done) {
+    into.items.push_back(Item{Item::Kind::Wait, nullptr, marker});
+  }
+}
+
+bool DeferredHostBackend::done(EventHandle event) noexcept {
+  return static_cast<Event*>(event)->current->done;
+}
+
+void DeferredHostBackend::release(EventHandle event) noexcept {
+  try {
+    free_events_.push_back(static_cast<Event*>(event));
+  } catch (...) {
+    // The event stays owned by events_; it is only not reused.
+  }
+}
+
+void DeferredHostBackend::finish(StreamHandle stream) {
+  Queue& target = queue(stream);
+  while (!target.items.empty()) {
+    if (!step()) {
+      break;
+    }
+  }
+}
+
+std::optional<Error> DeferredHostBackend::copy_in(StreamHandle stream, std::byte* to,
+                                                  const std::byte* from, std::size_t bytes) {
+  bool copied = false;
+  enqueue(stream, [&] {
+    if (bytes != 0) {
+      std::memcpy(to, from, bytes);
+    }
+    copied = true;
+  });
+  run_until(copied);
+  return std::nullopt;
+}
+
+std::optional<Error> DeferredHostBackend::copy_out(StreamHandle stream, std::byte* to,
+                                                   const std::byte* from, std::size_t bytes) {
+  bool copied = false;
+  enqueue(stream, [&] {
+    if (bytes != 0) {
+      std::memcpy(to, from, bytes);
+    }
+    copied = true;
+  });
+  run_until(copied);
+  return std::nullopt;
+}
+
+} // namespace taintpool

@@ -1,0 +1,280 @@
+#include <taintpool/stream/happens_before.hpp>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace taintpool {
+
+HappensBefore::HappensBefore()
+    : seq_(1, 0)
+    , completed_(1, 0)
+    , clock_(1, std::vector<std::uint64_t>(1, 0))
+    , free_(1, false) {
+}
+
+std::uint32_t HappensBefore::add_stream() {
+  for (std::uint32_t slot = 0; slot < free_.size(); ++slot) {
+    if (free_[slot]) {
+      free_[slot] = false;
+      std::fill(clock_[slot].begin(), clock_[slot].end(), 0);
+      return slot;
+    }
+  }
+  const auto slot = static_cast<std::uint32_t>(seq_.size());
+  // Grow every clock first, so that a throw leaves the sizes consistent.
+  for (auto& clock : clock_) {
+    clock.reserve(slot + 1);
+  }
+  clock_.reserve(slot + 1);
+  seq_.reserve(slot + 1);
+  completed_.reserve(slot + 1);
+  free_.reserve(slot + 1);
+  for (auto& clock : clock_) {
+    clock.push_back(0);
+  }
+  clock_.emplace_back(slot + 1, 0);
+  seq_.push_back(0);
+  completed_.push_back(0);
+  free_.push_back(false);
+  return slot;
+}
+
+void HappensBefore::remove_stream(std::uint32_t slot) {
+  if (slot == 0 || slot >= free_.size() || free_[slot]) {
+    throw std::logic_error("HappensBefore: slot " + std::to_string(slot) +
+                           " is not a removable stream");
+  }
+  // The stream was finished: all its work is complete. Its seq keeps
+  // counting if the slot is reused, so old points stay comparable.
+  completed_[slot] = seq_[slot];
+  free_[slot] = true;
+}
+
+bool HappensBefore::ordered_before(const StreamPoint& point, std::uint32_t stream) const {
+  return point.stream == stream || point.seq <= clock_[stream][point.stream] ||
+         point.seq <= completed_[point.stream];
+}
+
+const HappensBefore::Record* HappensBefore::find(AllocationId allocation) const {
+  const auto found = records_.find(allocation.raw());
+  return found == records_.end() ? nullptr : &found->second;
+}
+
+void HappensBefore::plan_one(std::uint32_t stream, const StreamAccess& access, bool write,
+                             std::uint32_t binding, std::vector<Hazard>& hazards) const {
+  if (access.range.empty()) {
+    return;
+  }
+  const Record* record = find(access.allocation);
+  if (record == nullptr) {
+    if (access.home == stream) {
+      return; // Only its home stream touched it: queue order suffices.
+    }
+    // As if the home stream wrote every byte at its tail (see the header).
+    const StreamPoint home{access.home, seq_[access.home], 0};
+    if (!ordered_before(home, stream)) {
+      hazards.push_back(Hazard{write ? Conflict::WriteAfterWrite : Conflict::ReadAfterWrite, write,
+                               binding, home, access.allocation, access.range});
+    }
+    return;
+  }
+  for (const Run& run : record->runs) {
+    if (run.end <= access.range.begin() || run.begin >= access.range.end()) {
+      continue;
+    }
+    const ByteRange bytes = ByteRange::of(std::max(run.begin, access.range.begin()),
+                                          std::min(run.end, access.range.end()));
+    if (run.writer.seq != 0 && !ordered_before(run.writer, stream)) {
+      hazards.push_back(Hazard{write ? Conflict::WriteAfterWrite : Conflict::ReadAfterWrite, write,
+                               binding, run.writer, access.allocation, bytes});
+    }
+    if (write) {
+      for (const StreamPoint& reader : run.readers) {
+        if (!ordered_before(reader, stream)) {
+          hazards.push_back(
+              Hazard{Conflict::WriteAfterRead, true, binding, reader, access.allocation, bytes});
+        }
+      }
+    }
+  }
+}
+
+void HappensBefore::plan(std::uint32_t stream, std::span<const StreamAccess> reads,
+                         std::span<const StreamAccess> writes, std::vector<Hazard>& hazards) const {
+  for (std::uint32_t index = 0; index < reads.size(); ++index) {
+    plan_one(stream, reads[index], false, index, hazards);
+  }
+  for (std::uint32_t index = 0; index < writes.size(); ++index) {
+    plan_one(stream, writes[index], true, index, hazards);
+  }
+}
+
+void HappensBefore::ordered(std::uint32_t waiter, std::uint32_t source, std::uint64_t source_seq) {
+  std::vector<std::uint64_t>& into = clock_[waiter];
+  const std::vector<std::uint64_t>& from = clock_[source];
+  for (std::size_t slot = 0; slot < into.size(); ++slot) {
+    into[slot] = std::max(into[slot], from[slot]);
+  }
+  into[source] = std::max(into[source], source_seq);
+}
+
+void HappensBefore::completed(std::uint32_t stream, std::uint64_t seq) {
+  completed_[stream] = std::max(completed_[stream], std::min(seq, seq_[stream]));
+}
+
+HappensBefore::Record& HappensBefore::materialise(const StreamAccess& access) {
+  const auto found = records_.find(access.allocation.raw());
+  if (found != records_.end()) {
+    return found->second;
+  }
+  Record record;
+  record.home = access.home;
+  if (access.size != 0) {
+    record.runs.push_back(Run{0, access.size, StreamPoint{access.home, seq_[access.home], 0}, {}});
+  }
+  return records_.emplace(access.allocation.raw(), std::move(record)).first->second;
+}
+
+void HappensBefore::created(const StreamAccess& allocation) {
+  if (track_all_) {
+    static_cast<void>(materialise(allocation));
+  }
+}
+
+std::size_t HappensBefore::split(Record& record, ByteRange range) {
+  auto& runs = record.runs;
+  auto cut = [&](std::uint64_t at) {
+    for (std::size_t index = 0; index < runs.size(); ++index) {
+      if (runs[index].begin < at && at < runs[index].end) {
+        Run right = runs[index];
+        right.begin = at;
+        runs[index].end = at;
+        runs.insert(runs.begin() + static_cast<std::ptrdiff_t>(index) + 1, std::move(right));
+        return;
+      }
+    }
+  };
+  cut(range.begin());
+  cut(range.end());
+  std::size_t first = 0;
+  while (first < runs.size() && runs[first].end <= range.begin()) {
+    ++first;
+  }
+  return first;
+}
+
+StreamPoint HappensBefore::commit(std::uint32_t stream, std::uint64_t launch,
+                                  std::span<const StreamAccess> reads,
+                                  std::span<const StreamAccess> writes) {
+  const StreamPoint point{stream, seq_[stream] + 1, launch};
+  auto touch = [&](const StreamAccess& access, bool write) {
+    if (access.range.empty() ||
+        (!track_all_ && access.home == stream && find(access.allocation) == nullptr)) {
+      return;
+    }
+    Record& record = materialise(access);
+    const std::size_t first = split(record, access.range);
+    for (std::size_t index = first;
+         index < record.runs.size() && record.runs[index].begin < access.range.end(); ++index) {
+      Run& run = record.runs[index];
+      if (write) {
+        run.writer = point;
+        run.readers.clear();
+        continue;
+      }
+      const auto same =
+          std::find_if(run.readers.begin(), run.readers.end(),
+                       [&](const StreamPoint& reader) { return reader.stream == stream; });
+      if (same != run.readers.end()) {
+        *same = point;
+      } else {
+        run.readers.push_back(point);
+      }
+    }
+    // Neighbouring runs that now say the same thing become one.
+    auto& runs = record.runs;
+    for (std::size_t index = 1; index < runs.size();) {
+      if (runs[index - 1].writer == runs[index].writer &&
+          runs[index - 1].readers == runs[index].readers) {
+        runs[index - 1].end = runs[index].end;
+        runs.erase(runs.begin() + static_cast<std::ptrdiff_t>(index));
+      } else {
+        ++index;
+      }
+    }
+  };
+  // Reads first: a binding both read and written ends with the write.
+  for (const StreamAccess& access : reads) {
+    touch(access, false);
+  }
+  for (const StreamAccess& access : writes) {
+    touch(access, true);
+  }
+  seq_[stream] = point.seq;
+  return point;
+}
+
+std::size_t HappensBefore::prune_completed() {
+  auto complete = [&](const StreamPoint& point) {
+    return point.seq == 0 || point.seq <= completed_[point.stream];
+  };
+  return std::erase_if(records_, [&](const auto& entry) {
+    for (const Run& run : entry.second.runs) {
+      if (!complete(run.writer) || !std::all_of(run.readers.begin(), run.readers.end(), complete)) {
+        return false;
+      }
+    }
+    return true;
+  });
+}
+
+void HappensBefore::check_invariants() const {
+  auto fail = [](const std::string& what) {
+    throw std::logic_error("HappensBefore (O1): " + what);
+  };
+  if (seq_.size() != completed_.size() || seq_.size() != clock_.size() ||
+      seq_.size() != free_.size()) {
+    fail("per-stream tables of different sizes");
+  }
+  for (std::size_t slot = 0; slot < seq_.size(); ++slot) {
+    if (clock_[slot].size() != seq_.size()) {
+      fail("a clock of the wrong width");
+    }
+    if (completed_[slot] > seq_[slot]) {
+      fail("stream slot " + std::to_string(slot) + " completed work never queued");
+    }
+    for (std::size_t other = 0; other < seq_.size(); ++other) {
+      if (clock_[slot][other] > seq_[other]) {
+        fail("a clock is ahead of the work queued");
+      }
+    }
+  }
+  auto valid = [&](const StreamPoint& point) {
+    return point.stream < seq_.size() && point.seq <= seq_[point.stream];
+  };
+  for (const auto& [allocation, record] : records_) {
+    std::uint64_t expected = 0;
+    for (const Run& run : record.runs) {
+      if (run.begin != expected || run.end <= run.begin) {
+        fail("the runs of allocation " + std::to_string(allocation) + " do not tile it");
+      }
+      expected = run.end;
+      if (!valid(run.writer)) {
+        fail("a writer newer than its stream's tail");
+      }
+      for (std::size_t index = 0; index < run.readers.size(); ++index) {
+        if (!valid(run.readers[index])) {
+          fail("a reader newer than its stream's tail");
+        }
+        for (std::size_t other = index + 1; other < run.readers.size(); ++other) {
+          if (run.readers[index].stream == run.readers[other].stream) {
+            fail("two readers of one stream on one run");
+          }
+        }
+      }
+    }
+  }
+}
+
+} // namespace taintpool

@@ -1,0 +1,236 @@
+#include <taintpool/exception.hpp>
+#include <taintpool/stream/stream_table.hpp>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace taintpool {
+
+namespace {
+/// Kept events per stream: enough to learn completion as it happens; an
+/// older one is given back unasked when more arrive.
+constexpr std::size_t kept_events = 16;
+/// poll() prunes completed records once this many exist, at the least.
+constexpr std::size_t kPruneFloor = 64;
+} // namespace
+
+StreamTable::StreamTable(QueueBackend& backend, std::uint32_t device)
+    : backend_(backend)
+    , device_(device)
+    , synchronous_(backend.synchronous())
+    , handles_{backend.default_stream()}
+    , number_{0}
+    , pins_(1)
+    , trackers_(1) {
+}
+
+StreamTable::~StreamTable() {
+  try {
+    finish_all();
+  } catch (...) {
+    // A broken device: nothing more can run after it anyway.
+  }
+  for (std::uint32_t slot = 0; slot < handles_.size(); ++slot) {
+    drop_pins(slot);
+    for (const Tracker& tracker : trackers_[slot]) {
+      backend_.release(tracker.event);
+    }
+    trackers_[slot].clear();
+    if (slot != 0 && handles_[slot] != nullptr) {
+      backend_.destroy_stream(handles_[slot]);
+    }
+  }
+}
+
+StreamId StreamTable::create() {
+  std::uint32_t live = 0;
+  for (StreamHandle handle : handles_) {
+    live += handle != nullptr ? 1 : 0;
+  }
+  if (live >= max_streams) {
+    throw Exception(Error::generic("cannot create a stream: " + std::to_string(max_streams) +
+                                   " are live on this device, the most it keeps (one memory "
+                                   "lane each); destroy one first"));
+  }
+  slot_of_.reserve(static_cast<std::size_t>(next_number_) + 1); // Before the stream exists.
+  StreamHandle handle = backend_.create_stream();
+  try {
+    const std::uint32_t slot = order_.add_stream();
+    if (slot >= handles_.size()) {
+      handles_.resize(slot + 1, nullptr);
+      number_.resize(slot + 1, 0);
+      pins_.resize(slot + 1);
+      trackers_.resize(slot + 1);
+    }
+    handles_[slot] = handle;
+    number_[slot] = next_number_++;
+    slot_of_.push_back(slot + 1); // Reserved above: cannot throw.
+
+    several_ = true;
+    ++stats_.streams_created;
+    return id(slot);
+  } catch (...) {
+    backend_.destroy_stream(handle);
+    throw;
+  }
+}
+
+void StreamTable::destroy(StreamId stream) {
+  const std::uint32_t at = slot(stream);
+  if (at == 0) {
+    throw std::invalid_argument("StreamTable: the default stream cannot be destroyed");
+  }
+  backend_.finish(handles_[at]);
+  finished(at);
+  for (const Tracker& tracker : trackers_[at]) {
+    backend_.release(tracker.event);
+  }
+  trackers_[at].clear();
+  backend_.destroy_stream(handles_[at]);
+  handles_[at] = nullptr;
+  slot_of_[number_[at]] = 0;
+  order_.remove_stream(at);
+}
+
+std::uint32_t StreamTable::find_slot(StreamId stream) const {
+  if (stream.device() != device_) {
+    throw Exception(
+        Error::not_found(to_string(stream) +
+                         (stream.device() == 0 ? " names no device (a default-constructed StreamId)"
+                                               : " belongs to another device")));
+  }
+  for (std::uint32_t at = 0; at < handles_.size(); ++at) {
+    if (handles_[at] != nullptr && number_[at] == stream.number()) {
+      return at;
+    }
+  }
+  throw Exception(
+      Error::not_found(to_string(stream) +
+                       (stream.number() < next_number_ ? " was destroyed" : " was never created")));
+}
+
+std::uint32_t StreamTable::order_after(std::uint32_t slot, std::span<const Hazard> hazards) {
+  // O2: one event per source stream, recorded at its tail, which is after
+  // every access of it any hazard names.
+  std::uint32_t waits = 0;
+  std::uint64_t seen = 0; // Source slots done, as bits (max_streams = 64).
+  for (const Hazard& hazard : hazards) {
+    const std::uint32_t source = hazard.earlier.stream;
+    const std::uint64_t bit = std::uint64_t{1} << source;
+    if ((seen & bit) != 0 || order_.ordered_before(hazard.earlier, slot)) {
+      continue;
+    }
+    seen |= bit;
+    const std::uint64_t tail = order_.tail(source);
+    EventHandle event = backend_.record(handles_[source]);
+    ++stats_.events_recorded;
+    try {
+      backend_.wait(handles_[slot], event);
+    } catch (...) {
+      backend_.release(event);
+      throw;
+    }
+    ++stats_.waits_inserted;
+    ++waits;
+    order_.ordered(slot, source, tail);
+    track(source, event, tail);
+  }
+  return waits;
+}
+
+void StreamTable::track(std::uint32_t slot, EventHandle event, std::uint64_t seq) {
+  try {
+    trackers_[slot].push_back(Tracker{event, seq});
+  } catch (...) {
+    backend_.release(event); // Only knowledge is lost; the wait is queued.
+    return;
+  }
+  if (trackers_[slot].size() > kept_events) {
+    backend_.release(trackers_[slot].front().event);
+    trackers_[slot].pop_front();
+  }
+}
+
+void StreamTable::pin(std::uint32_t slot, std::uint64_t seq, Allocation allocation) {
+  std::deque<Pin>& pins = pins_[slot];
+  // The same allocation bound by consecutive launches: one pin, moved on.
+  if (!pins.empty() && pins.back().allocation.id() == allocation.id()) {
+    pins.back().seq = seq;
+    return;
+  }
+  pins.push_back(Pin{seq, std::move(allocation)});
+  ++stats_.pins_taken;
+}
+
+void StreamTable::drop_pins(std::uint32_t slot) noexcept {
+  std::deque<Pin>& pins = pins_[slot];
+  const std::uint64_t done = order_.completed(slot);
+  while (!pins.empty() && pins.front().seq <= done) {
+    pins.pop_front();
+  }
+}
+
+void StreamTable::poll() {
+  for (std::uint32_t slot = 0; slot < handles_.size(); ++slot) {
+    if (handles_[slot] == nullptr) {
+      continue;
+    }
+    std::deque<Tracker>& trackers = trackers_[slot];
+    while (!trackers.empty() && backend_.done(trackers.front().event)) {
+      order_.completed(slot, trackers.front().seq);
+      backend_.release(trackers.front().event);
+      trackers.pop_front();
+    }
+    drop_pins(slot);
+    const std::deque<Pin>& pins = pins_[slot];
+    if (!pins.empty() && (trackers.empty() || trackers.back().seq < pins.back().seq)) {
+      // Nothing kept will tell when the newest pinned work completes.
+      const std::uint64_t tail = order_.tail(slot);
+      EventHandle event = backend_.record(handles_[slot]);
+      ++stats_.events_recorded;
+      track(slot, event, tail);
+    }
+  }
+  // Records whose every access is known complete say nothing any more (an
+  // ended allocation's, typically: a pipeline drops a buffer handed across
+  // every step). Dropped when they have doubled since the last pass, so a
+  // Device that never synchronises keeps O(live) records at O(1) amortised.
+  if (order_.records() >= prune_at_) {
+    static_cast<void>(order_.prune_completed());
+    prune_at_ = std::max<std::size_t>(kPruneFloor, 2 * order_.records());
+  }
+}
+
+void StreamTable::finished(std::uint32_t slot) {
+  const std::uint64_t tail = order_.tail(slot);
+  order_.completed(slot, tail);
+  std::deque<Tracker>& trackers = trackers_[slot];
+  while (!trackers.empty() && trackers.front().seq <= tail) {
+    backend_.release(trackers.front().event);
+    trackers.pop_front();
+  }
+  drop_pins(slot);
+}
+
+void StreamTable::finish_all() {
+  for (std::uint32_t slot = 0; slot < handles_.size(); ++slot) {
+    if (handles_[slot] != nullptr) {
+      backend_.finish(handles_[slot]);
+      finished(slot);
+    }
+  }
+  static_cast<void>(order_.prune_completed());
+}
+
+StreamStats StreamTable::stats() const noexcept {
+  StreamStats now = stats_;
+  now.records_held = order_.records();
+  now.pins_held = 0;
+  for (const auto& pins : pins_) {
+    now.pins_held += pins.size();
+  }
+  return now;
+}
+
+} // namespace taintpool
