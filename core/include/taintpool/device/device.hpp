@@ -169,6 +169,8 @@ class Device {
   [[nodiscard]] StreamId default_stream() const noexcept { return streams_.default_stream(); }
   /// A new stream, made by the backend (O1). Throws Exception when the
   /// backend cannot make one, or when StreamTable::max_streams are live.
+  /// The first waits for the default stream's queued work: a Device with
+  /// one stream orders nothing and so records nothing to order by.
   [[nodiscard]] StreamId create_stream();
   /// Waits for the stream's work, then frees it; its allocations live on
   /// (their memory is reused by the next stream made). NotFound for a

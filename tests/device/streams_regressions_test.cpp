@@ -1,0 +1,102 @@
+// Pins: stream bugs the stream model and stream_fuzzer found, each as the
+// smallest program that showed it, named by the rule it broke (O1-O4).
+//
+// Why a file of its own: each test failed on the code before its fix; the
+// rule-by-rule tests in streams_test.cpp say what the rules are, these say
+// what once went wrong, so a regression names its history.
+#include <taintpool/device/device.hpp>
+#include <taintpool/host/deferred_host_backend.hpp>
+#include <taintpool/pool/host_storage.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace taintpool {
+namespace {
+
+constexpr std::uint64_t kSeeds = 64;
+
+std::vector<std::byte> bytes_of(std::size_t size, std::uint8_t value) {
+  return std::vector<std::byte>(size, static_cast<std::byte>(value));
+}
+
+/// Device work: fills every output with `value`, later, on the launch's stream.
+auto fill_later(DeferredHostBackend& backend, std::uint8_t value) {
+  return [&backend, value](const KernelContext& context) {
+    for (std::size_t index = 0; index < context.writes(); ++index) {
+      const std::span<std::byte> out = context.write(index);
+      backend.enqueue(context, [out, value] {
+        std::fill(out.begin(), out.end(), static_cast<std::byte>(value));
+      });
+    }
+    return LaunchOutcome::success();
+  };
+}
+
+/// Device work: output 0 = input 0 + delta, later, in two queued steps.
+auto add_later(DeferredHostBackend& backend, std::uint8_t delta) {
+  return [&backend, delta](const KernelContext& context) {
+    const std::span<const std::byte> in = context.read(0);
+    const std::span<std::byte> out = context.write(0);
+    auto scratch = std::make_shared<std::vector<std::byte>>();
+    backend.enqueue(context, [in, scratch] { scratch->assign(in.begin(), in.end()); });
+    backend.enqueue(context, [out, scratch, delta] {
+      for (std::size_t at = 0; at < out.size(); ++at) {
+        out[at] = static_cast<std::byte>(static_cast<std::uint8_t>((*scratch)[at]) + delta);
+      }
+    });
+    return LaunchOutcome::success();
+  };
+}
+
+TEST(StreamRegressions, O1_WorkQueuedBeforeTheSecondStreamExistedIsOrderedBeforeIt) {
+  // With one stream the Device orders nothing, so it counted nothing; the
+  // default stream's queued fill was then invisible to the first launch on
+  // a new stream, which could read x before the fill landed.
+  for (std::uint64_t seed = 0; seed < kSeeds; ++seed) {
+    DeferredHostBackend backend;
+    backend.set_seed(seed);
+    Device device(backend);
+    Allocation x = device.create_buffer(64);
+    ASSERT_TRUE(device.launch("fill x", {}, {x.whole()}, fill_later(backend, 5)).ran());
+    const StreamId side = device.create_stream();
+    Allocation y = device.create_buffer(64, side);
+    ASSERT_TRUE(
+        device.launch(side, "y = x + 1", {x.whole()}, {y.whole()}, add_later(backend, 1)).ran());
+    std::vector<std::byte> out(64);
+    ASSERT_TRUE(device.read(side, y.whole(), out).ok());
+    EXPECT_EQ(out, bytes_of(64, 6)) << "seed " << seed;
+    device.check_invariants();
+  }
+}
+
+TEST(StreamRegressions, O4_WorkBeforeTheSecondStreamExistedIsNoRace) {
+  // Detect mode: accesses made while the Device had one stream are complete
+  // once a second exists, so touching their bytes from it is no race — and
+  // the bytes read are the ones written.
+  for (std::uint64_t seed = 0; seed < kSeeds; ++seed) {
+    DeferredHostBackend backend;
+    backend.set_seed(seed);
+    Device device(backend, DeviceOptions{std::nullopt, StreamOrdering::Detect});
+    Allocation x = device.create_buffer(64);
+    ASSERT_TRUE(device.launch("fill x", {}, {x.whole()}, fill_later(backend, 5)).ran());
+    const StreamId side = device.create_stream();
+    Allocation y = device.create_buffer(64, side);
+    const LaunchResult result =
+        device.launch(side, "y = x + 1", {x.whole()}, {y.whole()}, add_later(backend, 1));
+    EXPECT_TRUE(result.ran()) << (result.error ? to_string(*result.error) : std::string());
+    EXPECT_EQ(device.stream_stats().races_detected, 0u);
+    std::vector<std::byte> out(64);
+    ASSERT_TRUE(device.read(side, y.whole(), out).ok());
+    EXPECT_EQ(out, bytes_of(64, 6)) << "seed " << seed;
+  }
+}
+
+} // namespace
+} // namespace taintpool
