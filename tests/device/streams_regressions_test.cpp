@@ -98,5 +98,28 @@ TEST(StreamRegressions, O4_WorkBeforeTheSecondStreamExistedIsNoRace) {
   }
 }
 
+TEST(StreamRegressions, O4_AnAllocationWhoseAccessesAllCompletedIsNoRaceWithItsHomesLaterWork) {
+  // Detect mode keeps a record per allocation from its creation; a
+  // synchronize drops the records whose accesses all completed. The next
+  // touch from another stream then took the home stream's whole queue as
+  // the allocation's writer — and reported its unrelated work as a race.
+  DeferredHostBackend backend;
+  Device device(backend, DeviceOptions{std::nullopt, StreamOrdering::Detect});
+  const StreamId side = device.create_stream();
+  Allocation x = device.create_buffer(32);
+  Allocation y = device.create_buffer(32);
+  Allocation z = device.create_buffer(32, side);
+  ASSERT_TRUE(device.launch("fill x", {}, {x.whole()}, fill_later(backend, 3)).ran());
+  device.synchronize();
+  ASSERT_TRUE(device.launch("fill y", {}, {y.whole()}, fill_later(backend, 4)).ran());
+  const LaunchResult result =
+      device.launch(side, "z = x + 1", {x.whole()}, {z.whole()}, add_later(backend, 1));
+  EXPECT_TRUE(result.ran()) << (result.error ? to_string(*result.error) : std::string());
+  EXPECT_EQ(device.stream_stats().races_detected, 0u);
+  std::vector<std::byte> out(32);
+  ASSERT_TRUE(device.read(side, z.whole(), out).ok());
+  EXPECT_EQ(out, bytes_of(32, 4));
+}
+
 } // namespace
 } // namespace taintpool

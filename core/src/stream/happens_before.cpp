@@ -68,8 +68,11 @@ void HappensBefore::plan_one(std::uint32_t stream, const StreamAccess& access, b
   }
   const Record* record = find(access.allocation);
   if (record == nullptr) {
-    if (access.home == stream) {
-      return; // Only its home stream touched it: queue order suffices.
+    if (access.home == stream || track_all_) {
+      // Only its home stream touched it: queue order suffices. Or every
+      // allocation is tracked, and one without a record has nothing
+      // outstanding (see materialise()).
+      return;
     }
     // As if the home stream wrote every byte at its tail (see the header).
     const StreamPoint home{access.home, seq_[access.home], 0};
@@ -123,22 +126,30 @@ void HappensBefore::completed(std::uint32_t stream, std::uint64_t seq) {
   completed_[stream] = std::max(completed_[stream], std::min(seq, seq_[stream]));
 }
 
-HappensBefore::Record& HappensBefore::materialise(const StreamAccess& access) {
+HappensBefore::Record& HappensBefore::materialise(const StreamAccess& access, bool creating) {
   const auto found = records_.find(access.allocation.raw());
   if (found != records_.end()) {
     return found->second;
   }
   Record record;
   record.home = access.home;
+  // The memory's earlier use: everything its home stream queued so far —
+  // except when every allocation is tracked and this one is not being
+  // created: its record was pruned because every access in it completed,
+  // or it was made while the Device had one stream, whose work the second
+  // stream's creation finished. Then nothing earlier is outstanding, and
+  // naming the home stream's tail would report its unrelated work as a
+  // race (O4).
+  const std::uint64_t earlier = creating || !track_all_ ? seq_[access.home] : 0;
   if (access.size != 0) {
-    record.runs.push_back(Run{0, access.size, StreamPoint{access.home, seq_[access.home], 0}, {}});
+    record.runs.push_back(Run{0, access.size, StreamPoint{access.home, earlier, 0}, {}});
   }
   return records_.emplace(access.allocation.raw(), std::move(record)).first->second;
 }
 
 void HappensBefore::created(const StreamAccess& allocation) {
   if (track_all_) {
-    static_cast<void>(materialise(allocation));
+    static_cast<void>(materialise(allocation, true));
   }
 }
 
@@ -173,7 +184,7 @@ StreamPoint HappensBefore::commit(std::uint32_t stream, std::uint64_t launch,
         (!track_all_ && access.home == stream && find(access.allocation) == nullptr)) {
       return;
     }
-    Record& record = materialise(access);
+    Record& record = materialise(access, false);
     const std::size_t first = split(record, access.range);
     for (std::size_t index = first;
          index < record.runs.size() && record.runs[index].begin < access.range.end(); ++index) {

@@ -99,7 +99,9 @@ class HappensBefore {
   /// Keep a record for every allocation from its creation (created()), not
   /// only once a second stream touches it: what detect mode needs to name
   /// the earlier access of a race precisely (O4). Costs a record per
-  /// allocation and work per access.
+  /// allocation and work per access. An allocation with no record then has
+  /// no access outstanding (its record was pruned complete, or it predates
+  /// the second stream), so it plans no hazard.
   void track_every_allocation() noexcept { track_all_ = true; }
   /// Whether track_every_allocation() was asked for.
   [[nodiscard]] bool tracks_every_allocation() const noexcept { return track_all_; }
@@ -184,7 +186,10 @@ class HappensBefore {
   };
 
   [[nodiscard]] const Record* find(AllocationId allocation) const;
-  Record& materialise(const StreamAccess& access);
+  /// The allocation's record, made if it has none: when `creating` (or
+  /// not every allocation is tracked), with its home stream's whole queue
+  /// so far as the writer of every byte; else with no earlier access.
+  Record& materialise(const StreamAccess& access, bool creating);
   /// Splits runs so that `range`'s ends are run boundaries; returns the
   /// index of the first run inside it.
   static std::size_t split(Record& record, ByteRange range);
