@@ -121,5 +121,72 @@ TEST(StreamRegressions, O4_AnAllocationWhoseAccessesAllCompletedIsNoRaceWithItsH
   EXPECT_EQ(out, bytes_of(32, 4));
 }
 
+/// Host pages that are never given back to the system: a page the pool
+/// returns is filled with a poison byte and kept, so a write into it after
+/// its return shows up as the poison gone.
+class PoisoningStorage final : public Storage {
+ public:
+  static constexpr std::byte poison{0xDD};
+
+  [[nodiscard]] std::uint64_t alignment() const noexcept override { return 256; }
+  [[nodiscard]] StorageHandle allocate(std::uint64_t size) override {
+    pages_.push_back(std::make_unique<Page>(size));
+    return StorageHandle{reinterpret_cast<std::uint64_t>(pages_.back()->base())};
+  }
+  void deallocate(StorageHandle handle, std::uint64_t size) noexcept override {
+    std::byte* base = reinterpret_cast<std::byte*>(handle.value);
+    std::fill(base, base + size, poison);
+    returned_.emplace_back(base, size);
+  }
+  [[nodiscard]] void* resolve(StorageHandle handle) const noexcept override {
+    return reinterpret_cast<void*>(handle.value);
+  }
+  [[nodiscard]] std::string name() const override { return "poisoning host"; }
+
+  /// Whether every byte of every returned page still holds the poison.
+  [[nodiscard]] bool returned_pages_untouched() const {
+    return std::all_of(returned_.begin(), returned_.end(), [](const auto& page) {
+      return std::all_of(page.first, page.first + page.second,
+                         [](std::byte byte) { return byte == poison; });
+    });
+  }
+  [[nodiscard]] std::size_t returned() const noexcept { return returned_.size(); }
+
+ private:
+  struct Page {
+    explicit Page(std::uint64_t size)
+        : bytes(static_cast<std::size_t>(size) + 256) {}
+    [[nodiscard]] std::byte* base() {
+      const auto address = reinterpret_cast<std::uintptr_t>(bytes.data());
+      return bytes.data() + ((256 - address % 256) % 256);
+    }
+    std::vector<std::byte> bytes;
+  };
+  std::vector<std::unique_ptr<Page>> pages_;
+  std::vector<std::pair<std::byte*, std::uint64_t>> returned_;
+};
+
+TEST(StreamRegressions, O3_APageGoesBackToStorageOnlyAfterTheQueuedWorkOnItRan) {
+  // A buffer's fill is still queued when the buffer is dropped and its page
+  // given back (cleanup): the storage may hand that memory to anyone, so the
+  // fill must have run first — as cudaFree waits for the device.
+  PoisoningStorage storage;
+  MemoryConfig config;
+  config.alignment = 256;
+  config.sliced = {};
+  config.max_allocation = 1 << 20;
+  DeferredHostBackend backend(storage, config);
+  Device device(backend);
+  {
+    Allocation x = device.create_buffer(4096);
+    ASSERT_TRUE(device.launch("fill x", {}, {x.whole()}, fill_later(backend, 7)).ran());
+  }
+  device.cleanup();
+  ASSERT_EQ(storage.returned(), 1u) << "the page went back";
+  backend.run_all();
+  EXPECT_TRUE(storage.returned_pages_untouched())
+      << "queued work wrote into a page after it went back to storage";
+}
+
 } // namespace
 } // namespace taintpool
