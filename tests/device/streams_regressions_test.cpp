@@ -121,6 +121,67 @@ TEST(StreamRegressions, O4_AnAllocationWhoseAccessesAllCompletedIsNoRaceWithItsH
   EXPECT_EQ(out, bytes_of(32, 4));
 }
 
+TEST(StreamRegressions, O4_AWriteRacesWithEveryUnorderedEarlierReaderNotOnlyTheNewest) {
+  // Two reads of x on the default stream, then an unordered write of x on
+  // another stream: either read may see the new bytes. Only the newest
+  // reader per stream was kept, so the older one's output came back clean
+  // with the wrong bytes under some interleavings.
+  for (std::uint64_t seed = 0; seed < kSeeds; ++seed) {
+    DeferredHostBackend backend;
+    backend.set_seed(seed);
+    Device device(backend, DeviceOptions{std::nullopt, StreamOrdering::Detect});
+    const StreamId side = device.create_stream();
+    Allocation x = device.create_buffer(16);
+    Allocation y1 = device.create_buffer(16);
+    Allocation y2 = device.create_buffer(16);
+    device.write(x.whole(), bytes_of(16, 10));
+    ASSERT_TRUE(
+        device.launch("older reader", {x.whole()}, {y1.whole()}, add_later(backend, 1)).ran());
+    ASSERT_TRUE(
+        device.launch("newer reader", {x.whole()}, {y2.whole()}, add_later(backend, 2)).ran());
+    ASSERT_TRUE(device.launch(side, "writer", {}, {x.whole()}, fill_later(backend, 99)).ran());
+    for (const Allocation* output : {&y1, &y2}) {
+      std::vector<std::byte> out(16);
+      const ReadOutcome read = device.read(output->whole(), out);
+      if (read.ok()) {
+        const std::uint8_t expected = output == &y1 ? 11 : 12;
+        EXPECT_EQ(out, bytes_of(16, expected))
+            << "seed " << seed << ": a clean read of wrong bytes";
+      } else {
+        EXPECT_NE(to_string(read).find("race"), std::string::npos) << to_string(read);
+      }
+    }
+  }
+}
+
+TEST(StreamRegressions, O4_AWriteRacesWithAnEarlierRacingWriterNotOnlyTheLastOne) {
+  // x is written on the default stream and, racing, on a third stream,
+  // whose work the host then learns complete. A write on the side stream is
+  // ordered after the last writer but not after the first, which may land
+  // later: only the last writer was kept, so the write came back clean.
+  for (std::uint64_t seed = 0; seed < kSeeds; ++seed) {
+    DeferredHostBackend backend;
+    backend.set_seed(seed);
+    Device device(backend, DeviceOptions{std::nullopt, StreamOrdering::Detect});
+    const StreamId third = device.create_stream();
+    const StreamId side = device.create_stream();
+    Allocation x = device.create_buffer(16);
+    Allocation z = device.create_buffer(16, third);
+    ASSERT_TRUE(device.launch("first writer", {}, {x.whole()}, fill_later(backend, 1)).ran());
+    static_cast<void>(
+        device.launch(third, "second writer", {}, {x.whole()}, fill_later(backend, 2)));
+    device.write(third, z.whole(), bytes_of(16, 5)); // The third stream is known complete.
+    const LaunchResult last =
+        device.launch(side, "last writer", {}, {x.whole()}, fill_later(backend, 3));
+    EXPECT_EQ(last.status, LaunchStatus::Failed) << "it races with the first writer";
+    std::vector<std::byte> out(16);
+    const ReadOutcome read = device.read(x.whole(), out);
+    if (read.ok()) {
+      EXPECT_EQ(out, bytes_of(16, 3)) << "seed " << seed << ": a clean read of wrong bytes";
+    }
+  }
+}
+
 /// Host pages that are never given back to the system: a page the pool
 /// returns is filled with a poison byte and kept, so a write into it after
 /// its return shows up as the poison gone.

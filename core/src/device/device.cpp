@@ -310,7 +310,11 @@ void Device::order(std::uint32_t slot, std::uint64_t launch) {
   // O4, write after read: the earlier reader may have seen this launch's
   // bytes, so its outputs, and what was computed from them since, are
   // suspect — attributed as a late failure of that launch, before this one
-  // runs (its own writes then land on top).
+  // runs (its own writes then land on top). Oldest reader first, as
+  // synchronize attributes late failures: one reader's failure may reach a
+  // later reader that consumed its outputs, and the order fixes which
+  // failure each byte ends up with. A reader named by several hazards keeps
+  // the first one's message (the rest find it failed already).
   for (const Hazard& hazard : hazards_) {
     streams_.count_race();
     if (hazard.conflict != Conflict::WriteAfterRead) {
@@ -328,8 +332,10 @@ void Device::order(std::uint32_t slot, std::uint64_t launch) {
                           " wrote them, with nothing ordering the two (detect mode queued no wait)";
     unattributed_.push_back(
         LateFailure{hazard.earlier.launch, Error::race(std::move(message)), {}});
-    attribute_queued();
   }
+  std::stable_sort(unattributed_.begin(), unattributed_.end(),
+                   [](const LateFailure& a, const LateFailure& b) { return a.launch > b.launch; });
+  attribute_queued();
 }
 
 void Device::commit(std::uint32_t slot, std::uint64_t launch) {

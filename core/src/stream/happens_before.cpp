@@ -88,9 +88,11 @@ void HappensBefore::plan_one(std::uint32_t stream, const StreamAccess& access, b
     }
     const ByteRange bytes = ByteRange::of(std::max(run.begin, access.range.begin()),
                                           std::min(run.end, access.range.end()));
-    if (run.writer.seq != 0 && !ordered_before(run.writer, stream)) {
-      hazards.push_back(Hazard{write ? Conflict::WriteAfterWrite : Conflict::ReadAfterWrite, write,
-                               binding, run.writer, access.allocation, bytes});
+    for (const StreamPoint& writer : run.writers) {
+      if (!ordered_before(writer, stream)) {
+        hazards.push_back(Hazard{write ? Conflict::WriteAfterWrite : Conflict::ReadAfterWrite,
+                                 write, binding, writer, access.allocation, bytes});
+      }
     }
     if (write) {
       for (const StreamPoint& reader : run.readers) {
@@ -142,7 +144,11 @@ HappensBefore::Record& HappensBefore::materialise(const StreamAccess& access, bo
   // race (O4).
   const std::uint64_t earlier = creating || !track_all_ ? seq_[access.home] : 0;
   if (access.size != 0) {
-    record.runs.push_back(Run{0, access.size, StreamPoint{access.home, earlier, 0}, {}});
+    Run whole{0, access.size, {}, {}};
+    if (earlier != 0) {
+      whole.writers.push_back(StreamPoint{access.home, earlier, 0});
+    }
+    record.runs.push_back(std::move(whole));
   }
   return records_.emplace(access.allocation.raw(), std::move(record)).first->second;
 }
@@ -190,10 +196,29 @@ StreamPoint HappensBefore::commit(std::uint32_t stream, std::uint64_t launch,
          index < record.runs.size() && record.runs[index].begin < access.range.end(); ++index) {
       Run& run = record.runs[index];
       if (write) {
-        run.writer = point;
+        // The earlier writers this write is ordered after are overwritten
+        // for good. One it is not ordered after raced with it (detect mode
+        // only: ordering mode waited for every one) and may still land
+        // later, so it stays a writer: the next access races with it too.
+        std::erase_if(run.writers,
+                      [&](const StreamPoint& writer) { return ordered_before(writer, stream); });
+        run.writers.push_back(point);
         run.readers.clear();
         continue;
       }
+      if (track_all_) {
+        // Detect mode names every reader a later write races with (O4), so
+        // an older reader on the same stream stays until known complete.
+        std::erase_if(run.readers, [&](const StreamPoint& reader) {
+          return reader.seq <= completed_[reader.stream];
+        });
+        if (run.readers.empty() || !(run.readers.back() == point)) {
+          run.readers.push_back(point);
+        }
+        continue;
+      }
+      // Ordering mode: the newest reader per stream; waiting for it waits
+      // for the older ones (O2).
       const auto same =
           std::find_if(run.readers.begin(), run.readers.end(),
                        [&](const StreamPoint& reader) { return reader.stream == stream; });
@@ -206,7 +231,7 @@ StreamPoint HappensBefore::commit(std::uint32_t stream, std::uint64_t launch,
     // Neighbouring runs that now say the same thing become one.
     auto& runs = record.runs;
     for (std::size_t index = 1; index < runs.size();) {
-      if (runs[index - 1].writer == runs[index].writer &&
+      if (runs[index - 1].writers == runs[index].writers &&
           runs[index - 1].readers == runs[index].readers) {
         runs[index - 1].end = runs[index].end;
         runs.erase(runs.begin() + static_cast<std::ptrdiff_t>(index));
@@ -232,7 +257,8 @@ std::size_t HappensBefore::prune_completed() {
   };
   return std::erase_if(records_, [&](const auto& entry) {
     for (const Run& run : entry.second.runs) {
-      if (!complete(run.writer) || !std::all_of(run.readers.begin(), run.readers.end(), complete)) {
+      if (!std::all_of(run.writers.begin(), run.writers.end(), complete) ||
+          !std::all_of(run.readers.begin(), run.readers.end(), complete)) {
         return false;
       }
     }
@@ -271,16 +297,22 @@ void HappensBefore::check_invariants() const {
         fail("the runs of allocation " + std::to_string(allocation) + " do not tile it");
       }
       expected = run.end;
-      if (!valid(run.writer)) {
-        fail("a writer newer than its stream's tail");
+      for (const StreamPoint& writer : run.writers) {
+        if (!valid(writer) || writer.seq == 0) {
+          fail("a writer newer than its stream's tail, or at seq 0");
+        }
+      }
+      if (!track_all_ && run.writers.size() > 1) {
+        fail("two writers of one run in ordering mode (one was not waited for)");
       }
       for (std::size_t index = 0; index < run.readers.size(); ++index) {
         if (!valid(run.readers[index])) {
           fail("a reader newer than its stream's tail");
         }
         for (std::size_t other = index + 1; other < run.readers.size(); ++other) {
-          if (run.readers[index].stream == run.readers[other].stream) {
-            fail("two readers of one stream on one run");
+          if (run.readers[index] == run.readers[other] ||
+              (!track_all_ && run.readers[index].stream == run.readers[other].stream)) {
+            fail("two readers of one stream on one run in ordering mode, or one reader twice");
           }
         }
       }

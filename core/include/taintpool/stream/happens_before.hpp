@@ -16,7 +16,11 @@
 //     finished work is before everything queued later, on any stream;
 //   * per allocation that more than one stream has touched, a record at byte
 //     grain: for each run of bytes, its last writer and, per stream, its
-//     newest reader since that write.
+//     newest reader since that write. In detect mode (every allocation
+//     tracked) races leave more behind, and all of it is kept: an earlier
+//     writer the last one raced with, and every reader not known complete,
+//     so each later access is checked against everything that may still
+//     run (O4).
 //
 // Why an allocation touched only by its home stream (the stream it was
 // allocated on) has no record: that is nearly every allocation, and stream
@@ -156,7 +160,8 @@ class HappensBefore {
 
   /// Queues one piece of work on `stream` (its seq is tail()+1) and records
   /// its accesses: reads join each byte's readers, writes become each byte's
-  /// writer and clear its readers. Returns the work's point. An access on
+  /// writer (keeping only earlier writers not ordered before it) and clear
+  /// its readers. Returns the work's point. An access on
   /// the allocation's home stream with no record leaves none (fast path).
   StreamPoint commit(std::uint32_t stream, std::uint64_t launch,
                      std::span<const StreamAccess> reads, std::span<const StreamAccess> writes);
@@ -169,7 +174,8 @@ class HappensBefore {
   std::size_t prune_completed();
 
   /// Every run of every record: sorted, disjoint, covering its allocation,
-  /// at most one reader per stream, no point newer than its stream's tail.
+  /// no point newer than its stream's tail; in ordering mode at most one
+  /// writer and one reader per stream.
   /// Throws std::logic_error naming the first violation.
   void check_invariants() const;
 
@@ -177,8 +183,14 @@ class HappensBefore {
   struct Run {
     std::uint64_t begin = 0;
     std::uint64_t end = 0;
-    StreamPoint writer;
-    std::vector<StreamPoint> readers; ///< At most one per stream.
+    /// The last write, and any earlier one it was not ordered after (they
+    /// raced: detect mode only), so a later access is checked against every
+    /// write that may still land. Empty: nothing outstanding.
+    std::vector<StreamPoint> writers;
+    /// Reads since the last write. Ordering mode: the newest per stream.
+    /// Detect mode: every one not known complete, since a later write races
+    /// with each of them (O4).
+    std::vector<StreamPoint> readers;
   };
   struct Record {
     std::uint32_t home = 0;
