@@ -182,6 +182,67 @@ TEST(StreamRegressions, O4_AWriteRacesWithAnEarlierRacingWriterNotOnlyTheLastOne
   }
 }
 
+TEST(StreamRegressions, O4_AWriteRacesWithAnInPlaceLaunchsReadNotOnlyItsWrite) {
+  // A launch reads x and writes x in place and writes y from it; an
+  // unordered write of x on another stream may land before that read. Its
+  // write hid its read, so only the bytes both wrote were reported, and y
+  // came back clean with bytes computed from the other write.
+  for (std::uint64_t seed = 0; seed < kSeeds; ++seed) {
+    DeferredHostBackend backend;
+    backend.set_seed(seed);
+    Device device(backend, DeviceOptions{std::nullopt, StreamOrdering::Detect});
+    const StreamId side = device.create_stream();
+    Allocation x = device.create_buffer(16);
+    Allocation y = device.create_buffer(16);
+    device.write(x.whole(), bytes_of(16, 10));
+    ASSERT_TRUE(device
+                    .launch("x and y = x + 1", {x.whole()}, {y.whole(), x.whole()},
+                            [&backend](const KernelContext& context) {
+                              const std::span<const std::byte> in = context.read(0);
+                              const std::span<std::byte> out = context.write(0);
+                              const std::span<std::byte> again = context.write(1);
+                              backend.enqueue(context, [in, out, again] {
+                                for (std::size_t at = 0; at < out.size(); ++at) {
+                                  out[at] =
+                                      static_cast<std::byte>(static_cast<std::uint8_t>(in[at]) + 1);
+                                }
+                                std::copy(out.begin(), out.end(), again.begin());
+                              });
+                              return LaunchOutcome::success();
+                            })
+                    .ran());
+    static_cast<void>(device.launch(side, "refill x", {}, {x.whole()}, fill_later(backend, 99)));
+    std::vector<std::byte> out(16);
+    const ReadOutcome read = device.read(y.whole(), out);
+    if (read.ok()) {
+      EXPECT_EQ(out, bytes_of(16, 11)) << "seed " << seed << ": a clean read of wrong bytes";
+    }
+  }
+}
+
+TEST(StreamRegressions, O4_AWriteRacesWithAReaderALaterWriteOnItsStreamOverwrote) {
+  // x is read, then rewritten, on the default stream; an unordered write of
+  // x on another stream may land before that read. The default stream's
+  // rewrite cleared the reader, so the reader's output came back clean.
+  for (std::uint64_t seed = 0; seed < kSeeds; ++seed) {
+    DeferredHostBackend backend;
+    backend.set_seed(seed);
+    Device device(backend, DeviceOptions{std::nullopt, StreamOrdering::Detect});
+    const StreamId side = device.create_stream();
+    Allocation x = device.create_buffer(16);
+    Allocation y = device.create_buffer(16);
+    device.write(x.whole(), bytes_of(16, 10));
+    ASSERT_TRUE(device.launch("y = x + 1", {x.whole()}, {y.whole()}, add_later(backend, 1)).ran());
+    ASSERT_TRUE(device.launch("rewrite x", {}, {x.whole()}, fill_later(backend, 20)).ran());
+    static_cast<void>(device.launch(side, "refill x", {}, {x.whole()}, fill_later(backend, 99)));
+    std::vector<std::byte> out(16);
+    const ReadOutcome read = device.read(y.whole(), out);
+    if (read.ok()) {
+      EXPECT_EQ(out, bytes_of(16, 11)) << "seed " << seed << ": a clean read of wrong bytes";
+    }
+  }
+}
+
 /// Host pages that are never given back to the system: a page the pool
 /// returns is filled with a poison byte and kept, so a write into it after
 /// its return shows up as the poison gone.

@@ -203,7 +203,17 @@ StreamPoint HappensBefore::commit(std::uint32_t stream, std::uint64_t launch,
         std::erase_if(run.writers,
                       [&](const StreamPoint& writer) { return ordered_before(writer, stream); });
         run.writers.push_back(point);
-        run.readers.clear();
+        if (track_all_) {
+          // A read before this write may still run after a later write on
+          // another stream — even this launch's own read, or one this
+          // stream ordered before the write — so detect mode keeps every
+          // reader until it is known complete (O4).
+          std::erase_if(run.readers, [&](const StreamPoint& reader) {
+            return reader.seq <= completed_[reader.stream];
+          });
+        } else {
+          run.readers.clear(); // Ordering mode: waiting for this write waits for them.
+        }
         continue;
       }
       if (track_all_) {

@@ -160,8 +160,8 @@ class HappensBefore {
 
   /// Queues one piece of work on `stream` (its seq is tail()+1) and records
   /// its accesses: reads join each byte's readers, writes become each byte's
-  /// writer (keeping only earlier writers not ordered before it) and clear
-  /// its readers. Returns the work's point. An access on
+  /// writer (keeping only earlier writers not ordered before it) and, in
+  /// ordering mode, clear its readers. Returns the work's point. An access on
   /// the allocation's home stream with no record leaves none (fast path).
   StreamPoint commit(std::uint32_t stream, std::uint64_t launch,
                      std::span<const StreamAccess> reads, std::span<const StreamAccess> writes);
@@ -187,9 +187,9 @@ class HappensBefore {
     /// raced: detect mode only), so a later access is checked against every
     /// write that may still land. Empty: nothing outstanding.
     std::vector<StreamPoint> writers;
-    /// Reads since the last write. Ordering mode: the newest per stream.
-    /// Detect mode: every one not known complete, since a later write races
-    /// with each of them (O4).
+    /// Ordering mode: reads since the last write, the newest per stream.
+    /// Detect mode: every read not known complete, before the last write
+    /// or after, since a later write may race with each of them (O4).
     std::vector<StreamPoint> readers;
   };
   struct Record {
