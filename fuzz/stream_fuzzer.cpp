@@ -68,7 +68,7 @@ using taintpool::fuzz::StreamRig;
 using taintpool::model::BodyKind;
 using taintpool::model::BodyPlan;
 
-constexpr std::size_t kMaxOps = 64;
+constexpr std::size_t kMaxOps = 32;
 
 constexpr std::array<const char*, 3> kKernels = {"fill", "mix", "copy"};
 

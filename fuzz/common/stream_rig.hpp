@@ -45,6 +45,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -118,8 +119,7 @@ class StreamRig {
 
   /// A fresh system in ordering or detect mode, its scheduler seeded.
   StreamRig(bool detect, std::uint64_t seed, Fail fail)
-      : arena_(std::make_unique<Arena>())
-      , storage_(arena_->bytes, 16)
+      : storage_(arena(), 16)
       , queues_(storage_, config())
       , watch_(detect)
       , backend_(queues_, watch_)
@@ -211,14 +211,6 @@ class StreamRig {
     }
   }
 
-  void expect_not_found(const Ending& ending, const char* what) const {
-    expect(ending.how == Ending::How::taintpool_exception && ending.kind == ErrorKind::NotFound,
-           "P3", [&] {
-             return std::string(what) +
-                    " on a stream not live here must be NotFound: " + ending.what;
-           });
-  }
-
   /// create_stream(), while fewer than kMaxExtraStreams were made.
   void create_stream() {
     log_.push_back(Logged{Op::create_stream, 0, 0, 0, {}, {}});
@@ -292,86 +284,6 @@ class StreamRig {
     ids_.push_back(slots_[slot].id());
   }
 
-  /// Whether every binding resolves now (P3), as the model sees it.
-  bool valid(const std::vector<Binding>& reads, const std::vector<Binding>& writes) const {
-    for (const auto* set : {&reads, &writes}) {
-      for (const Binding& binding : *set) {
-        if (!model_.live(binding.allocation) ||
-            binding.range.end() > model_.size(binding.allocation)) {
-          return false;
-        }
-      }
-    }
-    return true;
-  }
-
-  LaunchContext launch_context(std::uint32_t stream, const std::vector<RaceFinding>& races,
-                               const LaunchResult& result, const Ending& ending) {
-    LaunchContext context;
-    if (ending.how == Ending::How::returned && result.status == LaunchStatus::Skipped &&
-        result.failure && result.needed) {
-      context.core_choice.emplace(*result.failure, *result.needed);
-    }
-    context.stream = stream;
-    if (detect_) {
-      context.races = races;
-    }
-    if (ending.how == Ending::How::returned) {
-      context.core_error = result.error;
-    }
-    context.core_failure_error = [this](FailureId id) { return device_.graph().error(id); };
-    return context;
-  }
-
-  void compare_launch(const Ending& ending, const LaunchResult& core, const ModelLaunch& model,
-                      const Logged& op) const {
-    if (!model.binding_errors.empty()) {
-      expect(ending.how == Ending::How::taintpool_exception &&
-                 std::find(model.binding_errors.begin(), model.binding_errors.end(), ending.kind) !=
-                     model.binding_errors.end(),
-             "P3", [&] { return show(op) + " must be refused: " + ending.what; });
-      return;
-    }
-    if (model.body_threw) {
-      expect(ending.how == Ending::How::body_exception, "S3",
-             [&] { return show(op) + ": the body's exception must reach the caller"; });
-      return;
-    }
-    expect(ending.how == Ending::How::returned, "P3/S3",
-           [&] { return show(op) + " threw: " + ending.what; });
-    expect(model.choice_acceptable, "S1/T3",
-           [&] { return show(op) + ": core's skip root is not one S1 allows"; });
-    expect(model.race_wording.empty(), "O4", [&] {
-      return show(op) + ": " + (model.race_wording.empty() ? "" : model.race_wording.front());
-    });
-    const LaunchResult& expected = model.result;
-    expect(core.status == expected.status && core.failure == expected.failure &&
-               core.needed == expected.needed && core.error == expected.error,
-           "S1/S2/S4/S6/O4", [&] {
-             auto text = [](const LaunchResult& result) {
-               return std::to_string(static_cast<int>(result.status)) + " failure " +
-                      (result.failure ? to_string(*result.failure) : "none") + " needed " +
-                      (result.needed ? to_string(*result.needed) : "none") + " error " +
-                      (result.error ? to_string(*result.error) : "none");
-             };
-             return show(op) + ": launch result\n  core:  " + text(core) +
-                    "\n  model: " + text(expected);
-           });
-  }
-
-  /// After a launch or host write: the races core counted (O4), and what
-  /// the stream model needs to know.
-  void after_launch(bool queued, const std::vector<RaceFinding>& races, std::uint64_t counted) {
-    watch_.end_launch(queued);
-    if (detect_ && queued) {
-      const std::uint64_t now = device_.stream_stats().races_detected;
-      expect((now != counted) == !races.empty(), "O4", [&] {
-        return "core counted " + std::to_string(now - counted) + " races, the model found " +
-               std::to_string(races.size());
-      });
-    }
-  }
-
   /// launch(stream, kernel, reads, writes) with a body doing `plan`, its
   /// device work queued as items (enqueue_work).
   void launch(const std::string& kernel, StreamId stream, const std::vector<Binding>& reads,
@@ -429,69 +341,6 @@ class StreamRig {
     }
     drain_pins();
     compare_bound(reads, writes);
-  }
-
-  /// What a body queues: one item reading its inputs into a digest, one
-  /// writing its outputs (for S6 only the ranges it names), so another
-  /// stream's work can land in between.
-  void enqueue_work(const KernelContext& context, const BodyPlan& plan) {
-    auto digest = std::make_shared<std::optional<std::uint32_t>>(std::uint32_t{plan.seed});
-    if (context.reads() != 0) {
-      std::vector<ItemTouch> touches;
-      std::vector<std::span<const std::byte>> inputs;
-      for (std::size_t index = 0; index < context.reads(); ++index) {
-        const std::span<const std::byte> bytes = context.read(index);
-        inputs.push_back(bytes);
-        touches.push_back(ItemTouch{bytes.data(), bytes.data() + bytes.size(), false,
-                                    context.read_binding(index).allocation});
-      }
-      watch_.enqueue(context, std::move(touches), [digest, inputs, seed = plan.seed] {
-        std::uint32_t value = seed;
-        for (const auto& bytes : inputs) {
-          for (const std::byte byte : bytes) {
-            value = taintpool::model::kernel_digest_step(value, static_cast<std::uint8_t>(byte));
-          }
-        }
-        *digest = value;
-      });
-    }
-    if (context.writes() == 0) {
-      return;
-    }
-    struct Piece {
-      std::span<std::byte> bytes;
-      std::size_t output;
-      std::uint64_t position;
-    };
-    std::vector<Piece> pieces;
-    if (plan.kind == BodyKind::wrote_only) {
-      for (const WrittenRange& written : plan.written) {
-        if (written.output < context.writes() &&
-            written.range.end() <= context.write(written.output).size()) {
-          pieces.push_back(Piece{context.write(written.output)
-                                     .subspan(static_cast<std::size_t>(written.range.begin()),
-                                              static_cast<std::size_t>(written.range.size())),
-                                 written.output, written.range.begin()});
-        }
-      }
-    } else {
-      for (std::size_t index = 0; index < context.writes(); ++index) {
-        pieces.push_back(Piece{context.write(index), index, 0});
-      }
-    }
-    std::vector<ItemTouch> touches;
-    for (const Piece& piece : pieces) {
-      touches.push_back(ItemTouch{piece.bytes.data(), piece.bytes.data() + piece.bytes.size(), true,
-                                  context.write_binding(piece.output).allocation});
-    }
-    watch_.enqueue(context, std::move(touches), [digest, pieces, seed = plan.seed] {
-      for (const Piece& piece : pieces) {
-        for (std::size_t at = 0; at < piece.bytes.size(); ++at) {
-          piece.bytes[at] = static_cast<std::byte>(taintpool::model::kernel_output_byte(
-              **digest, seed, piece.output, piece.position + at));
-        }
-      }
-    });
   }
 
   /// write(stream, into, bytes): bytes from `seed`.
@@ -577,6 +426,8 @@ class StreamRig {
     }
   }
 
+  /// synchronize(), telling the model whether core discovered dropped
+  /// handles on the way (it does when it had stale bytes to taint).
   void synchronize() {
     const Ending ending = call([&] { device_.synchronize(); });
     expect(ending.how == Ending::How::returned, "D1",
@@ -657,6 +508,157 @@ class StreamRig {
     return std::find(live_streams_.begin(), live_streams_.end(), stream) != live_streams_.end();
   }
 
+  void expect_not_found(const Ending& ending, const char* what) const {
+    expect(ending.how == Ending::How::taintpool_exception && ending.kind == ErrorKind::NotFound,
+           "P3", [&] {
+             return std::string(what) +
+                    " on a stream not live here must be NotFound: " + ending.what;
+           });
+  }
+
+  /// Whether every binding resolves now (P3), as the model sees it.
+  bool valid(const std::vector<Binding>& reads, const std::vector<Binding>& writes) const {
+    for (const auto* set : {&reads, &writes}) {
+      for (const Binding& binding : *set) {
+        if (!model_.live(binding.allocation) ||
+            binding.range.end() > model_.size(binding.allocation)) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  LaunchContext launch_context(std::uint32_t stream, const std::vector<RaceFinding>& races,
+                               const LaunchResult& result, const Ending& ending) {
+    LaunchContext context;
+    if (ending.how == Ending::How::returned && result.status == LaunchStatus::Skipped &&
+        result.failure && result.needed) {
+      context.core_choice.emplace(*result.failure, *result.needed);
+    }
+    context.stream = stream;
+    if (detect_) {
+      context.races = races;
+    }
+    if (ending.how == Ending::How::returned) {
+      context.core_error = result.error;
+    }
+    context.core_failure_error = [this](FailureId id) { return device_.graph().error(id); };
+    return context;
+  }
+
+  void compare_launch(const Ending& ending, const LaunchResult& core, const ModelLaunch& model,
+                      const Logged& op) const {
+    if (!model.binding_errors.empty()) {
+      expect(ending.how == Ending::How::taintpool_exception &&
+                 std::find(model.binding_errors.begin(), model.binding_errors.end(), ending.kind) !=
+                     model.binding_errors.end(),
+             "P3", [&] { return show(op) + " must be refused: " + ending.what; });
+      return;
+    }
+    if (model.body_threw) {
+      expect(ending.how == Ending::How::body_exception, "S3",
+             [&] { return show(op) + ": the body's exception must reach the caller"; });
+      return;
+    }
+    expect(ending.how == Ending::How::returned, "P3/S3",
+           [&] { return show(op) + " threw: " + ending.what; });
+    expect(model.choice_acceptable, "S1/T3",
+           [&] { return show(op) + ": core's skip root is not one S1 allows"; });
+    expect(model.race_wording.empty(), "O4", [&] {
+      return show(op) + ": " + (model.race_wording.empty() ? "" : model.race_wording.front());
+    });
+    const LaunchResult& expected = model.result;
+    expect(core.status == expected.status && core.failure == expected.failure &&
+               core.needed == expected.needed && core.error == expected.error,
+           "S1/S2/S4/S6/O4", [&] {
+             auto text = [](const LaunchResult& result) {
+               return std::to_string(static_cast<int>(result.status)) + " failure " +
+                      (result.failure ? to_string(*result.failure) : "none") + " needed " +
+                      (result.needed ? to_string(*result.needed) : "none") + " error " +
+                      (result.error ? to_string(*result.error) : "none");
+             };
+             return show(op) + ": launch result\n  core:  " + text(core) +
+                    "\n  model: " + text(expected);
+           });
+  }
+
+  /// After a launch or host write: the races core counted (O4), and what
+  /// the stream model needs to know.
+  void after_launch(bool queued, const std::vector<RaceFinding>& races, std::uint64_t counted) {
+    watch_.end_launch(queued);
+    if (detect_ && queued) {
+      const std::uint64_t now = device_.stream_stats().races_detected;
+      expect((now != counted) == !races.empty(), "O4", [&] {
+        return "core counted " + std::to_string(now - counted) + " races, the model found " +
+               std::to_string(races.size());
+      });
+    }
+  }
+
+  /// What a body queues: one item reading its inputs into a digest, one
+  /// writing its outputs (for S6 only the ranges it names), so another
+  /// stream's work can land in between.
+  void enqueue_work(const KernelContext& context, const BodyPlan& plan) {
+    auto digest = std::make_shared<std::optional<std::uint32_t>>(std::uint32_t{plan.seed});
+    if (context.reads() != 0) {
+      std::vector<ItemTouch> touches;
+      std::vector<std::span<const std::byte>> inputs;
+      for (std::size_t index = 0; index < context.reads(); ++index) {
+        const std::span<const std::byte> bytes = context.read(index);
+        inputs.push_back(bytes);
+        touches.push_back(ItemTouch{bytes.data(), bytes.data() + bytes.size(), false,
+                                    context.read_binding(index).allocation});
+      }
+      watch_.enqueue(context, std::move(touches), [digest, inputs, seed = plan.seed] {
+        std::uint32_t value = seed;
+        for (const auto& bytes : inputs) {
+          for (const std::byte byte : bytes) {
+            value = taintpool::model::kernel_digest_step(value, static_cast<std::uint8_t>(byte));
+          }
+        }
+        *digest = value;
+      });
+    }
+    if (context.writes() == 0) {
+      return;
+    }
+    struct Piece {
+      std::span<std::byte> bytes;
+      std::size_t output;
+      std::uint64_t position;
+    };
+    std::vector<Piece> pieces;
+    if (plan.kind == BodyKind::wrote_only) {
+      for (const WrittenRange& written : plan.written) {
+        if (written.output < context.writes() &&
+            written.range.end() <= context.write(written.output).size()) {
+          pieces.push_back(Piece{context.write(written.output)
+                                     .subspan(static_cast<std::size_t>(written.range.begin()),
+                                              static_cast<std::size_t>(written.range.size())),
+                                 written.output, written.range.begin()});
+        }
+      }
+    } else {
+      for (std::size_t index = 0; index < context.writes(); ++index) {
+        pieces.push_back(Piece{context.write(index), index, 0});
+      }
+    }
+    std::vector<ItemTouch> touches;
+    for (const Piece& piece : pieces) {
+      touches.push_back(ItemTouch{piece.bytes.data(), piece.bytes.data() + piece.bytes.size(), true,
+                                  context.write_binding(piece.output).allocation});
+    }
+    watch_.enqueue(context, std::move(touches), [digest, pieces, seed = plan.seed] {
+      for (const Piece& piece : pieces) {
+        for (std::size_t at = 0; at < piece.bytes.size(); ++at) {
+          piece.bytes[at] = static_cast<std::byte>(taintpool::model::kernel_output_byte(
+              **digest, seed, piece.output, piece.position + at));
+        }
+      }
+    });
+  }
+
   /// What the watch found during the op, and the stream stats.
   void verdicts() {
     if (auto violation = watch_.violation()) {
@@ -722,11 +724,13 @@ class StreamRig {
     }
   }
 
-  struct Arena {
-    alignas(256) std::array<std::byte, kArenaBytes> bytes;
-  };
+  /// The arena's block: one per thread, reused by every rig on it (a rig
+  /// per fuzz input; zeroing or allocating 8 KiB each time is waste).
+  static std::span<std::byte> arena() {
+    alignas(256) static thread_local std::array<std::byte, kArenaBytes> bytes;
+    return bytes;
+  }
 
-  std::unique_ptr<Arena> arena_;
   ArenaStorage storage_;
   DeferredHostBackend queues_;
   StreamWatch watch_;
