@@ -704,11 +704,18 @@ std::optional<std::uint64_t> DeviceModel::attribute(const Late& late) {
     throw std::logic_error("model: a late failure of launch " + std::to_string(late.launch) +
                            ", which is not remembered");
   }
-  if (origin->status != LaunchStatus::Ran) {
-    return std::nullopt; // Its outputs carry the failure that stopped it already.
+  // A race reaching a reader that failed after writing some bytes (S2):
+  // those bytes are stale. Otherwise a launch no longer standing as "ran"
+  // carries a failure on its outputs already.
+  const bool raced_partial = origin->status == LaunchStatus::Failed &&
+                             late.error.kind() == ErrorKind::Race &&
+                             std::any_of(origin->released.begin(), origin->released.end(),
+                                         [](const Binding& bytes) { return !bytes.range.empty(); });
+  if (origin->status != LaunchStatus::Ran && !raced_partial) {
+    return std::nullopt;
   }
   Bytes stale;
-  for (const Binding& output : origin->writes) {
+  for (const Binding& output : raced_partial ? origin->released : origin->writes) {
     add(stale, output);
   }
   std::size_t ignored = 0;
@@ -723,6 +730,9 @@ std::optional<std::uint64_t> DeviceModel::attribute(const Late& late) {
   const std::uint64_t failure =
       mint(Error(named.kind(), named.message() + " (reported when the device synchronised)"));
   origin->status = LaunchStatus::Failed;
+  if (raced_partial) {
+    origin->released.clear(); // Claimed now.
+  }
 
   for (auto later = std::next(origin); later != log_.end(); ++later) {
     const Binding* needed = nullptr;

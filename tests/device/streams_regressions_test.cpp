@@ -243,6 +243,36 @@ TEST(StreamRegressions, O4_AWriteRacesWithAReaderALaterWriteOnItsStreamOverwrote
   }
 }
 
+TEST(StreamRegressions, O4_AWriteAfterAFailedReadersPartialOutputTaintsWhatItReportedWritten) {
+  // A launch reads x, writes y and fails having written all of y (S2: y is
+  // released). An unordered write of x on another stream may land before
+  // the read. The race reached the reader as a late failure, which was
+  // dropped because the reader had failed already — but y was released and
+  // computed from the other write's bytes.
+  for (std::uint64_t seed = 0; seed < kSeeds; ++seed) {
+    DeferredHostBackend backend;
+    backend.set_seed(seed);
+    Device device(backend, DeviceOptions{std::nullopt, StreamOrdering::Detect});
+    const StreamId side = device.create_stream();
+    Allocation x = device.create_buffer(16);
+    Allocation y = device.create_buffer(16);
+    device.write(x.whole(), bytes_of(16, 10));
+    const LaunchResult reader = device.launch(
+        "y = x + 1, then fail", {x.whole()}, {y.whole()}, [&backend](const KernelContext& context) {
+          static_cast<void>(add_later(backend, 1)(context));
+          return LaunchOutcome::partial(Error::launch("late trouble"),
+                                        {WrittenRange{0, ByteRange::of(0, 16)}});
+        });
+    ASSERT_EQ(reader.status, LaunchStatus::Failed);
+    static_cast<void>(device.launch(side, "refill x", {}, {x.whole()}, fill_later(backend, 99)));
+    std::vector<std::byte> out(16);
+    const ReadOutcome read = device.read(y.whole(), out);
+    if (read.ok()) {
+      EXPECT_EQ(out, bytes_of(16, 11)) << "seed " << seed << ": a clean read of wrong bytes";
+    }
+  }
+}
+
 /// Host pages that are never given back to the system: a page the pool
 /// returns is filled with a poison byte and kept, so a write into it after
 /// its return shows up as the poison gone.

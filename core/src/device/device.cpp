@@ -848,8 +848,14 @@ void Device::attribute(const LateFailure& late) {
                            " failed, but it was confirmed already (a backend must keep a "
                            "checked launch unconfirmed until it reports it)");
   }
-  if (origin->status != LaunchStatus::Ran) {
-    return; // Its outputs already carry the failure that stopped it.
+  // A race (O4) that reaches a reader which failed having written some
+  // bytes (S2) makes those bytes stale: they were computed from what the
+  // racing write may have changed. Any other late failure of a launch that
+  // no longer stands as "ran" is moot: its outputs carry a failure already.
+  const bool raced_partial = origin->status == LaunchStatus::Failed &&
+                             late.error.kind() == ErrorKind::Race && !origin->released.empty();
+  if (origin->status != LaunchStatus::Ran && !raced_partial) {
+    return;
   }
   // Two phases, so that running out of memory halfway leaves nothing half
   // done that a retry would not redo: first the plan (the stale bytes, the
@@ -857,8 +863,9 @@ void Device::attribute(const LateFailure& late) {
   // graph and the taints, and last the log's statuses, which cannot throw.
 
   // The stale bytes: the write set, less what the kernel says it finished
-  // (untrusted: a range outside its output is ignored, S2).
-  std::vector<Binding> stale = origin->writes;
+  // (untrusted: a range outside its output is ignored, S2) — or, for the
+  // raced partial reader, the bytes it reported written.
+  std::vector<Binding> stale = raced_partial ? origin->released : origin->writes;
   std::size_t ignored = 0;
   for (const WrittenRange& written : late.written) {
     if (written.output >= origin->writes.size() ||
@@ -936,6 +943,9 @@ void Device::attribute(const LateFailure& late) {
     throw;
   }
   origin->status = LaunchStatus::Failed;
+  if (raced_partial) {
+    origin->released.clear(); // Claimed now: a later race finds them carried.
+  }
   for (Joined& each : joined) {
     if (each.launch->status == LaunchStatus::Ran) {
       each.launch->status = LaunchStatus::Failed;

@@ -48,17 +48,17 @@
 // every unordered earlier *reader* whose outputs a write of this launch may
 // have changed under it gets a Race late failure, oldest reader first, exactly
 // as a late failure at synchronize (below) — dropped when that launch no
-// longer stands as "ran". After the body, unless it threw: if the launch read
-// bytes an unordered launch wrote, everything it produced (its write set if
-// it ran, else the bytes it reported written, S2) is claimed by one new Race
-// failure; else, if it wrote bytes an unordered launch also wrote, only those
-// of its produced bytes; and the launch then reports Failed with that error.
-// The wording of a Race message has run-grain detail core chooses (which
-// conflict it names first, how many more it counts); the model checks it
-// names the launch, its stream, one of the conflicts it found, and bytes
-// inside that conflict, then follows core's text.
-// In detect mode a byte's value is only promised where it carries no
-// failure: a race may have changed it, and then it is claimed.
+// longer stands as "ran", unless it failed having reported bytes written
+// (S2): those were computed from what the write may have changed, so they
+// are the stale set (and the replay runs from them). After the body, unless it threw: if the launch
+// read bytes an unordered launch wrote, everything it produced (its write set if it ran, else the
+// bytes it reported written, S2) is claimed by one new Race failure; else, if it wrote bytes an
+// unordered launch also wrote, only those of its produced bytes; and the launch then reports Failed
+// with that error. The wording of a Race message has run-grain detail core chooses (which conflict
+// it names first, how many more it counts); the model checks it names the launch, its stream, one
+// of the conflicts it found, and bytes inside that conflict, then follows core's text. In detect
+// mode a byte's value is only promised where it carries no failure: a race may have changed it, and
+// then it is claimed.
 //
 // Late failures (an asynchronous device, DeferredHostBackend), in the model's
 // own words. Every launch since the last synchronize is remembered with its
