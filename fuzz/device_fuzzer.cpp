@@ -168,6 +168,8 @@ std::string show_plan(const BodyPlan& plan) {
     return "check";
   case BodyKind::fail_late:
     return "fail_later {" + to_string(plan.error) + "} written " + show_written(plan.written);
+  case BodyKind::wrote_only: // Not decoded here: stream_fuzzer covers S6.
+    return "wrote_only " + show_written(plan.written);
   }
   return "?";
 }
@@ -604,6 +606,8 @@ class Harness {
       case BodyKind::fail_late:
         backend_.fail_later(context, plan.error, plan.written);
         return LaunchOutcome::success();
+      case BodyKind::wrote_only: // Not decoded here (this body writes every output).
+        throw std::logic_error("device_fuzzer: wrote_only bodies are stream_fuzzer's");
       }
       return LaunchOutcome::success();
     };

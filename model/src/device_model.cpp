@@ -115,7 +115,7 @@ std::uint64_t DeviceModel::mint(Error error) {
   return id;
 }
 
-void DeviceModel::bury(std::optional<std::uint64_t> keep) {
+void DeviceModel::bury(std::span<const std::uint64_t> keep) {
   std::set<std::uint64_t> named;
   for (const Allocation& allocation : allocations_) {
     if (allocation.state == State::gone) {
@@ -128,7 +128,8 @@ void DeviceModel::bury(std::optional<std::uint64_t> keep) {
     }
   }
   for (auto it = failures_.begin(); it != failures_.end();) {
-    if (named.count(it->first) == 0 && (!keep || *keep != it->first)) {
+    if (named.count(it->first) == 0 &&
+        std::find(keep.begin(), keep.end(), it->first) == keep.end()) {
       it = failures_.erase(it);
     } else {
       ++it;
@@ -176,10 +177,19 @@ void DeviceModel::run_kernel(std::span<const Binding> reads, std::span<const Bin
 ModelLaunch DeviceModel::launch(std::string_view kernel, std::span<const Binding> reads,
                                 std::span<const Binding> writes, const BodyPlan& plan,
                                 std::optional<std::pair<FailureId, AllocationId>> core_choice) {
-  return launch_impl(kernel, reads, writes, plan, core_choice, nullptr);
+  LaunchContext context;
+  context.core_choice = core_choice;
+  return launch_impl(kernel, reads, writes, plan, context, nullptr);
 }
 
-ModelLaunch DeviceModel::write(const Binding& into, std::span<const std::byte> bytes) {
+ModelLaunch DeviceModel::launch(std::string_view kernel, std::span<const Binding> reads,
+                                std::span<const Binding> writes, const BodyPlan& plan,
+                                const LaunchContext& context) {
+  return launch_impl(kernel, reads, writes, plan, context, nullptr);
+}
+
+ModelLaunch DeviceModel::write(const Binding& into, std::span<const std::byte> bytes,
+                               const LaunchContext& context) {
   if (bytes.size() != into.range.size()) {
     // Refused before the launch: nothing is discovered, no number is used.
     ModelLaunch refused;
@@ -187,7 +197,7 @@ ModelLaunch DeviceModel::write(const Binding& into, std::span<const std::byte> b
     return refused;
   }
   const std::vector<std::byte> copy(bytes.begin(), bytes.end());
-  return launch_impl("host write", {}, std::span<const Binding>(&into, 1), BodyPlan{}, std::nullopt,
+  return launch_impl("host write", {}, std::span<const Binding>(&into, 1), BodyPlan{}, context,
                      &copy);
 }
 
@@ -218,8 +228,9 @@ std::vector<AllocationId> distinct_allocations(std::span<const Binding> bindings
 
 ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Binding> reads,
                                      std::span<const Binding> writes, const BodyPlan& plan,
-                                     std::optional<std::pair<FailureId, AllocationId>> core_choice,
+                                     const LaunchContext& context,
                                      const std::vector<std::byte>* host_bytes) {
+  const auto& core_choice = context.core_choice;
   ModelLaunch out;
   discover(); // A launch sweeps first.
   // P3: every binding is checked before anything happens.
@@ -276,9 +287,11 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
     out.result.needed = choice.second;
   } else if (writes.empty()) {
     // Nothing claimed, nothing minted: a failure is only reported.
+    race_readers(launch, kernel, context, out);
     switch (plan.kind) {
     case BodyKind::succeed:
     case BodyKind::check:
+    case BodyKind::wrote_only:
       break;
     case BodyKind::fail_late:
       late_.push_back(Late{launch, plan.error, plan.written});
@@ -294,12 +307,29 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
       break;
     }
   } else {
+    race_readers(launch, kernel, context, out);
+    // S6: what the write set held before, per output byte, in case the body
+    // names the only ranges it wrote; those failures live through the scope.
+    std::vector<std::vector<std::uint64_t>> prior;
+    std::vector<std::uint64_t> held;
+    for (const Binding& output : writes) {
+      const Allocation& allocation = allocations_[output.allocation.raw() - 1];
+      prior.emplace_back(
+          allocation.writer.begin() + static_cast<std::ptrdiff_t>(output.range.begin()),
+          allocation.writer.begin() + static_cast<std::ptrdiff_t>(output.range.end()));
+      for (const std::uint64_t writer : prior.back()) {
+        if (writer != 0) {
+          held.push_back(writer);
+        }
+      }
+    }
     // Enter: a provisional TornDown failure claims the whole write set (S1).
     const std::uint64_t provisional = mint(Error::torn_down());
     for (const Binding& output : writes) {
       set_writer(output, provisional);
     }
-    bury(provisional);
+    held.push_back(provisional);
+    bury(held);
     // The body runs and writes its bytes, whatever it then says.
     if (host_bytes != nullptr) {
       Allocation& target = allocations_[writes[0].allocation.raw() - 1];
@@ -307,10 +337,35 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
         target.value.at(writes[0].range.begin() + at) =
             static_cast<std::uint8_t>((*host_bytes)[at]);
       }
+    } else if (plan.kind == BodyKind::wrote_only) {
+      write_named(reads, writes, plan);
     } else {
       run_kernel(reads, writes, plan.seed);
     }
     switch (plan.kind) {
+    case BodyKind::wrote_only: {
+      // S6: the valid named ranges are released, on every output of their
+      // allocation; every other byte goes back to its writer before.
+      std::vector<Binding> named;
+      for (const WrittenRange& written : plan.written) {
+        if (valid_written(written, writes) && !written.range.empty()) {
+          named.push_back(written_bytes(written, writes));
+          released.push_back(named.back());
+        }
+      }
+      for (std::size_t output = 0; output < writes.size(); ++output) {
+        const Binding& binding = writes[output];
+        Allocation& allocation = allocations_[binding.allocation.raw() - 1];
+        for (std::uint64_t byte = binding.range.begin(); byte < binding.range.end(); ++byte) {
+          const bool wrote = std::any_of(named.begin(), named.end(), [&](const Binding& bytes) {
+            return bytes.allocation == binding.allocation && bytes.range.begin() <= byte &&
+                   byte < bytes.range.end();
+          });
+          allocation.writer[byte] = wrote ? 0 : prior[output][byte - binding.range.begin()];
+        }
+      }
+      break;
+    }
     case BodyKind::succeed:
     case BodyKind::check:
     case BodyKind::fail_late:
@@ -356,10 +411,263 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
       out.result.failure = FailureId::from_raw(provisional);
     }
   }
+  if (status != LaunchStatus::Skipped && !out.body_threw) {
+    race_outputs(launch, kernel, writes, released, context, status, out);
+  }
   log_.push_back(Logged{launch, std::string(kernel), status,
                         std::vector<Binding>(reads.begin(), reads.end()),
                         std::vector<Binding>(writes.begin(), writes.end()), std::move(released)});
   return out;
+}
+
+// ------------------------------------------------------------ S6, O4
+
+void DeviceModel::write_named(std::span<const Binding> reads, std::span<const Binding> writes,
+                              const BodyPlan& plan) {
+  // Like run_kernel, but only the valid named ranges, in the order named.
+  std::uint32_t digest = plan.seed;
+  bool known = true;
+  for (const Binding& read : reads) {
+    const Allocation& allocation = allocations_.at(read.allocation.raw() - 1);
+    for (std::uint64_t byte = read.range.begin(); byte < read.range.end(); ++byte) {
+      if (!allocation.value.at(byte)) {
+        known = false;
+      } else {
+        digest = kernel_digest_step(digest, *allocation.value[byte]);
+      }
+    }
+  }
+  for (const WrittenRange& written : plan.written) {
+    if (!valid_written(written, writes)) {
+      continue;
+    }
+    const Binding& output = writes[written.output];
+    Allocation& allocation = allocations_.at(output.allocation.raw() - 1);
+    for (std::uint64_t position = written.range.begin(); position < written.range.end();
+         ++position) {
+      allocation.value.at(output.range.begin() + position) =
+          known ? std::optional<std::uint8_t>(
+                      kernel_output_byte(digest, plan.seed, written.output, position))
+                : std::nullopt;
+    }
+  }
+}
+
+std::string DeviceModel::kernel_of(std::uint64_t launch) const {
+  for (const Logged& logged : log_) {
+    if (logged.launch == launch) {
+      return logged.kernel;
+    }
+  }
+  return "?";
+}
+
+namespace {
+
+/// Whether `text` is `head` + "a, b)" + `tail` (+ `extra` when given), with
+/// [a, b) a non-empty range inside `within`.
+bool worded(const std::string& text, const std::string& head, const std::string& tail,
+            ByteRange within, bool more_allowed) {
+  if (text.compare(0, head.size(), head) != 0) {
+    return false;
+  }
+  std::size_t at = head.size();
+  auto number = [&](std::uint64_t& value) {
+    const std::size_t from = at;
+    value = 0;
+    while (at < text.size() && text[at] >= '0' && text[at] <= '9') {
+      value = value * 10 + static_cast<std::uint64_t>(text[at] - '0');
+      ++at;
+    }
+    return at != from;
+  };
+  std::uint64_t begin = 0;
+  std::uint64_t end = 0;
+  if (!number(begin) || text.compare(at, 2, ", ") != 0) {
+    return false;
+  }
+  at += 2;
+  if (!number(end) || text.compare(at, 1, ")") != 0) {
+    return false;
+  }
+  at += 1;
+  if (!(within.begin() <= begin && begin < end && end <= within.end())) {
+    return false;
+  }
+  if (text.compare(at, tail.size(), tail) != 0) {
+    return false;
+  }
+  at += tail.size();
+  if (at == text.size()) {
+    return true;
+  }
+  // "; and K more such conflicts": how many, core's run grain decides.
+  const std::string more = "; and ";
+  std::uint64_t count = 0;
+  if (!more_allowed || text.compare(at, more.size(), more) != 0) {
+    return false;
+  }
+  at += more.size();
+  return number(count) && count != 0 && text.substr(at) == " more such conflicts";
+}
+
+} // namespace
+
+void DeviceModel::race_readers(std::uint64_t launch, std::string_view kernel,
+                               const LaunchContext& context, ModelLaunch& out) {
+  // O4, write after read: every unordered earlier reader, oldest first.
+  std::vector<std::uint64_t> readers;
+  for (const RaceFinding& race : context.races) {
+    if (race.kind == RaceKind::write_after_read &&
+        std::find(readers.begin(), readers.end(), race.earlier) == readers.end()) {
+      readers.push_back(race.earlier);
+    }
+  }
+  std::sort(readers.begin(), readers.end());
+  static_cast<void>(kernel);
+  for (const std::uint64_t reader : readers) {
+    const std::string reader_kernel = kernel_of(reader);
+    const std::optional<std::uint64_t> failure =
+        attribute(Late{reader, Error::race("(core's wording)"), {}});
+    if (!failure || failures_.count(*failure) == 0) {
+      continue; // Dropped, or it claimed nothing: no message survives.
+    }
+    const Error* core = context.core_failure_error
+                            ? context.core_failure_error(FailureId::from_raw(*failure))
+                            : nullptr;
+    if (core == nullptr) {
+      // Gone by the end of the launch (its bytes were rewritten): no wording
+      // survives to check; the graph comparison checks the model drops it too.
+      continue;
+    }
+    bool ok = false;
+    for (const RaceFinding& race : context.races) {
+      if (race.kind != RaceKind::write_after_read || race.earlier != reader) {
+        continue;
+      }
+      const std::string head = reader_kernel + ": launch " + std::to_string(reader) + " (\"" +
+                               reader_kernel + "\") on stream " + std::to_string(race.stream) +
+                               " read " + to_string(race.allocation) + " bytes [";
+      const std::string tail =
+          " while launch " + std::to_string(launch) + " on stream " +
+          std::to_string(context.stream) +
+          " wrote them, with nothing ordering the two (detect mode queued no wait) (reported "
+          "when the device synchronised)";
+      ok =
+          core->kind() == ErrorKind::Race && worded(core->message(), head, tail, race.bytes, false);
+      if (ok) {
+        break;
+      }
+    }
+    if (!ok) {
+      out.race_wording.push_back(
+          "the write-after-read failure of launch " + std::to_string(reader) + " (" +
+          to_string(FailureId::from_raw(*failure)) + ") reads {" + to_string(*core) +
+          "}, naming none of the conflicts the model found");
+      continue;
+    }
+    failures_.at(*failure).error = *core;
+  }
+}
+
+void DeviceModel::race_outputs(std::uint64_t launch, std::string_view kernel,
+                               std::span<const Binding> writes, std::vector<Binding>& released,
+                               const LaunchContext& context, LaunchStatus& status,
+                               ModelLaunch& out) {
+  bool read_race = false;
+  bool write_race = false;
+  for (const RaceFinding& race : context.races) {
+    read_race = read_race || race.kind == RaceKind::read_after_write;
+    write_race = write_race || race.kind == RaceKind::write_after_write;
+  }
+  if (!read_race && !write_race) {
+    return;
+  }
+  // What it produced: its write set if it ran, else what it reported written.
+  std::vector<Binding> produced;
+  if (status == LaunchStatus::Ran) {
+    produced.assign(writes.begin(), writes.end());
+  } else {
+    produced = released;
+  }
+  const std::uint64_t failure = mint(Error::race("(core's wording)"));
+  for (const Binding& bytes : produced) {
+    Allocation& allocation = allocations_.at(bytes.allocation.raw() - 1);
+    for (std::uint64_t byte = bytes.range.begin(); byte < bytes.range.end(); ++byte) {
+      const bool suspect =
+          read_race ||
+          std::any_of(context.races.begin(), context.races.end(), [&](const RaceFinding& race) {
+            return race.kind == RaceKind::write_after_write &&
+                   race.allocation == bytes.allocation && race.bytes.begin() <= byte &&
+                   byte < race.bytes.end();
+          });
+      if (suspect) {
+        allocation.writer.at(byte) = failure;
+      }
+    }
+  }
+  // What it produced and the race does not claim stays released: a later
+  // race on this launch's reads makes those bytes stale (O4), so they are
+  // what its replay claims.
+  std::vector<Binding> unclaimed;
+  for (const Binding& bytes : produced) {
+    Allocation& allocation = allocations_.at(bytes.allocation.raw() - 1);
+    std::optional<std::uint64_t> run;
+    for (std::uint64_t byte = bytes.range.begin(); byte <= bytes.range.end(); ++byte) {
+      const bool at_end = byte == bytes.range.end();
+      const bool claimed = !at_end && allocation.writer.at(byte) == failure;
+      if (!at_end && !claimed && !run) {
+        run = byte;
+      } else if ((at_end || claimed) && run) {
+        unclaimed.push_back({bytes.allocation, ByteRange::of(*run, byte)});
+        run.reset();
+      }
+    }
+  }
+  released = std::move(unclaimed);
+  // The wording: core names one conflict of the first kind it met (reads are
+  // planned first), with bytes inside it.
+  bool ok = false;
+  const RaceKind first = read_race ? RaceKind::read_after_write : RaceKind::write_after_write;
+  const std::optional<Error>& core = context.core_error;
+  for (const RaceFinding& race : context.races) {
+    if (!core || race.kind != first) {
+      continue;
+    }
+    const std::string head = std::string(kernel) + " (launch " + std::to_string(launch) +
+                             " on stream " + std::to_string(context.stream) + ") " +
+                             (read_race ? "read " : "wrote ") + to_string(race.allocation) +
+                             " bytes [";
+    const std::string earlier = race.earlier == 0
+                                    ? "earlier work on stream " + std::to_string(race.stream) +
+                                          " (its memory's previous use there)"
+                                    : "launch " + std::to_string(race.earlier) + " (\"" +
+                                          kernel_of(race.earlier) + "\") on stream " +
+                                          std::to_string(race.stream);
+    const std::string tail =
+        " that " + earlier + " wrote, with nothing ordering the two (detect mode queued no wait)";
+    ok = core->kind() == ErrorKind::Race && worded(core->message(), head, tail, race.bytes, true);
+    if (ok) {
+      break;
+    }
+  }
+  Error error = Error::race("(core's wording)");
+  if (ok) {
+    error = *core;
+  } else {
+    out.race_wording.push_back("the Race failure of launch " + std::to_string(launch) + " reads {" +
+                               (core ? to_string(*core) : std::string("no error")) +
+                               "}, naming none of the conflicts the model found");
+  }
+  failures_.at(failure).error = error;
+  bury();
+  status = LaunchStatus::Failed;
+  out.result.status = status;
+  out.result.failure.reset();
+  if (failures_.count(failure) != 0) {
+    out.result.failure = FailureId::from_raw(failure);
+  }
+  out.result.error = std::move(error);
 }
 
 // ------------------------------------------------------------ late failures
@@ -408,18 +716,25 @@ void DeviceModel::synchronize(bool drops_discovered) {
   }
 }
 
-void DeviceModel::attribute(const Late& late) {
+std::optional<std::uint64_t> DeviceModel::attribute(const Late& late) {
   auto origin = std::find_if(log_.begin(), log_.end(),
                              [&](const Logged& logged) { return logged.launch == late.launch; });
   if (origin == log_.end()) {
     throw std::logic_error("model: a late failure of launch " + std::to_string(late.launch) +
                            ", which is not remembered");
   }
-  if (origin->status != LaunchStatus::Ran) {
-    return; // Its outputs carry the failure that stopped it already.
+  // A race reaching a reader that failed after writing some bytes (S2):
+  // those bytes are stale. Otherwise a launch no longer standing as "ran"
+  // carries a failure on its outputs already.
+  const bool raced_partial = origin->status == LaunchStatus::Failed &&
+                             late.error.kind() == ErrorKind::Race &&
+                             std::any_of(origin->released.begin(), origin->released.end(),
+                                         [](const Binding& bytes) { return !bytes.range.empty(); });
+  if (origin->status != LaunchStatus::Ran && !raced_partial) {
+    return std::nullopt;
   }
   Bytes stale;
-  for (const Binding& output : origin->writes) {
+  for (const Binding& output : raced_partial ? origin->released : origin->writes) {
     add(stale, output);
   }
   std::size_t ignored = 0;
@@ -434,6 +749,7 @@ void DeviceModel::attribute(const Late& late) {
   const std::uint64_t failure =
       mint(Error(named.kind(), named.message() + " (reported when the device synchronised)"));
   origin->status = LaunchStatus::Failed;
+  origin->released.clear(); // Claimed now: a later race on it is moot.
 
   for (auto later = std::next(origin); later != log_.end(); ++later) {
     const Binding* needed = nullptr;
@@ -451,6 +767,7 @@ void DeviceModel::attribute(const Late& late) {
         add(stale, output);
       }
       later->status = LaunchStatus::Failed;
+      later->released.clear(); // Claimed now: a later race on it is moot.
     } else if (needed != nullptr && later->status == LaunchStatus::Failed &&
                std::any_of(later->released.begin(), later->released.end(),
                            [](const Binding& bytes) { return !bytes.range.empty(); })) {
@@ -488,6 +805,7 @@ void DeviceModel::attribute(const Late& late) {
     }
   }
   bury();
+  return failure;
 }
 
 // ------------------------------------------------------------ reads
@@ -702,7 +1020,61 @@ std::string describe(const std::vector<SkipRecord>& records) {
 
 } // namespace
 
-std::optional<std::string> DeviceModel::mismatch(Device& device) const {
+std::optional<std::string>
+DeviceModel::compare_allocation(AllocationId id, std::uint64_t size,
+                                const std::vector<std::pair<FailureId, ByteRange>>& held,
+                                const std::byte* data, bool values) const {
+  const Allocation& model = allocations_[id.raw() - 1];
+  if (size != model.size) {
+    return to_string(id) + " has size " + std::to_string(size) + ", the model " +
+           std::to_string(model.size);
+  }
+  const auto expected = claims(id);
+  if (held != expected) {
+    return "D1: " + to_string(id) + " claims " + describe(held) + ", the model " +
+           describe(expected);
+  }
+  if (!values) {
+    return std::nullopt;
+  }
+  for (std::uint64_t byte = 0; byte < model.size; ++byte) {
+    if (detect_ && model.writer[byte] != 0) {
+      continue; // O4: a race may have changed it, and then it is claimed.
+    }
+    const auto value = static_cast<std::uint8_t>(data[byte]);
+    if (model.value[byte] && *model.value[byte] != value) {
+      return "D1/S1/O1: byte " + std::to_string(byte) + " of " + to_string(id) + " holds " +
+             std::to_string(value) + ", the model " + std::to_string(*model.value[byte]) +
+             " (a body ran, or did not, or ran out of order, against the model)";
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> DeviceModel::mismatch(Device& device, AllocationId allocation,
+                                                 bool values) const {
+  std::optional<std::string> difference;
+  bool held = false;
+  device.memory().for_each_allocation([&](const AllocationInfo& info) {
+    if (info.id != allocation) {
+      return;
+    }
+    held = true;
+    std::vector<std::pair<FailureId, ByteRange>> claims;
+    info.taint->for_each_claim(
+        [&](FailureId failure, ByteRange range) { claims.emplace_back(failure, range); });
+    difference = compare_allocation(info.id, info.size, claims, info.data, values);
+  });
+  const Allocation* model = find(allocation);
+  const bool model_holds = model != nullptr && model->state != State::gone;
+  if (held != model_holds) {
+    return "P1: the manager " + std::string(held ? "holds " : "does not hold ") +
+           to_string(allocation) + ", the model " + (model_holds ? "does" : "does not");
+  }
+  return difference;
+}
+
+std::optional<std::string> DeviceModel::mismatch(Device& device, bool values) const {
   // Allocations the manager holds, with their claims and bytes.
   struct Held {
     std::uint64_t size;
@@ -735,24 +1107,9 @@ std::optional<std::string> DeviceModel::mismatch(Device& device) const {
     return "P1: the manager holds allocations" + list(core_ids) + ", the model" + list(model_ids);
   }
   for (const auto& [raw, held] : core) {
-    const AllocationId id = AllocationId::from_raw(raw);
-    const Allocation& model = allocations_[raw - 1];
-    if (held.size != model.size) {
-      return to_string(id) + " has size " + std::to_string(held.size) + ", the model " +
-             std::to_string(model.size);
-    }
-    const auto expected = claims(id);
-    if (held.claims != expected) {
-      return "D1: " + to_string(id) + " claims " + describe(held.claims) + ", the model " +
-             describe(expected);
-    }
-    for (std::uint64_t byte = 0; byte < model.size; ++byte) {
-      const auto value = static_cast<std::uint8_t>(held.data[byte]);
-      if (model.value[byte] && *model.value[byte] != value) {
-        return "D1/S1: byte " + std::to_string(byte) + " of " + to_string(id) + " holds " +
-               std::to_string(value) + ", the model " + std::to_string(*model.value[byte]) +
-               " (a body ran, or did not, against the model)";
-      }
+    if (auto difference = compare_allocation(AllocationId::from_raw(raw), held.size, held.claims,
+                                             held.data, values)) {
+      return difference;
     }
   }
 

@@ -240,6 +240,8 @@ struct Launch : Command {
       case BodyKind::fail_late:
         sut.backend.fail_later(context, plan.error, plan.written);
         return LaunchOutcome::success();
+      case BodyKind::wrote_only: // Not generated here (this body writes every output).
+        throw std::logic_error("wrote_only bodies are the stream test's");
       }
       return LaunchOutcome::success();
     };

@@ -210,6 +210,7 @@ TEST(Streams, O1_HostWritesAndReadsOnAStreamAreOrderedLikeLaunches) {
     // (here, often the 50 an earlier seed wrote), which is no evidence.
     const Allocation x = device.create_buffer(bytes_of(8, 10));
     Allocation y = device.create_buffer(8);
+    device.write(x.whole(), bytes_of(8, 10)); // Fresh memory may hold anything (D1).
     ASSERT_TRUE(device.launch("y = x + 1", {x.whole()}, {y.whole()}, add_later(backend, 1)).ran());
     device.write(side, x.whole(), bytes_of(8, 50)); // Must not land before the read of x.
     std::vector<std::byte> out(8);

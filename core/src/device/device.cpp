@@ -313,8 +313,12 @@ LaunchResult Device::launch_locked(std::uint32_t slot, std::string_view kernel,
   // O1-O4. The plain case — every binding is homed on this stream and no
   // allocation has a cross-stream record — is ordered by the stream alone:
   // nothing to plan, wait for or pin (O2), and the work only takes its place
-  // in the queue.
-  const bool plain = !ordering || (!in.crosses && !out.crosses && !streams_.order().any_record());
+  // in the queue. Detect mode (O4) is never plain: a race is found between
+  // two accesses, so every access must leave its record, even one on its
+  // home stream with nothing recorded yet (records of completed work are
+  // pruned, so "no record" does not mean "no stream ever touched it").
+  const bool plain = !ordering || (!streams_.order().tracks_every_allocation() && !in.crosses &&
+                                   !out.crosses && !streams_.order().any_record());
   if (!plain) {
     order(slot, launch); // Waits queued (or races noted) before the work is.
   }
@@ -380,7 +384,11 @@ void Device::order(std::uint32_t slot, std::uint64_t launch) {
   // O4, write after read: the earlier reader may have seen this launch's
   // bytes, so its outputs, and what was computed from them since, are
   // suspect — attributed as a late failure of that launch, before this one
-  // runs (its own writes then land on top).
+  // runs (its own writes then land on top). Oldest reader first, as
+  // synchronize attributes late failures: one reader's failure may reach a
+  // later reader that consumed its outputs, and the order fixes which
+  // failure each byte ends up with. A reader named by several hazards keeps
+  // the first one's message (the rest find it failed already).
   for (const Hazard& hazard : hazards_) {
     streams_.count_race();
     if (hazard.conflict != Conflict::WriteAfterRead) {
@@ -398,8 +406,10 @@ void Device::order(std::uint32_t slot, std::uint64_t launch) {
                           " wrote them, with nothing ordering the two (detect mode queued no wait)";
     unattributed_.push_back(
         LateFailure{hazard.earlier.launch, Error::race(std::move(message)), {}});
-    attribute_queued();
   }
+  std::stable_sort(unattributed_.begin(), unattributed_.end(),
+                   [](const LateFailure& a, const LateFailure& b) { return a.launch > b.launch; });
+  attribute_queued();
 }
 
 void Device::commit(std::uint32_t slot, std::uint64_t launch) {
@@ -434,6 +444,32 @@ std::string Device::describe_work(const StreamPoint& point) const {
   }
   return text + " on " + stream;
 }
+
+namespace {
+
+bool overlaps(const Binding& a, const Binding& b) {
+  return a.allocation == b.allocation && a.range.overlaps(b.range);
+}
+
+/// Removes `cut`'s bytes from a set of bindings, splitting what it lands in.
+void subtract(std::vector<Binding>& set, const Binding& cut) {
+  std::vector<Binding> kept;
+  for (const Binding& held : set) {
+    if (!overlaps(held, cut)) {
+      kept.push_back(held);
+      continue;
+    }
+    if (held.range.begin() < cut.range.begin()) {
+      kept.push_back({held.allocation, ByteRange::of(held.range.begin(), cut.range.begin())});
+    }
+    if (cut.range.end() < held.range.end()) {
+      kept.push_back({held.allocation, ByteRange::of(cut.range.end(), held.range.end())});
+    }
+  }
+  set = std::move(kept);
+}
+
+} // namespace
 
 void Device::taint_races(std::string_view kernel, std::uint32_t slot, std::uint64_t launch,
                          LaunchResult& result) {
@@ -506,6 +542,15 @@ void Device::taint_races(std::string_view kernel, std::uint32_t slot, std::uint6
     throw;
   }
   graph_.prune(failure);
+  // What it produced and the race does not claim stays released: a later
+  // race on this launch's reads makes those bytes stale too (O4), so they
+  // are what a replay of it claims.
+  std::vector<Binding> unclaimed = std::move(produced);
+  for (const Binding& bytes : suspect) {
+    subtract(unclaimed, bytes);
+  }
+  std::erase_if(unclaimed, [](const Binding& bytes) { return bytes.range.empty(); });
+  released_ = std::move(unclaimed);
   result.status = LaunchStatus::Failed;
   result.failure.reset();
   if (graph_.contains(failure)) {
@@ -747,15 +792,7 @@ LaunchResult Device::enter(std::uint32_t slot, std::uint64_t launch, std::string
         drop_prior_claims();
         throw;
       }
-      for (const WrittenRange& written : outcome.written()) {
-        if (written.output < writes_.size() &&
-            written.range.end() <= writes_[written.output].range.size() && !written.range.empty()) {
-          const BoundBuffer& output = writes_[written.output];
-          released_.push_back(
-              {output.allocation, ByteRange::of(output.range.begin() + written.range.begin(),
-                                                output.range.begin() + written.range.end())});
-        }
-      }
+      note_named_ranges(outcome);
     } else {
       for (std::size_t index = 0; index < writes_.size(); ++index) {
         write_taints_[index]->written(writes_[index].range, graph_);
@@ -767,6 +804,20 @@ LaunchResult Device::enter(std::uint32_t slot, std::uint64_t launch, std::string
   }
   drop_prior_claims();
   return failed(provisional, kernel, outcome);
+}
+
+void Device::note_named_ranges(const LaunchOutcome& outcome) {
+  // S2/S6: a named range outside its output is ignored; an empty one names
+  // nothing.
+  for (const WrittenRange& written : outcome.written()) {
+    if (written.output < writes_.size() &&
+        written.range.end() <= writes_[written.output].range.size() && !written.range.empty()) {
+      const BoundBuffer& output = writes_[written.output];
+      released_.push_back(
+          {output.allocation, ByteRange::of(output.range.begin() + written.range.begin(),
+                                            output.range.begin() + written.range.end())});
+    }
+  }
 }
 
 LaunchResult Device::failed(FailureId provisional, std::string_view kernel,
@@ -874,32 +925,6 @@ void Device::log_if_unconfirmed(std::uint64_t launch, std::string_view kernel,
                               std::vector<Binding>(writes.begin(), writes.end()), released_, work});
 }
 
-namespace {
-
-bool overlaps(const Binding& a, const Binding& b) {
-  return a.allocation == b.allocation && a.range.overlaps(b.range);
-}
-
-/// Removes `cut`'s bytes from a set of bindings, splitting what it lands in.
-void subtract(std::vector<Binding>& set, const Binding& cut) {
-  std::vector<Binding> kept;
-  for (const Binding& held : set) {
-    if (!overlaps(held, cut)) {
-      kept.push_back(held);
-      continue;
-    }
-    if (held.range.begin() < cut.range.begin()) {
-      kept.push_back({held.allocation, ByteRange::of(held.range.begin(), cut.range.begin())});
-    }
-    if (cut.range.end() < held.range.end()) {
-      kept.push_back({held.allocation, ByteRange::of(cut.range.end(), held.range.end())});
-    }
-  }
-  set = std::move(kept);
-}
-
-} // namespace
-
 void Device::synchronize() {
   const Lock lock(*this, "synchronize");
   synchronize_locked();
@@ -949,8 +974,14 @@ void Device::attribute(const LateFailure& late) {
                            " failed, but it was confirmed already (a backend must keep a "
                            "checked launch unconfirmed until it reports it)");
   }
-  if (origin->status != LaunchStatus::Ran) {
-    return; // Its outputs already carry the failure that stopped it.
+  // A race (O4) that reaches a reader which failed having written some
+  // bytes (S2) makes those bytes stale: they were computed from what the
+  // racing write may have changed. Any other late failure of a launch that
+  // no longer stands as "ran" is moot: its outputs carry a failure already.
+  const bool raced_partial = origin->status == LaunchStatus::Failed &&
+                             late.error.kind() == ErrorKind::Race && !origin->released.empty();
+  if (origin->status != LaunchStatus::Ran && !raced_partial) {
+    return;
   }
   // Two phases, so that running out of memory halfway leaves nothing half
   // done that a retry would not redo: first the plan (the stale bytes, the
@@ -958,8 +989,9 @@ void Device::attribute(const LateFailure& late) {
   // graph and the taints, and last the log's statuses, which cannot throw.
 
   // The stale bytes: the write set, less what the kernel says it finished
-  // (untrusted: a range outside its output is ignored, S2).
-  std::vector<Binding> stale = origin->writes;
+  // (untrusted: a range outside its output is ignored, S2) — or, for the
+  // raced partial reader, the bytes it reported written.
+  std::vector<Binding> stale = raced_partial ? origin->released : origin->writes;
   std::size_t ignored = 0;
   for (const WrittenRange& written : late.written) {
     if (written.output >= origin->writes.size() ||
@@ -1037,12 +1069,13 @@ void Device::attribute(const LateFailure& late) {
     throw;
   }
   origin->status = LaunchStatus::Failed;
+  // Its stale bytes are claimed now, the whole write set or what it
+  // reported written: a later race on it finds them carried and is moot.
+  origin->released.clear();
   for (Joined& each : joined) {
-    if (each.launch->status == LaunchStatus::Ran) {
-      each.launch->status = LaunchStatus::Failed;
-    } else {
-      each.launch->released.clear();
-    }
+    // Its stale bytes are claimed now: a later race on it is moot.
+    each.launch->status = LaunchStatus::Failed;
+    each.launch->released.clear();
   }
   graph_.prune(failure);
 }

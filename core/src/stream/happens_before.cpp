@@ -68,8 +68,11 @@ void HappensBefore::plan_one(std::uint32_t stream, const StreamAccess& access, b
   }
   const Record* record = find(access.allocation);
   if (record == nullptr) {
-    if (access.home == stream) {
-      return; // Only its home stream touched it: queue order suffices.
+    if (access.home == stream || track_all_) {
+      // Only its home stream touched it: queue order suffices. Or every
+      // allocation is tracked, and one without a record has nothing
+      // outstanding (see materialise()).
+      return;
     }
     // As if the home stream wrote every byte at its tail (see the header).
     const StreamPoint home{access.home, seq_[access.home], 0};
@@ -85,9 +88,11 @@ void HappensBefore::plan_one(std::uint32_t stream, const StreamAccess& access, b
     }
     const ByteRange bytes = ByteRange::of(std::max(run.begin, access.range.begin()),
                                           std::min(run.end, access.range.end()));
-    if (run.writer.seq != 0 && !ordered_before(run.writer, stream)) {
-      hazards.push_back(Hazard{write ? Conflict::WriteAfterWrite : Conflict::ReadAfterWrite, write,
-                               binding, run.writer, access.allocation, bytes});
+    for (const StreamPoint& writer : run.writers) {
+      if (!ordered_before(writer, stream)) {
+        hazards.push_back(Hazard{write ? Conflict::WriteAfterWrite : Conflict::ReadAfterWrite,
+                                 write, binding, writer, access.allocation, bytes});
+      }
     }
     if (write) {
       for (const StreamPoint& reader : run.readers) {
@@ -123,22 +128,34 @@ void HappensBefore::completed(std::uint32_t stream, std::uint64_t seq) {
   completed_[stream] = std::max(completed_[stream], std::min(seq, seq_[stream]));
 }
 
-HappensBefore::Record& HappensBefore::materialise(const StreamAccess& access) {
+HappensBefore::Record& HappensBefore::materialise(const StreamAccess& access, bool creating) {
   const auto found = records_.find(access.allocation.raw());
   if (found != records_.end()) {
     return found->second;
   }
   Record record;
   record.home = access.home;
+  // The memory's earlier use: everything its home stream queued so far —
+  // except when every allocation is tracked and this one is not being
+  // created: its record was pruned because every access in it completed,
+  // or it was made while the Device had one stream, whose work the second
+  // stream's creation finished. Then nothing earlier is outstanding, and
+  // naming the home stream's tail would report its unrelated work as a
+  // race (O4).
+  const std::uint64_t earlier = creating || !track_all_ ? seq_[access.home] : 0;
   if (access.size != 0) {
-    record.runs.push_back(Run{0, access.size, StreamPoint{access.home, seq_[access.home], 0}, {}});
+    Run whole{0, access.size, {}, {}};
+    if (earlier != 0) {
+      whole.writers.push_back(StreamPoint{access.home, earlier, 0});
+    }
+    record.runs.push_back(std::move(whole));
   }
   return records_.emplace(access.allocation.raw(), std::move(record)).first->second;
 }
 
 void HappensBefore::created(const StreamAccess& allocation) {
   if (track_all_) {
-    static_cast<void>(materialise(allocation));
+    static_cast<void>(materialise(allocation, true));
   }
 }
 
@@ -173,16 +190,45 @@ StreamPoint HappensBefore::commit(std::uint32_t stream, std::uint64_t launch,
         (!track_all_ && access.home == stream && find(access.allocation) == nullptr)) {
       return;
     }
-    Record& record = materialise(access);
+    Record& record = materialise(access, false);
     const std::size_t first = split(record, access.range);
     for (std::size_t index = first;
          index < record.runs.size() && record.runs[index].begin < access.range.end(); ++index) {
       Run& run = record.runs[index];
       if (write) {
-        run.writer = point;
-        run.readers.clear();
+        // The earlier writers this write is ordered after are overwritten
+        // for good. One it is not ordered after raced with it (detect mode
+        // only: ordering mode waited for every one) and may still land
+        // later, so it stays a writer: the next access races with it too.
+        std::erase_if(run.writers,
+                      [&](const StreamPoint& writer) { return ordered_before(writer, stream); });
+        run.writers.push_back(point);
+        if (track_all_) {
+          // A read before this write may still run after a later write on
+          // another stream — even this launch's own read, or one this
+          // stream ordered before the write — so detect mode keeps every
+          // reader until it is known complete (O4).
+          std::erase_if(run.readers, [&](const StreamPoint& reader) {
+            return reader.seq <= completed_[reader.stream];
+          });
+        } else {
+          run.readers.clear(); // Ordering mode: waiting for this write waits for them.
+        }
         continue;
       }
+      if (track_all_) {
+        // Detect mode names every reader a later write races with (O4), so
+        // an older reader on the same stream stays until known complete.
+        std::erase_if(run.readers, [&](const StreamPoint& reader) {
+          return reader.seq <= completed_[reader.stream];
+        });
+        if (run.readers.empty() || !(run.readers.back() == point)) {
+          run.readers.push_back(point);
+        }
+        continue;
+      }
+      // Ordering mode: the newest reader per stream; waiting for it waits
+      // for the older ones (O2).
       const auto same =
           std::find_if(run.readers.begin(), run.readers.end(),
                        [&](const StreamPoint& reader) { return reader.stream == stream; });
@@ -195,7 +241,7 @@ StreamPoint HappensBefore::commit(std::uint32_t stream, std::uint64_t launch,
     // Neighbouring runs that now say the same thing become one.
     auto& runs = record.runs;
     for (std::size_t index = 1; index < runs.size();) {
-      if (runs[index - 1].writer == runs[index].writer &&
+      if (runs[index - 1].writers == runs[index].writers &&
           runs[index - 1].readers == runs[index].readers) {
         runs[index - 1].end = runs[index].end;
         runs.erase(runs.begin() + static_cast<std::ptrdiff_t>(index));
@@ -221,7 +267,8 @@ std::size_t HappensBefore::prune_completed() {
   };
   return std::erase_if(records_, [&](const auto& entry) {
     for (const Run& run : entry.second.runs) {
-      if (!complete(run.writer) || !std::all_of(run.readers.begin(), run.readers.end(), complete)) {
+      if (!std::all_of(run.writers.begin(), run.writers.end(), complete) ||
+          !std::all_of(run.readers.begin(), run.readers.end(), complete)) {
         return false;
       }
     }
@@ -260,16 +307,22 @@ void HappensBefore::check_invariants() const {
         fail("the runs of allocation " + std::to_string(allocation) + " do not tile it");
       }
       expected = run.end;
-      if (!valid(run.writer)) {
-        fail("a writer newer than its stream's tail");
+      for (const StreamPoint& writer : run.writers) {
+        if (!valid(writer) || writer.seq == 0) {
+          fail("a writer newer than its stream's tail, or at seq 0");
+        }
+      }
+      if (!track_all_ && run.writers.size() > 1) {
+        fail("two writers of one run in ordering mode (one was not waited for)");
       }
       for (std::size_t index = 0; index < run.readers.size(); ++index) {
         if (!valid(run.readers[index])) {
           fail("a reader newer than its stream's tail");
         }
         for (std::size_t other = index + 1; other < run.readers.size(); ++other) {
-          if (run.readers[index].stream == run.readers[other].stream) {
-            fail("two readers of one stream on one run");
+          if (run.readers[index] == run.readers[other] ||
+              (!track_all_ && run.readers[index].stream == run.readers[other].stream)) {
+            fail("two readers of one stream on one run in ordering mode, or one reader twice");
           }
         }
       }

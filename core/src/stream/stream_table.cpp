@@ -54,6 +54,14 @@ StreamId StreamTable::create() {
                                    "lane each); destroy one first"));
   }
   slot_of_.reserve(static_cast<std::size_t>(next_number_) + 1); // Before the stream exists.
+  if (!several_) {
+    // Until now the Device had one stream, which needs no ordering, so it
+    // counted nothing: work still queued on the default stream is unknown
+    // to HappensBefore, and the new stream's first launch would not wait
+    // for it (O1). Finishing it once, here, makes every earlier access
+    // complete, so nothing the bookkeeping never saw can conflict.
+    backend_.finish(handles_[0]);
+  }
   StreamHandle handle = backend_.create_stream();
   try {
     const std::uint32_t slot = order_.add_stream();

@@ -182,6 +182,8 @@ class Device {
   [[nodiscard]] StreamId default_stream() const noexcept { return streams_.default_stream(); }
   /// A new stream, made by the backend (O1). Throws Exception when the
   /// backend cannot make one, or when StreamTable::max_streams are live.
+  /// The first waits for the default stream's queued work: a Device with
+  /// one stream orders nothing and so records nothing to order by.
   [[nodiscard]] StreamId create_stream();
   /// Waits for the stream's work, then frees it; its allocations live on
   /// (their memory is reused by the next stream made). NotFound for a
@@ -374,6 +376,8 @@ class Device {
   /// The deferred claim of the fast path (every output clean): cannot
   /// allocate or throw.
   void claim_write_set(FailureId provisional);
+  /// A wrote_only outcome's valid, non-empty named ranges into released_.
+  void note_named_ranges(const LaunchOutcome& outcome);
   /// S1, S2: the failure a body returned replaces `provisional`.
   LaunchResult failed(FailureId provisional, std::string_view kernel, const LaunchOutcome& outcome);
   /// S3, inside the handler of a body's exception: `provisional` becomes a

@@ -19,6 +19,11 @@
 // the Device failed to order shows up as wrong bytes on a CPU. A body may
 // still write its outputs directly, at launch time, as on HostBackend.
 //
+// Pages. A page the pools give back to storage may be handed to anyone
+// next, so queued work must not touch it afterwards: storage() puts an
+// adaptor in front of the pages that runs every queued item before a page
+// goes back — as cudaFree waits for the device.
+//
 // For tests and fuzzers: bookkeeping allocates (std::function per item,
 // one marker per recorded event), which the real CUDA path avoids.
 #pragma once
@@ -30,6 +35,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace taintpool {
@@ -109,7 +115,32 @@ class DeferredHostBackend final : public HostBackend {
   /// Events recorded so far, and how many are in the pool unused.
   [[nodiscard]] std::size_t events_made() const noexcept { return events_.size(); }
 
+  /// The pages, behind the adaptor that runs every queued item before one
+  /// goes back (see above).
+  [[nodiscard]] Storage& storage() override { return pages_; }
+
  private:
+  /// HostBackend's storage, whose deallocate first runs every queue dry.
+  class FinishingStorage final : public Storage {
+   public:
+    FinishingStorage(Storage& pages, DeferredHostBackend& queues) noexcept
+        : pages_(pages)
+        , queues_(queues) {}
+    [[nodiscard]] std::uint64_t alignment() const noexcept override { return pages_.alignment(); }
+    [[nodiscard]] StorageHandle allocate(std::uint64_t size) override {
+      return pages_.allocate(size);
+    }
+    void deallocate(StorageHandle handle, std::uint64_t size) noexcept override;
+    [[nodiscard]] void* resolve(StorageHandle handle) const noexcept override {
+      return pages_.resolve(handle);
+    }
+    [[nodiscard]] std::string name() const override { return pages_.name(); }
+
+   private:
+    Storage& pages_;
+    DeferredHostBackend& queues_;
+  };
+
   struct Marker {
     bool done = false;
   };
@@ -131,6 +162,7 @@ class DeferredHostBackend final : public HostBackend {
   void run_until(const bool& flag);
   std::uint64_t next_random() noexcept;
 
+  FinishingStorage pages_{HostBackend::storage(), *this};
   std::vector<std::unique_ptr<Queue>> queues_; ///< [0] is the default stream.
   std::vector<std::unique_ptr<Event>> events_;
   std::vector<Event*> free_events_;

@@ -16,7 +16,11 @@
 //     finished work is before everything queued later, on any stream;
 //   * per allocation that more than one stream has touched, a record at byte
 //     grain: for each run of bytes, its last writer and, per stream, its
-//     newest reader since that write.
+//     newest reader since that write. In detect mode (every allocation
+//     tracked) races leave more behind, and all of it is kept: an earlier
+//     writer the last one raced with, and every reader not known complete,
+//     so each later access is checked against everything that may still
+//     run (O4).
 //
 // Why an allocation touched only by its home stream (the stream it was
 // allocated on) has no record: that is nearly every allocation, and stream
@@ -99,7 +103,9 @@ class HappensBefore {
   /// Keep a record for every allocation from its creation (created()), not
   /// only once a second stream touches it: what detect mode needs to name
   /// the earlier access of a race precisely (O4). Costs a record per
-  /// allocation and work per access.
+  /// allocation and work per access. An allocation with no record then has
+  /// no access outstanding (its record was pruned complete, or it predates
+  /// the second stream), so it plans no hazard.
   void track_every_allocation() noexcept { track_all_ = true; }
   /// Whether track_every_allocation() was asked for.
   [[nodiscard]] bool tracks_every_allocation() const noexcept { return track_all_; }
@@ -154,7 +160,8 @@ class HappensBefore {
 
   /// Queues one piece of work on `stream` (its seq is tail()+1) and records
   /// its accesses: reads join each byte's readers, writes become each byte's
-  /// writer and clear its readers. Returns the work's point. An access on
+  /// writer (keeping only earlier writers not ordered before it) and, in
+  /// ordering mode, clear its readers. Returns the work's point. An access on
   /// the allocation's home stream with no record leaves none (fast path).
   StreamPoint commit(std::uint32_t stream, std::uint64_t launch,
                      std::span<const StreamAccess> reads, std::span<const StreamAccess> writes);
@@ -177,7 +184,8 @@ class HappensBefore {
   std::size_t prune_completed();
 
   /// Every run of every record: sorted, disjoint, covering its allocation,
-  /// at most one reader per stream, no point newer than its stream's tail.
+  /// no point newer than its stream's tail; in ordering mode at most one
+  /// writer and one reader per stream.
   /// Throws std::logic_error naming the first violation.
   void check_invariants() const;
 
@@ -185,8 +193,14 @@ class HappensBefore {
   struct Run {
     std::uint64_t begin = 0;
     std::uint64_t end = 0;
-    StreamPoint writer;
-    std::vector<StreamPoint> readers; ///< At most one per stream.
+    /// The last write, and any earlier one it was not ordered after (they
+    /// raced: detect mode only), so a later access is checked against every
+    /// write that may still land. Empty: nothing outstanding.
+    std::vector<StreamPoint> writers;
+    /// Ordering mode: reads since the last write, the newest per stream.
+    /// Detect mode: every read not known complete, before the last write
+    /// or after, since a later write may race with each of them (O4).
+    std::vector<StreamPoint> readers;
   };
   struct Record {
     std::uint32_t home = 0;
@@ -194,7 +208,10 @@ class HappensBefore {
   };
 
   [[nodiscard]] const Record* find(AllocationId allocation) const;
-  Record& materialise(const StreamAccess& access);
+  /// The allocation's record, made if it has none: when `creating` (or
+  /// not every allocation is tracked), with its home stream's whole queue
+  /// so far as the writer of every byte; else with no earlier access.
+  Record& materialise(const StreamAccess& access, bool creating);
   /// Splits runs so that `range`'s ends are run boundaries; returns the
   /// index of the first run inside it.
   static std::size_t split(Record& record, ByteRange range);

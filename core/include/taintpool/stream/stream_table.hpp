@@ -65,6 +65,8 @@ class StreamTable {
   /// The default stream's id.
   [[nodiscard]] StreamId default_stream() const noexcept { return StreamId::of(device_, 0); }
   /// A new stream (QueueBackend::create_stream); at most max_streams live.
+  /// The first one blocks until the default stream's queued work completed
+  /// (once per table): nothing before it was counted, so it must be done.
   [[nodiscard]] StreamId create();
   /// Finishes the stream's work, drops its pins and frees it. The default
   /// stream cannot be destroyed (std::invalid_argument).

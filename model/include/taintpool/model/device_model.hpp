@@ -37,6 +37,29 @@
 // all empty; a skip mints none; a late failure on a launch that ran mints one
 // when it is attributed.
 //
+// S6: a body that succeeds naming the only ranges it wrote (wrote_only)
+// writes those bytes, which are released; every other byte of its write set
+// keeps the writer it had before the launch — a failure it held stays alive
+// through the scope for that.
+//
+// Streams and detect mode (O4). Which bytes a launch touched unordered is the
+// StreamModel's business (stream_model.hpp); in detect mode the harness hands
+// its findings to launch(). Then, after the skip check and before the body:
+// every unordered earlier *reader* whose outputs a write of this launch may
+// have changed under it gets a Race late failure, oldest reader first, exactly
+// as a late failure at synchronize (below) — dropped when that launch no
+// longer stands as "ran", unless it failed having reported bytes written
+// (S2): those were computed from what the write may have changed, so they
+// are the stale set (and the replay runs from them). After the body, unless it threw: if the launch
+// read bytes an unordered launch wrote, everything it produced (its write set if it ran, else the
+// bytes it reported written, S2) is claimed by one new Race failure; else, if it wrote bytes an
+// unordered launch also wrote, only those of its produced bytes; and the launch then reports Failed
+// with that error. The wording of a Race message has run-grain detail core chooses (which conflict
+// it names first, how many more it counts); the model checks it names the launch, its stream, one
+// of the conflicts it found, and bytes inside that conflict, then follows core's text. In detect
+// mode a byte's value is only promised where it carries no failure: a race may have changed it, and
+// then it is claimed.
+//
 // Late failures (an asynchronous device, DeferredHostBackend), in the model's
 // own words. Every launch since the last synchronize is remembered with its
 // verdict (ran / failed / skipped) and bindings. At synchronize, late
@@ -62,11 +85,13 @@
 #include <taintpool/device/launch.hpp>
 #include <taintpool/error.hpp>
 #include <taintpool/failure_id.hpp>
+#include <taintpool/model/stream_model.hpp>
 #include <taintpool/pool/allocation.hpp>
 #include <taintpool/report.hpp>
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -102,21 +127,38 @@ namespace taintpool::model {
 /// What a launch's body does. The harness's body does exactly this to core;
 /// the model does it to itself.
 enum class BodyKind : std::uint8_t {
-  succeed,   ///< Writes its outputs, returns success.
-  fail,      ///< Writes its outputs, returns failure(error) — partial(error, written)
-             ///< when `written` is non-empty (S2).
-  throws,    ///< Writes its outputs, then throws (S3).
-  check,     ///< DeferredHostBackend::check (unconfirmed until synchronize), success.
-  fail_late, ///< DeferredHostBackend::fail_later(error, written), success.
+  succeed,    ///< Writes its outputs, returns success.
+  fail,       ///< Writes its outputs, returns failure(error) — partial(error, written)
+              ///< when `written` is non-empty (S2).
+  throws,     ///< Writes its outputs, then throws (S3).
+  check,      ///< DeferredHostBackend::check (unconfirmed until synchronize), success.
+  fail_late,  ///< DeferredHostBackend::fail_later(error, written), success.
+  wrote_only, ///< Writes only the `written` ranges, returns wrote_only(written) (S6).
 };
 
 struct BodyPlan {
   BodyKind kind = BodyKind::succeed;
   Error error = Error::launch("");   ///< fail, fail_late.
-  std::vector<WrittenRange> written; ///< fail (S2), fail_late; untrusted.
+  std::vector<WrittenRange> written; ///< fail (S2), fail_late, wrote_only (S6); untrusted.
   bool std_exception = true;         ///< throws: std::runtime_error(what), else an int.
   std::string what = "boom";         ///< throws: the exception's message.
   std::uint8_t seed = 0;             ///< What it writes (kernel_output_byte).
+};
+
+/// What a launch on a Device with streams adds to launch(): where core's
+/// choices are, and what the stream model found.
+struct LaunchContext {
+  /// For a skip: the (root, needed) core named (see launch()).
+  std::optional<std::pair<FailureId, AllocationId>> core_choice;
+  /// The launch's stream (StreamId number), for Race messages.
+  std::uint32_t stream = 0;
+  /// Detect mode: the unordered conflicts StreamModel::begin() found.
+  std::span<const RaceFinding> races;
+  /// Core's LaunchResult::error, whose Race wording the model follows.
+  std::optional<Error> core_error;
+  /// Core's stored error of a failure (nullptr if none), whose Race wording
+  /// the model follows for write-after-read late failures.
+  std::function<const Error*(FailureId)> core_failure_error;
 };
 
 /// The model's verdict on one launch or host write.
@@ -134,6 +176,9 @@ struct ModelLaunch {
   /// Skipped: whether the choice the caller passed was among them (the
   /// model followed it if so, else the first acceptable pair).
   bool choice_acceptable = true;
+  /// O4: each Race message of core's that does not say what the model
+  /// found (empty when every one does).
+  std::vector<std::string> race_wording;
 };
 
 /// The model's verdict on a read (or stale_reports).
@@ -152,6 +197,11 @@ class DeviceModel {
  public:
   /// The number of skip records the graph keeps per failure (G7).
   static constexpr std::size_t kept_skip_records = 16;
+
+  /// `detect`: the Device runs in detect mode (O4): values are promised
+  /// only for bytes without a failure.
+  explicit DeviceModel(bool detect = false)
+      : detect_(detect) {}
 
   // ---- allocations and handles
 
@@ -177,8 +227,14 @@ class DeviceModel {
   ModelLaunch launch(std::string_view kernel, std::span<const Binding> reads,
                      std::span<const Binding> writes, const BodyPlan& plan,
                      std::optional<std::pair<FailureId, AllocationId>> core_choice = {});
-  /// write(into, bytes): a host write (S5).
-  ModelLaunch write(const Binding& into, std::span<const std::byte> bytes);
+  /// As above, on a Device with streams: `context` says core's choices and
+  /// the races StreamModel found (detect mode).
+  ModelLaunch launch(std::string_view kernel, std::span<const Binding> reads,
+                     std::span<const Binding> writes, const BodyPlan& plan,
+                     const LaunchContext& context);
+  /// write(into, bytes): a host write (S5). `context`: as for launch().
+  ModelLaunch write(const Binding& into, std::span<const std::byte> bytes,
+                    const LaunchContext& context = {});
   /// synchronize(): attributes every late failure (see the header comment).
   /// `drops_discovered`: whether core's manager discovered dropped handles
   /// during it (it does when it had stale bytes to taint).
@@ -221,11 +277,16 @@ class DeviceModel {
   [[nodiscard]] std::size_t pending_late_failures() const { return late_.size(); }
 
   /// The first observable difference between `device` and the model, or
-  /// nothing: every allocation the manager holds (ids, sizes, claims), every
-  /// live failure (error, tags, skips recorded, kept records), the graph's
-  /// size and next id. Reads only what does not change core's state (no
-  /// sweep).
-  [[nodiscard]] std::optional<std::string> mismatch(Device& device) const;
+  /// nothing: every allocation the manager holds (ids, sizes, claims, and
+  /// the bytes the model knows when `values`), every live failure (error,
+  /// tags, skips recorded, kept records), the graph's size and next id.
+  /// Reads only what does not change core's state (no sweep). Pass `values`
+  /// false while queued work may still change bytes.
+  [[nodiscard]] std::optional<std::string> mismatch(Device& device, bool values = true) const;
+  /// The same for one allocation (held by both, size, claims, values):
+  /// what to compare after an operation that touched it.
+  [[nodiscard]] std::optional<std::string> mismatch(Device& device, AllocationId allocation,
+                                                    bool values) const;
 
  private:
   enum class State : std::uint8_t { live, dropped, gone };
@@ -262,16 +323,28 @@ class DeviceModel {
   void discover();
   /// Liveness from the bytes: a failure no byte names is gone, except
   /// `keep` (the one an operation in progress holds).
-  void bury(std::optional<std::uint64_t> keep = std::nullopt);
+  void bury(std::span<const std::uint64_t> keep = {});
   std::uint64_t mint(Error error);
   void set_writer(const Binding& binding, std::uint64_t writer);
   void run_kernel(std::span<const Binding> reads, std::span<const Binding> writes,
                   std::uint8_t seed);
   ModelLaunch launch_impl(std::string_view kernel, std::span<const Binding> reads,
                           std::span<const Binding> writes, const BodyPlan& plan,
-                          std::optional<std::pair<FailureId, AllocationId>> core_choice,
-                          const std::vector<std::byte>* host_bytes);
-  void attribute(const Late& late);
+                          const LaunchContext& context, const std::vector<std::byte>* host_bytes);
+  /// The failure minted, if the late failure was not dropped.
+  std::optional<std::uint64_t> attribute(const Late& late);
+  void write_named(std::span<const Binding> reads, std::span<const Binding> writes,
+                   const BodyPlan& plan);
+  void race_readers(std::uint64_t launch, std::string_view kernel, const LaunchContext& context,
+                    ModelLaunch& out);
+  void race_outputs(std::uint64_t launch, std::string_view kernel, std::span<const Binding> writes,
+                    std::vector<Binding>& released, const LaunchContext& context,
+                    LaunchStatus& status, ModelLaunch& out);
+  [[nodiscard]] std::string kernel_of(std::uint64_t launch) const;
+  [[nodiscard]] std::optional<std::string>
+  compare_allocation(AllocationId id, std::uint64_t size,
+                     const std::vector<std::pair<FailureId, ByteRange>>& held,
+                     const std::byte* data, bool values) const;
   [[nodiscard]] bool touches(const Bytes& set, const Binding& binding) const;
   void add(Bytes& set, const Binding& binding) const;
   void remove(Bytes& set, const Binding& binding) const;
@@ -283,6 +356,7 @@ class DeviceModel {
   std::uint64_t next_launch_ = 1;
   std::vector<Logged> log_; ///< Every launch since the last synchronize.
   std::vector<Late> late_;  ///< Reported by bodies, attributed at synchronize.
+  bool detect_ = false;
 };
 
 /// "kernel: message" (or the kind's name when the message is empty), and a

@@ -1,0 +1,417 @@
+// The stream model's operations: every check is a loop over the bytes a
+// launch binds and each byte's touches, asking the node sets. See
+// stream_model.hpp for the rules in words.
+#include <taintpool/model/stream_model.hpp>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace taintpool::model {
+
+namespace {
+
+const char* kind_name(RaceKind kind) {
+  switch (kind) {
+  case RaceKind::read_after_write:
+    return "read after write";
+  case RaceKind::write_after_write:
+    return "write after write";
+  case RaceKind::write_after_read:
+    return "write after read";
+  }
+  return "?";
+}
+
+std::string describe(const RaceFinding& finding) {
+  return std::string(kind_name(finding.kind)) + " on " + to_string(finding.allocation) + " bytes " +
+         to_string(finding.bytes) + " (" + (finding.write ? "write" : "read") + " binding " +
+         std::to_string(finding.binding) + ") against " +
+         (finding.earlier == 0 ? std::string("the memory's earlier use")
+                               : "launch " + std::to_string(finding.earlier)) +
+         " on stream " + std::to_string(finding.stream);
+}
+
+} // namespace
+
+StreamModel::StreamModel(bool detect)
+    : detect_(detect) {
+  streams_.push_back(Stream{}); // The default stream, lane 0.
+  lanes_.push_back(0u);
+  lane_newest_.push_back(std::nullopt);
+}
+
+// ------------------------------------------------------------ streams
+
+void StreamModel::create_stream(std::uint32_t number) {
+  if (number != streams_.size()) {
+    throw std::logic_error("stream model: stream " + std::to_string(number) +
+                           " made out of turn (numbers count up from 0)");
+  }
+  // The lowest lane a destroyed stream left, else a new one.
+  std::uint32_t lane = 0;
+  while (lane < lanes_.size() && lanes_[lane].has_value()) {
+    ++lane;
+  }
+  if (lane == lanes_.size()) {
+    lanes_.push_back(std::nullopt);
+    lane_newest_.push_back(std::nullopt);
+  }
+  lanes_[lane] = number;
+  Stream stream;
+  stream.lane = lane;
+  streams_.push_back(std::move(stream));
+}
+
+void StreamModel::destroy_stream(std::uint32_t number) {
+  Stream& stream = streams_.at(number);
+  learn(number, stream.nodes.size()); // Destroying finishes it.
+  stream.live = false;
+  lanes_.at(stream.lane).reset();
+}
+
+// ------------------------------------------------------------ allocations
+
+std::optional<std::size_t> StreamModel::newest_in_lane(std::uint32_t lane) const {
+  return lane_newest_.at(lane);
+}
+
+void StreamModel::created(AllocationId allocation, std::uint64_t size, std::uint32_t stream) {
+  Allocation made;
+  made.lane = streams_.at(stream).lane;
+  made.size = size;
+  made.earlier_use = newest_in_lane(made.lane);
+  if (made.earlier_use && size != 0) {
+    made.touches.push_back(Touch{*made.earlier_use, true, true, ByteRange::of(0, size)});
+  }
+  allocations_[allocation.raw()] = std::move(made);
+}
+
+// ------------------------------------------------------------ queue events
+
+void StreamModel::recorded(const void* event, std::uint32_t stream) {
+  const Stream& on = streams_.at(stream);
+  Event made{stream, on.nodes.size(), on.waited, on.reach};
+  for (const std::size_t node : on.nodes) {
+    made.covers.set(node);
+    made.reaches.set(node);
+  }
+  events_[event] = std::move(made);
+  ++events_recorded_;
+}
+
+std::optional<std::string> StreamModel::waited(std::uint32_t stream, const void* event) {
+  ++waits_queued_;
+  const auto found = events_.find(event);
+  if (found == events_.end()) {
+    return "a wait on an event never recorded";
+  }
+  const Event& source = found->second;
+  std::optional<std::string> violation;
+  if (!open_ || open_->stream != stream) {
+    violation = "stream " + std::to_string(stream) + " waits for stream " +
+                std::to_string(source.stream) + " outside a launch on it";
+  } else if (detect_) {
+    violation = "O4: detect mode queued a wait (stream " + std::to_string(stream) + " for stream " +
+                std::to_string(source.stream) + ")";
+  } else if (std::find(open_->waited_on.begin(), open_->waited_on.end(), source.stream) !=
+             open_->waited_on.end()) {
+    violation = "O2: launch " + std::to_string(open_->launch) + " waits twice for stream " +
+                std::to_string(source.stream);
+  } else if (source.stream == stream) {
+    violation = "O2: launch " + std::to_string(open_->launch) + " waits for its own stream";
+  } else if (conflicts(*open_, source.stream, true).empty()) {
+    violation = "O2: launch " + std::to_string(open_->launch) + " on stream " +
+                std::to_string(stream) + " waits for stream " + std::to_string(source.stream) +
+                ", but no byte it binds has a conflicting access there not yet ordered before it";
+  }
+  if (open_) {
+    open_->waited_on.push_back(source.stream);
+  }
+  streams_.at(stream).waited.merge(source.covers);
+  streams_.at(stream).reach.merge(source.reaches);
+  return violation;
+}
+
+void StreamModel::done(const void* event) {
+  const auto found = events_.find(event);
+  if (found != events_.end()) {
+    learn(found->second.stream, found->second.count);
+  }
+}
+
+void StreamModel::finished(std::uint32_t stream) {
+  if (open_ && open_->stream == stream) {
+    // A host copy of the launch being made: the Device learns it once the
+    // launch is recorded, its pins taken (end()).
+    open_->finished = true;
+    return;
+  }
+  learn(stream, streams_.at(stream).nodes.size());
+}
+
+void StreamModel::synchronized() {
+  for (auto& [raw, allocation] : allocations_) {
+    allocation.touched_elsewhere = false;
+  }
+}
+
+void StreamModel::learn(std::uint32_t stream, std::size_t count) {
+  Stream& on = streams_.at(stream);
+  while (on.known < count && on.known < on.nodes.size()) {
+    const std::size_t node = on.nodes[on.known];
+    done_.set(node);
+    done_closed_.set(node);
+    done_closed_.merge(nodes_[node].before); // What ran before it ran too.
+    ++on.known;
+  }
+  release_pins(stream);
+}
+
+void StreamModel::release_pins(std::uint32_t stream) {
+  auto& pins = streams_.at(stream).pins;
+  std::size_t gone = 0;
+  while (gone < pins.size() && done_.test(pins[gone].node)) {
+    released_pins_.push_back(pins[gone].allocation);
+    ++gone;
+  }
+  pins.erase(pins.begin(), pins.begin() + static_cast<std::ptrdiff_t>(gone));
+}
+
+// ------------------------------------------------------------ launches
+
+bool StreamModel::ordered_for(std::size_t node, std::uint32_t stream, bool as_learned) const {
+  if (as_learned) {
+    return nodes_[node].stream == stream || streams_[stream].waited.test(node) || done_.test(node);
+  }
+  return nodes_[node].stream == stream || streams_[stream].reach.test(node) ||
+         done_closed_.test(node);
+}
+
+bool StreamModel::ordered_before(std::size_t earlier, std::size_t later) const {
+  if (earlier >= later) {
+    return false;
+  }
+  return nodes_.at(earlier).stream == nodes_.at(later).stream ||
+         nodes_.at(later).before.test(earlier);
+}
+
+bool StreamModel::ordered_before_launch(std::size_t earlier, std::uint64_t launch) const {
+  if (const auto later = node_of(launch)) {
+    return ordered_before(earlier, *later);
+  }
+  if (open_ && open_->launch == launch) {
+    return ordered_for(earlier, open_->stream, false);
+  }
+  return false;
+}
+
+std::optional<std::size_t> StreamModel::node_of(std::uint64_t launch) const {
+  const auto found = launch_nodes_.find(launch);
+  if (found == launch_nodes_.end()) {
+    return std::nullopt;
+  }
+  return found->second;
+}
+
+std::vector<RaceFinding> StreamModel::conflicts(const Open& open,
+                                                std::optional<std::uint32_t> source,
+                                                bool as_learned) const {
+  std::vector<RaceFinding> found;
+  auto scan = [&](const Binding& binding, bool write, std::uint32_t index) {
+    const Allocation& allocation = allocations_.at(binding.allocation.raw());
+    std::optional<std::size_t> first_touch;
+    for (const auto& [id, node] : open.first_touches) {
+      if (id == binding.allocation) {
+        first_touch = node;
+      }
+    }
+    // Per byte: every earlier touch (and the first-touch write, if any)
+    // that conflicts and is not ordered before the launch. Consecutive bytes
+    // with the same earlier node and kind extend one finding.
+    const std::vector<Touch>& touches = allocation.touches;
+    const std::size_t count = touches.size() + (first_touch ? 1 : 0);
+    for (std::uint64_t byte = binding.range.begin(); byte < binding.range.end(); ++byte) {
+      for (std::size_t at = 0; at < count; ++at) {
+        const Touch touch = at < touches.size() ? touches[at]
+                                                : Touch{*first_touch, true, true,
+                                                        ByteRange::of(0, allocation.size)};
+        if (byte < touch.bytes.begin() || byte >= touch.bytes.end()) {
+          continue;
+        }
+        if (!touch.write && !write) {
+          continue; // Two reads never conflict.
+        }
+        if (ordered_for(touch.node, open.stream, as_learned)) {
+          continue;
+        }
+        const std::uint32_t stream = nodes_[touch.node].stream;
+        if (source && stream != *source) {
+          continue;
+        }
+        const RaceKind kind = !write        ? RaceKind::read_after_write
+                              : touch.write ? RaceKind::write_after_write
+                                            : RaceKind::write_after_read;
+        const std::uint64_t earlier = touch.earlier_use ? 0 : nodes_[touch.node].launch;
+        const auto same = std::find_if(found.begin(), found.end(), [&](const RaceFinding& f) {
+          return f.kind == kind && f.write == write && f.binding == index && f.earlier == earlier &&
+                 f.stream == stream && f.bytes.end() == byte;
+        });
+        if (same != found.end()) {
+          same->bytes = ByteRange::of(same->bytes.begin(), byte + 1);
+        } else {
+          found.push_back(RaceFinding{kind, write, index, earlier, stream, binding.allocation,
+                                      ByteRange::of(byte, byte + 1)});
+        }
+      }
+    }
+  };
+  for (std::uint32_t index = 0; index < open.reads.size(); ++index) {
+    scan(open.reads[index], false, index);
+  }
+  for (std::uint32_t index = 0; index < open.writes.size(); ++index) {
+    scan(open.writes[index], true, index);
+  }
+  return found;
+}
+
+std::vector<RaceFinding> StreamModel::begin(std::uint32_t stream, std::uint64_t launch,
+                                            std::span<const Binding> reads,
+                                            std::span<const Binding> writes) {
+  if (open_) {
+    throw std::logic_error("stream model: a launch began inside another");
+  }
+  Open open;
+  open.stream = stream;
+  open.launch = launch;
+  open.reads.assign(reads.begin(), reads.end());
+  open.writes.assign(writes.begin(), writes.end());
+  if (!detect_) {
+    // Ordering mode's first touch from another lane (see the header).
+    const std::uint32_t lane = streams_.at(stream).lane;
+    for (const auto* set : {&open.reads, &open.writes}) {
+      for (const Binding& binding : *set) {
+        const Allocation& allocation = allocations_.at(binding.allocation.raw());
+        const bool listed =
+            std::any_of(open.first_touches.begin(), open.first_touches.end(),
+                        [&](const auto& entry) { return entry.first == binding.allocation; });
+        if (binding.range.empty() || allocation.lane == lane || allocation.touched_elsewhere ||
+            listed) {
+          continue;
+        }
+        if (const auto newest = newest_in_lane(allocation.lane)) {
+          open.first_touches.emplace_back(binding.allocation, *newest);
+        }
+      }
+    }
+  }
+  open_ = std::move(open);
+  return conflicts(*open_, std::nullopt, true);
+}
+
+std::optional<std::string> StreamModel::end(bool queued) {
+  if (!open_) {
+    throw std::logic_error("stream model: a launch ended that never began");
+  }
+  Open open = std::move(*open_);
+  open_.reset();
+  std::optional<std::string> violation;
+  if (!detect_ && queued) {
+    const std::vector<RaceFinding> left = conflicts(open, std::nullopt, false);
+    if (!left.empty()) {
+      violation = "O1: launch " + std::to_string(open.launch) + " on stream " +
+                  std::to_string(open.stream) +
+                  " runs unordered with an earlier access: " + describe(left.front());
+    }
+  }
+  if (!queued) {
+    return violation;
+  }
+
+  // Its node.
+  Stream& stream = streams_.at(open.stream);
+  const std::size_t node = nodes_.size();
+  Node made{open.stream, open.launch, stream.reach};
+  made.before.merge(done_closed_);
+  stream.reach.merge(made.before);
+  stream.reach.set(node);
+  nodes_.push_back(std::move(made));
+  stream.nodes.push_back(node);
+  lane_newest_.at(stream.lane) = node;
+  launch_nodes_[open.launch] = node;
+
+  // Its touches: the first-touch writes, then reads, then writes.
+  for (const auto& [id, writer] : open.first_touches) {
+    Allocation& allocation = allocations_.at(id.raw());
+    allocation.touched_elsewhere = true;
+    if (allocation.size != 0) {
+      allocation.touches.push_back(Touch{writer, true, true, ByteRange::of(0, allocation.size)});
+    }
+  }
+  auto touch = [&](const Binding& binding, bool write) {
+    Allocation& allocation = allocations_.at(binding.allocation.raw());
+    if (allocation.lane != stream.lane && !binding.range.empty()) {
+      allocation.touched_elsewhere = true;
+    }
+    if (binding.range.empty()) {
+      return;
+    }
+    // Touches the host knows complete can never conflict again.
+    std::erase_if(allocation.touches, [&](const Touch& old) { return done_.test(old.node); });
+    allocation.touches.push_back(Touch{node, write, false, binding.range});
+  };
+  for (const Binding& binding : open.reads) {
+    touch(binding, false);
+  }
+  for (const Binding& binding : open.writes) {
+    touch(binding, true);
+  }
+
+  // Its pins (O3): allocations of another lane, reads then writes.
+  auto pin = [&](const Binding& binding) {
+    const Allocation& allocation = allocations_.at(binding.allocation.raw());
+    if (allocation.lane == stream.lane || binding.range.empty()) {
+      return;
+    }
+    if (!stream.pins.empty() && stream.pins.back().allocation == binding.allocation) {
+      stream.pins.back().node = node;
+      return;
+    }
+    stream.pins.push_back(Stream::Pin{binding.allocation, node});
+    new_pins_.push_back(binding.allocation);
+    ++pins_taken_;
+  };
+  for (const Binding& binding : open.reads) {
+    pin(binding);
+  }
+  for (const Binding& binding : open.writes) {
+    pin(binding);
+  }
+  if (open.finished) {
+    learn(open.stream, stream.nodes.size()); // A host copy on it returned.
+  }
+  return violation;
+}
+
+// ------------------------------------------------------------ pins
+
+std::uint64_t StreamModel::pins_held() const noexcept {
+  std::uint64_t held = 0;
+  for (const Stream& stream : streams_) {
+    held += stream.pins.size();
+  }
+  return held;
+}
+
+std::vector<AllocationId> StreamModel::take_new_pins() {
+  std::vector<AllocationId> out;
+  out.swap(new_pins_);
+  return out;
+}
+
+std::vector<AllocationId> StreamModel::take_released_pins() {
+  std::vector<AllocationId> out;
+  out.swap(released_pins_);
+  return out;
+}
+
+} // namespace taintpool::model
