@@ -722,6 +722,22 @@ LaunchResult Device::write(StreamId stream, const Binding& into, std::span<const
   return result;
 }
 
+// ------------------------------------------------------------ exchanges
+//
+// The scope itself is in device_exchange.cpp; here only the lock.
+
+LaunchResult Device::exchange(StreamId stream, std::string_view kernel,
+                              std::span<const Binding> reads, std::span<const Binding> writes,
+                              ExchangeBody body) {
+  const Lock lock(*this);
+  return exchange_locked(streams_.slot(stream), kernel, reads, writes, body);
+}
+
+bool Device::awaits_verdict(std::span<const Binding> reads) {
+  const Lock lock(*this);
+  return awaits_verdict_locked(reads);
+}
+
 // ------------------------------------------------------------ late failures
 
 std::optional<std::uint64_t> Device::oldest_needed_launch() const {
