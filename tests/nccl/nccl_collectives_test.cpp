@@ -122,8 +122,9 @@ void stale_input(Communicator& communicator, Kind kind, bool inject) {
   }
   const Allocation send = rank.device.create_buffer(as_bytes(mine));
   const Allocation recv = rank.device.create_buffer(output * 4);
-  const std::uint64_t first = kind == Kind::reduce_scatter ? kBlock - 2 : 8;
-  const std::uint64_t last = kind == Kind::reduce_scatter ? kBlock + 2 : 12;
+  const bool across = kind == Kind::reduce_scatter && ranks >= 2;
+  const std::uint64_t first = across ? kBlock - 2 : 8;
+  const std::uint64_t last = across ? kBlock + 2 : 12;
   if (inject && me == stale) {
     std::vector<WrittenRange> written{WrittenRange{0, ByteRange::of(0, first * 4)},
                                       WrittenRange{0, ByteRange::of(last * 4, contribution * 4)}};
