@@ -14,6 +14,8 @@
 //   taintpool  Collectives on a Device on a CollectiveBackend around a
 //              CudaBackend: the exchange's scope, the summary, the group,
 //              the event, and the verdicts applied at the end;
+//   device     taintpool with its summaries in device memory (an upload and
+//              a download around the group) instead of mapped host memory;
 //   blocking   the NCCL call alone on a default (blocking) communicator, for
 //              reference.
 // A round: a barrier (a tiny all-reduce, synchronized), then N calls back to
@@ -98,7 +100,7 @@ void settle(ncclComm_t comm) {
 struct Row {
   std::string op;
   std::uint64_t bytes;
-  double plain, summary, taint, blocking, issue_plain, issue_taint;
+  double plain, summary, taint, taint_device, blocking, issue_plain, issue_taint;
 };
 
 int run(const testing::NcclRank& info) {
@@ -113,12 +115,17 @@ int run(const testing::NcclRank& info) {
   std::memcpy(second.internal, info.ids[1].data(), NCCL_UNIQUE_ID_BYTES);
   must(ncclCommInitRank(&blocking, ranks, second, me), "ncclCommInitRank");
 
+  cuda::NcclOptions device_options = options;
+  device_options.summaries = cuda::NcclOptions::Summaries::device;
+  cuda::NcclCommunicator device_communicator(info.ids[2], ranks, me, me, device_options);
+
   cuda::CudaBackendOptions backend_options;
   backend_options.device = me;
   cuda::CudaBackend backend(backend_options);
   CollectiveBackend adaptor(backend);
   Device device(adaptor);
   Collectives collectives(device, communicator);
+  Collectives device_collectives(device, device_communicator);
   const StreamId stream_id = device.create_stream();
   cudaStream_t stream = nullptr;
   must(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -213,34 +220,36 @@ int run(const testing::NcclRank& info) {
         must(ncclGroupEnd(), "group");
         settle(comm);
       };
-      const auto taint = [&] {
+      const auto taint_on = [&](Collectives& on) {
         switch (op) {
         case Op::all_reduce:
-          collectives.all_reduce(stream_id, "x", send.whole(), recv.whole(), DataType::f32,
+          on.all_reduce(stream_id, "x", send.whole(), recv.whole(), DataType::f32,
                                  ReduceOp::sum);
           break;
         case Op::all_gather:
-          collectives.all_gather(stream_id, "x", send.whole(), recv.whole(), DataType::f32);
+          on.all_gather(stream_id, "x", send.whole(), recv.whole(), DataType::f32);
           break;
         case Op::reduce_scatter:
-          collectives.reduce_scatter(stream_id, "x", send.whole(), recv.whole(), DataType::f32,
+          on.reduce_scatter(stream_id, "x", send.whole(), recv.whole(), DataType::f32,
                                      ReduceOp::sum);
           break;
         case Op::broadcast:
-          collectives.broadcast(stream_id, "x", send.whole(), recv.whole(), DataType::f32, 0);
+          on.broadcast(stream_id, "x", send.whole(), recv.whole(), DataType::f32, 0);
           break;
         case Op::send_recv:
           // Separate groups on one stream: even ranks send first (a ring).
           if (me % 2 == 0) {
-            collectives.send(stream_id, "x", send.whole(), DataType::f32, next);
-            collectives.recv(stream_id, "x", recv.whole(), DataType::f32, previous);
+            on.send(stream_id, "x", send.whole(), DataType::f32, next);
+            on.recv(stream_id, "x", recv.whole(), DataType::f32, previous);
           } else {
-            collectives.recv(stream_id, "x", recv.whole(), DataType::f32, previous);
-            collectives.send(stream_id, "x", send.whole(), DataType::f32, next);
+            on.recv(stream_id, "x", recv.whole(), DataType::f32, previous);
+            on.send(stream_id, "x", send.whole(), DataType::f32, next);
           }
           break;
         }
       };
+      const auto taint = [&] { taint_on(collectives); };
+      const auto taint_device = [&] { taint_on(device_collectives); };
       const auto blocking_op = [&] { nccl_op(blocking); };
 
       const bool small = bytes < (1u << 20);
@@ -253,9 +262,11 @@ int run(const testing::NcclRank& info) {
         std::vector<double> issue;
       };
       const auto stream_wait = [&] { must(cudaStreamSynchronize(stream), "sync"); };
+      const auto device_wait = [&] { device.synchronize(); };
       std::vector<Variant> variants = {{plain, stream_wait, {}, {}},
                                        {with_summary, stream_wait, {}, {}},
-                                       {taint, [&] { device.synchronize(); }, {}, {}},
+                                       {taint, device_wait, {}, {}},
+                                       {taint_device, device_wait, {}, {}},
                                        {blocking_op, stream_wait, {}, {}}};
       for (Variant& variant : variants) { // Warm up: connections, slots, events.
         for (int call = 0; call < 3; ++call) {
@@ -281,14 +292,15 @@ int run(const testing::NcclRank& info) {
       }
       rows.push_back(Row{op_name(op), big, median(variants[0].per_call),
                          median(variants[1].per_call), median(variants[2].per_call),
-                         median(variants[3].per_call), median(variants[0].issue),
-                         median(variants[2].issue)});
+                         median(variants[3].per_call), median(variants[4].per_call),
+                         median(variants[0].issue), median(variants[2].issue)});
       if (me == 0) {
         const Row& row = rows.back();
         std::printf("  %-15s %9llu B  plain %9.2f us  +summary %9.2f us  taintpool %9.2f us  "
-                    "(%+.1f%%)  blocking %9.2f us\n",
+                    "(%+.1f%%)  device summaries %9.2f us  blocking %9.2f us\n",
                     row.op.c_str(), static_cast<unsigned long long>(row.bytes), row.plain,
-                    row.summary, row.taint, 100.0 * (row.taint / row.plain - 1.0), row.blocking);
+                    row.summary, row.taint, 100.0 * (row.taint / row.plain - 1.0), row.taint_device,
+                    row.blocking);
         std::fflush(stdout);
       }
     }
@@ -302,15 +314,16 @@ int run(const testing::NcclRank& info) {
 
   if (me == 0) {
     std::string table = "| op | bytes | plain NCCL (us) | + summary in the group (us) | "
-                        "taintpool (us) | overhead | blocking comm (us) | issue plain / "
-                        "taintpool (us/call) |\n|---|---:|---:|---:|---:|---:|---:|---:|\n";
+                        "taintpool (us) | overhead | taintpool, summaries in device memory "
+                        "(us) | blocking comm (us) | issue plain / taintpool (us/call) |\n"
+                        "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     char line[512];
     for (const Row& row : rows) {
       std::snprintf(line, sizeof(line),
-                    "| %s | %llu | %.2f | %.2f | %.2f | %+.1f%% | %.2f | %.2f / %.2f |\n",
+                    "| %s | %llu | %.2f | %.2f | %.2f | %+.1f%% | %.2f | %.2f | %.2f / %.2f |\n",
                     row.op.c_str(), static_cast<unsigned long long>(row.bytes), row.plain,
-                    row.summary, row.taint, 100.0 * (row.taint / row.plain - 1.0), row.blocking,
-                    row.issue_plain, row.issue_taint);
+                    row.summary, row.taint, 100.0 * (row.taint / row.plain - 1.0), row.taint_device,
+                    row.blocking, row.issue_plain, row.issue_taint);
       table += line;
     }
     std::printf("\nnccl_collectives_bench: %d ranks, medians of %d rounds\n%s", ranks,
@@ -334,5 +347,5 @@ int main(int argc, char** argv) {
       taintpool::out_path = argv[++arg];
     }
   }
-  return taintpool::testing::run_nccl_ranks(2, 600, taintpool::run);
+  return taintpool::testing::run_nccl_ranks(3, 600, taintpool::run);
 }

@@ -4,17 +4,32 @@
 
 #include <algorithm>
 #include <new>
+#include <stdexcept>
+#include <string>
 
 namespace taintpool {
 
 void CollectiveBackend::expect(std::uint64_t launch, VerdictSource& source) {
+  // Launch numbers only grow, so pending_ stays sorted by launch: the
+  // oldest is the front, and unconfirmed() is a binary search.
+  if (!pending_.empty() && pending_.back().launch >= launch) {
+    throw std::logic_error("CollectiveBackend::expect: launch " + std::to_string(launch) +
+                           " after launch " + std::to_string(pending_.back().launch));
+  }
   pending_.push_back(Pending{launch, &source});
 }
 
 void CollectiveBackend::poll() {
-  std::erase_if(pending_, [](const Pending& pending) {
-    return pending.source->landed_clean(pending.launch);
-  });
+  // Oldest first, and no further than the first that has not landed clean:
+  // calls on one stream land in order, so the rest have not landed either
+  // (and anything left is confirmed by a later poll or the synchronize).
+  // So a poll costs O(1) however many collectives are in flight.
+  std::size_t confirmed = 0;
+  while (confirmed < pending_.size() &&
+         pending_[confirmed].source->landed_clean(pending_[confirmed].launch)) {
+    ++confirmed;
+  }
+  pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(confirmed));
 }
 
 void CollectiveBackend::forget(const VerdictSource& source) noexcept {
@@ -99,8 +114,8 @@ std::optional<std::uint64_t> CollectiveBackend::oldest_unconfirmed_launch() cons
       oldest = launch;
     }
   };
-  for (const Pending& pending : pending_) {
-    consider(pending.launch);
+  if (!pending_.empty()) {
+    consider(pending_.front().launch);
   }
   for (const LateFailure& verdict : held_) {
     consider(verdict.launch);
@@ -109,8 +124,10 @@ std::optional<std::uint64_t> CollectiveBackend::oldest_unconfirmed_launch() cons
 }
 
 bool CollectiveBackend::unconfirmed(std::uint64_t launch) const noexcept {
-  return std::any_of(pending_.begin(), pending_.end(),
-                     [&](const Pending& pending) { return pending.launch == launch; }) ||
+  const auto found = std::lower_bound(
+      pending_.begin(), pending_.end(), launch,
+      [](const Pending& pending, std::uint64_t wanted) { return pending.launch < wanted; });
+  return (found != pending_.end() && found->launch == launch) ||
          std::any_of(held_.begin(), held_.end(),
                      [&](const LateFailure& verdict) { return verdict.launch == launch; }) ||
          inner_.unconfirmed(launch);

@@ -326,6 +326,16 @@ bool Device::awaits_verdict_locked(std::span<const Binding> reads) {
   if (log_.empty() || !backend_.oldest_unconfirmed_launch()) {
     return false; // Every launch is confirmed: nothing can turn stale late.
   }
+  // The common case, a collective whose input nothing logged wrote (the
+  // send buffer of a gradient bucket while earlier buckets are in flight):
+  // one scan, no allocation.
+  const bool written = std::any_of(log_.begin(), log_.end(), [&](const LoggedLaunch& entry) {
+    return std::any_of(entry.writes.begin(), entry.writes.end(),
+                       [&](const Binding& output) { return overlaps_any(output, reads); });
+  });
+  if (!written) {
+    return false;
+  }
   // The replay attribute() would make, for every unconfirmed launch at once:
   // an unconfirmed launch that ran may turn out to have written garbage; a
   // launch that ran on such bytes wrote garbage too; anything else that
