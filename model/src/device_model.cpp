@@ -356,6 +356,12 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
       out.result.failure = FailureId::from_raw(provisional);
     }
   }
+  // A body that ran and called check()/fail_later() leaves its launch
+  // unconfirmed until the next synchronize (Device::awaits_verdict).
+  if (status != LaunchStatus::Skipped && !out.body_threw &&
+      (plan.kind == BodyKind::check || plan.kind == BodyKind::fail_late) && host_bytes == nullptr) {
+    checked_.push_back(launch);
+  }
   log_.push_back(Logged{launch, std::string(kernel), status,
                         std::vector<Binding>(reads.begin(), reads.end()),
                         std::vector<Binding>(writes.begin(), writes.end()), std::move(released)});
@@ -403,6 +409,8 @@ void DeviceModel::synchronize(bool drops_discovered) {
   }
   late_.clear();
   log_.clear(); // Everything is confirmed now.
+  checked_.clear();
+  pending_exchanges_.clear();
   if (drops_discovered) {
     discover();
   }
