@@ -123,7 +123,7 @@ Ticket MpiCommunicator::start(const CollectiveCall& call) {
                                 " elements do not fit an MPI count");
   }
   const int count = static_cast<int>(call.count);
-  const MPI_Datatype type = mpi_type(call.type);
+  MPI_Datatype type = mpi_type(call.type); // A handle: `const` would bind to the pointer.
   const std::size_t element = size_of(call.type);
   const std::size_t block = call.count * element;
   const auto ranks = static_cast<std::size_t>(size_);
@@ -183,31 +183,32 @@ Ticket MpiCommunicator::start(const CollectiveCall& call) {
   switch (call.kind) {
   case CollectiveKind::all_reduce: {
     const void* input = send == recv ? MPI_IN_PLACE : apart(block);
-    code =
-        MPI_Iallreduce(input, recv, count, type, mpi_op(call.op), communicator_, &live.requests[0]);
+    code = MPI_Iallreduce(input, recv, count, type, mpi_op(call.op), communicator_,
+                          live.requests.data());
     break;
   }
   case CollectiveKind::all_gather: {
     const void* input =
         send == recv + static_cast<std::size_t>(rank_) * block ? MPI_IN_PLACE : apart(block);
-    code = MPI_Iallgather(input, count, type, recv, count, type, communicator_, &live.requests[0]);
+    code =
+        MPI_Iallgather(input, count, type, recv, count, type, communicator_, live.requests.data());
     break;
   }
   case CollectiveKind::reduce_scatter:
     code = MPI_Ireduce_scatter_block(apart(ranks * block), recv, count, type, mpi_op(call.op),
-                                     communicator_, &live.requests[0]);
+                                     communicator_, live.requests.data());
     break;
   case CollectiveKind::broadcast:
     if (rank_ == call.peer && send != recv && block != 0) {
       std::memmove(recv, send, block);
     }
-    code = MPI_Ibcast(recv, count, type, call.peer, communicator_, &live.requests[0]);
+    code = MPI_Ibcast(recv, count, type, call.peer, communicator_, live.requests.data());
     break;
   case CollectiveKind::send:
-    code = MPI_Isend(send, count, type, call.peer, data_tag, communicator_, &live.requests[0]);
+    code = MPI_Isend(send, count, type, call.peer, data_tag, communicator_, live.requests.data());
     break;
   case CollectiveKind::recv:
-    code = MPI_Irecv(recv, count, type, call.peer, data_tag, communicator_, &live.requests[0]);
+    code = MPI_Irecv(recv, count, type, call.peer, data_tag, communicator_, live.requests.data());
     break;
   }
   if (code != MPI_SUCCESS) {
@@ -224,9 +225,9 @@ Ticket MpiCommunicator::start(const CollectiveCall& call) {
     summaries.resize((ranks + 1) * TaintSummary::bytes);
     std::memcpy(summaries.data() + ranks * TaintSummary::bytes, call.summary.data(),
                 TaintSummary::bytes);
-    code =
-        MPI_Iallgather(summaries.data() + ranks * TaintSummary::bytes, summary_bytes, MPI_BYTE,
-                       summaries.data(), summary_bytes, MPI_BYTE, communicator_, &live.requests[1]);
+    code = MPI_Iallgather(summaries.data() + ranks * TaintSummary::bytes, summary_bytes, MPI_BYTE,
+                          summaries.data(), summary_bytes, MPI_BYTE, communicator_,
+                          live.requests.data() + 1);
     break;
   case CollectiveKind::broadcast:
     summaries.assign(TaintSummary::bytes, std::byte{0});
@@ -234,18 +235,18 @@ Ticket MpiCommunicator::start(const CollectiveCall& call) {
       std::memcpy(summaries.data(), call.summary.data(), TaintSummary::bytes);
     }
     code = MPI_Ibcast(summaries.data(), summary_bytes, MPI_BYTE, call.peer, communicator_,
-                      &live.requests[1]);
+                      live.requests.data() + 1);
     break;
   case CollectiveKind::send:
     // Its own copy: MPI reads it until the send completes.
     summaries.assign(call.summary.begin(), call.summary.end());
     code = MPI_Isend(summaries.data(), summary_bytes, MPI_BYTE, call.peer, summary_tag,
-                     communicator_, &live.requests[1]);
+                     communicator_, live.requests.data() + 1);
     break;
   case CollectiveKind::recv:
     summaries.resize(TaintSummary::bytes);
     code = MPI_Irecv(summaries.data(), summary_bytes, MPI_BYTE, call.peer, summary_tag,
-                     communicator_, &live.requests[1]);
+                     communicator_, live.requests.data() + 1);
     break;
   }
   const auto abandon = [&](const std::string& why) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <ranges>
 #include <stdexcept>
 #include <type_traits>
 
@@ -94,16 +95,16 @@ std::uint64_t PieceLayout::overlapping(ByteRange bytes) const noexcept {
 std::string root_text(const Report& report) {
   std::string text = to_string(report.origin) + " was left unwritten by " +
                      to_string(report.failure) + " (" + to_string(report.root) + ")";
-  for (auto step = report.path.rbegin(); step != report.path.rend(); ++step) {
-    text += ", then " + step->kernel;
-    if (step->took_part) {
+  for (const SkipRecord& step : std::views::reverse(report.path)) { // Oldest first.
+    text += ", then " + step.kernel;
+    if (step.took_part) {
       text += " took part with stale bytes of ";
-    } else if (step->ran) {
+    } else if (step.ran) {
       text += " ran on stale bytes of ";
     } else {
       text += " was skipped: it needed ";
     }
-    text += to_string(step->needed);
+    text += to_string(step.needed);
   }
   if (report.path_may_be_incomplete) {
     text += " (the path may begin earlier)";

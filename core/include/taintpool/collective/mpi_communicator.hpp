@@ -78,9 +78,11 @@ class MpiCommunicator final : public Communicator {
   [[nodiscard]] bool lands_at_once() const noexcept override { return true; }
   /// Issues both operations and waits for them (see above).
   [[nodiscard]] Ticket start(const CollectiveCall& call) override;
-  [[nodiscard]] bool landed(Ticket) override { return true; }
+  [[nodiscard]] bool landed(Ticket /*ticket*/) override { return true; }
   void wait_all() override {}
-  [[nodiscard]] std::optional<Error> failure(Ticket) const override { return std::nullopt; }
+  [[nodiscard]] std::optional<Error> failure(Ticket /*ticket*/) const override {
+    return std::nullopt;
+  }
   [[nodiscard]] std::span<const std::byte> summaries(Ticket ticket) const override;
   void release(Ticket ticket) noexcept override { landed_.erase(ticket); }
   [[nodiscard]] std::optional<Error> broken() const override { return broken_; }
