@@ -27,17 +27,17 @@ Error named_error(std::string_view kernel, const Error& error, std::size_t ignor
 // ------------------------------------------------------------ allocations
 
 const DeviceModel::Allocation* DeviceModel::find(AllocationId allocation) const {
-  if (allocation.raw() > allocations_.size()) {
+  if (allocation_space(allocation) != space_ || index_of(allocation) >= allocations_.size()) {
     return nullptr;
   }
-  return &allocations_[allocation.raw() - 1];
+  return &allocations_[index_of(allocation)];
 }
 
 DeviceModel::Allocation* DeviceModel::find(AllocationId allocation) {
-  if (allocation.raw() > allocations_.size()) {
+  if (allocation_space(allocation) != space_ || index_of(allocation) >= allocations_.size()) {
     return nullptr;
   }
-  return &allocations_[allocation.raw() - 1];
+  return &allocations_[index_of(allocation)];
 }
 
 AllocationId DeviceModel::create(std::uint64_t size) {
@@ -47,7 +47,7 @@ AllocationId DeviceModel::create(std::uint64_t size) {
   fresh.writer.assign(size, 0);           // Fresh memory counts as written (D1)…
   fresh.value.assign(size, std::nullopt); // …whatever bytes it holds.
   allocations_.push_back(std::move(fresh));
-  return AllocationId::from_raw(allocations_.size());
+  return id_at(allocations_.size() - 1);
 }
 
 AllocationId DeviceModel::create(std::span<const std::byte> bytes) {
@@ -138,7 +138,7 @@ void DeviceModel::bury(std::span<const std::uint64_t> keep) {
 }
 
 void DeviceModel::set_writer(const Binding& binding, std::uint64_t writer) {
-  Allocation& allocation = allocations_.at(binding.allocation.raw() - 1);
+  Allocation& allocation = allocations_.at(index_of(binding.allocation));
   for (std::uint64_t byte = binding.range.begin(); byte < binding.range.end(); ++byte) {
     allocation.writer.at(byte) = writer;
   }
@@ -151,7 +151,7 @@ void DeviceModel::run_kernel(std::span<const Binding> reads, std::span<const Bin
   std::uint32_t digest = seed;
   bool known = true;
   for (const Binding& read : reads) {
-    const Allocation& allocation = allocations_.at(read.allocation.raw() - 1);
+    const Allocation& allocation = allocations_.at(index_of(read.allocation));
     for (std::uint64_t byte = read.range.begin(); byte < read.range.end(); ++byte) {
       if (!allocation.value.at(byte)) {
         known = false;
@@ -161,7 +161,7 @@ void DeviceModel::run_kernel(std::span<const Binding> reads, std::span<const Bin
     }
   }
   for (std::size_t output = 0; output < writes.size(); ++output) {
-    Allocation& allocation = allocations_.at(writes[output].allocation.raw() - 1);
+    Allocation& allocation = allocations_.at(index_of(writes[output].allocation));
     for (std::uint64_t byte = writes[output].range.begin(); byte < writes[output].range.end();
          ++byte) {
       const std::uint64_t position = byte - writes[output].range.begin();
@@ -251,7 +251,7 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
 
   // S1: a read byte with a failure means skip. Only reads are checked (S5).
   for (const Binding& read : reads) {
-    const Allocation& allocation = allocations_[read.allocation.raw() - 1];
+    const Allocation& allocation = allocations_[index_of(read.allocation)];
     std::set<std::uint64_t> owners;
     for (std::uint64_t byte = read.range.begin(); byte < read.range.end(); ++byte) {
       if (allocation.writer[byte] != 0) {
@@ -313,7 +313,7 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
     std::vector<std::vector<std::uint64_t>> prior;
     std::vector<std::uint64_t> held;
     for (const Binding& output : writes) {
-      const Allocation& allocation = allocations_[output.allocation.raw() - 1];
+      const Allocation& allocation = allocations_[index_of(output.allocation)];
       prior.emplace_back(
           allocation.writer.begin() + static_cast<std::ptrdiff_t>(output.range.begin()),
           allocation.writer.begin() + static_cast<std::ptrdiff_t>(output.range.end()));
@@ -332,7 +332,7 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
     bury(held);
     // The body runs and writes its bytes, whatever it then says.
     if (host_bytes != nullptr) {
-      Allocation& target = allocations_[writes[0].allocation.raw() - 1];
+      Allocation& target = allocations_[index_of(writes[0].allocation)];
       for (std::uint64_t at = 0; at < host_bytes->size(); ++at) {
         target.value.at(writes[0].range.begin() + at) =
             static_cast<std::uint8_t>((*host_bytes)[at]);
@@ -355,7 +355,7 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
       }
       for (std::size_t output = 0; output < writes.size(); ++output) {
         const Binding& binding = writes[output];
-        Allocation& allocation = allocations_[binding.allocation.raw() - 1];
+        Allocation& allocation = allocations_[index_of(binding.allocation)];
         for (std::uint64_t byte = binding.range.begin(); byte < binding.range.end(); ++byte) {
           const bool wrote = std::any_of(named.begin(), named.end(), [&](const Binding& bytes) {
             return bytes.allocation == binding.allocation && bytes.range.begin() <= byte &&
@@ -414,6 +414,12 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
   if (status != LaunchStatus::Skipped && !out.body_threw) {
     race_outputs(launch, kernel, writes, released, context, status, out);
   }
+  // A body that ran and called check()/fail_later() leaves its launch
+  // unconfirmed until the next synchronize (Device::awaits_verdict).
+  if (status != LaunchStatus::Skipped && !out.body_threw &&
+      (plan.kind == BodyKind::check || plan.kind == BodyKind::fail_late) && host_bytes == nullptr) {
+    checked_.push_back(launch);
+  }
   log_.push_back(Logged{launch, std::string(kernel), status,
                         std::vector<Binding>(reads.begin(), reads.end()),
                         std::vector<Binding>(writes.begin(), writes.end()), std::move(released)});
@@ -428,7 +434,7 @@ void DeviceModel::write_named(std::span<const Binding> reads, std::span<const Bi
   std::uint32_t digest = plan.seed;
   bool known = true;
   for (const Binding& read : reads) {
-    const Allocation& allocation = allocations_.at(read.allocation.raw() - 1);
+    const Allocation& allocation = allocations_.at(index_of(read.allocation));
     for (std::uint64_t byte = read.range.begin(); byte < read.range.end(); ++byte) {
       if (!allocation.value.at(byte)) {
         known = false;
@@ -442,7 +448,7 @@ void DeviceModel::write_named(std::span<const Binding> reads, std::span<const Bi
       continue;
     }
     const Binding& output = writes[written.output];
-    Allocation& allocation = allocations_.at(output.allocation.raw() - 1);
+    Allocation& allocation = allocations_.at(index_of(output.allocation));
     for (std::uint64_t position = written.range.begin(); position < written.range.end();
          ++position) {
       allocation.value.at(output.range.begin() + position) =
@@ -592,7 +598,7 @@ void DeviceModel::race_outputs(std::uint64_t launch, std::string_view kernel,
   }
   const std::uint64_t failure = mint(Error::race("(core's wording)"));
   for (const Binding& bytes : produced) {
-    Allocation& allocation = allocations_.at(bytes.allocation.raw() - 1);
+    Allocation& allocation = allocations_.at(index_of(bytes.allocation));
     for (std::uint64_t byte = bytes.range.begin(); byte < bytes.range.end(); ++byte) {
       const bool suspect =
           read_race ||
@@ -611,7 +617,7 @@ void DeviceModel::race_outputs(std::uint64_t launch, std::string_view kernel,
   // what its replay claims.
   std::vector<Binding> unclaimed;
   for (const Binding& bytes : produced) {
-    Allocation& allocation = allocations_.at(bytes.allocation.raw() - 1);
+    Allocation& allocation = allocations_.at(index_of(bytes.allocation));
     std::optional<std::uint64_t> run;
     for (std::uint64_t byte = bytes.range.begin(); byte <= bytes.range.end(); ++byte) {
       const bool at_end = byte == bytes.range.end();
@@ -687,7 +693,7 @@ bool DeviceModel::touches(const Bytes& set, const Binding& binding) const {
 
 void DeviceModel::add(Bytes& set, const Binding& binding) const {
   std::vector<bool>& member = set[binding.allocation.raw()];
-  member.resize(allocations_.at(binding.allocation.raw() - 1).size, false);
+  member.resize(allocations_.at(index_of(binding.allocation)).size, false);
   for (std::uint64_t byte = binding.range.begin(); byte < binding.range.end(); ++byte) {
     member.at(byte) = true;
   }
@@ -711,6 +717,8 @@ void DeviceModel::synchronize(bool drops_discovered) {
   }
   late_.clear();
   log_.clear(); // Everything is confirmed now.
+  checked_.clear();
+  pending_exchanges_.clear();
   if (drops_discovered) {
     discover();
   }
@@ -794,7 +802,7 @@ std::optional<std::uint64_t> DeviceModel::attribute(const Late& late) {
     }
   }
   for (const auto& [raw, member] : stale) {
-    Allocation& allocation = allocations_.at(raw - 1);
+    Allocation& allocation = allocations_.at(index_of(AllocationId::from_raw(raw)));
     if (allocation.state != State::live) {
       continue; // Dropped: no allocation left to carry it.
     }
@@ -830,7 +838,7 @@ ModelRead DeviceModel::reports_for(const Binding& from, bool copy, std::uint64_t
     out.binding_errors.push_back(ErrorKind::InvalidBinding);
     return out;
   }
-  const Allocation& allocation = allocations_[from.allocation.raw() - 1];
+  const Allocation& allocation = allocations_[index_of(from.allocation)];
   std::set<std::uint64_t> owners;
   for (std::uint64_t byte = from.range.begin(); byte < from.range.end(); ++byte) {
     if (allocation.writer[byte] != 0) {
@@ -900,7 +908,7 @@ std::vector<AllocationId> DeviceModel::allocations() const {
   std::vector<AllocationId> out;
   for (std::size_t index = 0; index < allocations_.size(); ++index) {
     if (allocations_[index].state != State::gone) {
-      out.push_back(AllocationId::from_raw(index + 1));
+      out.push_back(id_at(index));
     }
   }
   return out;
@@ -910,7 +918,7 @@ std::vector<AllocationId> DeviceModel::dropped() const {
   std::vector<AllocationId> out;
   for (std::size_t index = 0; index < allocations_.size(); ++index) {
     if (allocations_[index].state == State::dropped) {
-      out.push_back(AllocationId::from_raw(index + 1));
+      out.push_back(id_at(index));
     }
   }
   return out;
@@ -1024,7 +1032,7 @@ std::optional<std::string>
 DeviceModel::compare_allocation(AllocationId id, std::uint64_t size,
                                 const std::vector<std::pair<FailureId, ByteRange>>& held,
                                 const std::byte* data, bool values) const {
-  const Allocation& model = allocations_[id.raw() - 1];
+  const Allocation& model = allocations_[index_of(id)];
   if (size != model.size) {
     return to_string(id) + " has size " + std::to_string(size) + ", the model " +
            std::to_string(model.size);

@@ -33,6 +33,10 @@ enum class ErrorKind : std::uint8_t {
   InvalidBinding, ///< A binding reaches past its allocation, or names none (P3).
   Race,           ///< Detect mode: two accesses on different streams conflicted with
                   ///< nothing ordering them; the reader's outputs are suspect (O4).
+  Remote,         ///< A collective computed these bytes from bytes another rank said
+                  ///< were stale; the message names the rank and its root (C4).
+  Communicator,   ///< A collective could not complete: a peer failed, or did not take
+                  ///< part within the timeout; the communicator is broken (C6).
 };
 
 /// The lower-case name of a kind, as printed: "out of memory", "torn down"...
@@ -69,6 +73,12 @@ class Error {
   }
   [[nodiscard]] static Error race(std::string message) {
     return {ErrorKind::Race, std::move(message)};
+  }
+  [[nodiscard]] static Error remote(std::string message) {
+    return {ErrorKind::Remote, std::move(message)};
+  }
+  [[nodiscard]] static Error communicator(std::string message) {
+    return {ErrorKind::Communicator, std::move(message)};
   }
 
   /// The provisional failure of a write scope. Payload-free: no allocation.

@@ -28,12 +28,17 @@ namespace taintpool {
 /// One launch that carried a failure from an input to its outputs: it was
 /// skipped because the input was stale (S1), or — on an asynchronous device
 /// whose checked kernel reported failure only later — it had already run on
-/// the input's stale bytes (`ran`).
+/// the input's stale bytes (`ran`), or it was a collective that had to run
+/// with them (`took_part`, C1).
 struct SkipRecord {
   std::string kernel;                 ///< The launch's name, as the caller gave it.
   AllocationId needed;                ///< The input whose stale bytes stopped it.
   std::vector<AllocationId> produced; ///< The outputs that took the failure instead.
   bool ran = false; ///< It ran before the failure was known, so its outputs are garbage.
+  /// A collective that took part with this stale input, as every rank must
+  /// (C1): it ran knowing, and its outputs computed from the stale bytes
+  /// carry the failure (C4). Set with `ran`.
+  bool took_part = false;
 
   /// Field by field: for tests and the model comparison.
   friend bool operator==(const SkipRecord&, const SkipRecord&) = default;

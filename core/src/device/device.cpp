@@ -258,6 +258,14 @@ Device::resolve_side(std::span<const Binding> bindings, std::uint32_t slot, bool
   return found;
 }
 
+void Device::resolve_bindings(std::span<const Binding> reads, std::span<const Binding> writes,
+                              std::uint32_t slot) {
+  // Out of line, for the scopes that are not the hot launch (exchanges).
+  const bool ordering = ordering_active();
+  static_cast<void>(resolve_side<true>(reads, slot, ordering));
+  static_cast<void>(resolve_side<false>(writes, slot, ordering));
+}
+
 // ------------------------------------------------------------ launches
 
 LaunchResult Device::launch(StreamId stream, std::string_view kernel,
@@ -878,6 +886,22 @@ LaunchResult Device::write(StreamId stream, const Binding& into, std::span<const
     streams_.finished(slot); // copy_in returns once the stream reached it.
   }
   return result;
+}
+
+// ------------------------------------------------------------ exchanges
+//
+// The scope itself is in device_exchange.cpp; here only the lock.
+
+LaunchResult Device::exchange(StreamId stream, std::string_view kernel,
+                              std::span<const Binding> reads, std::span<const Binding> writes,
+                              ExchangeBody body) {
+  const Lock lock(*this, "exchange");
+  return exchange_locked(streams_.slot(stream), kernel, reads, writes, body);
+}
+
+bool Device::awaits_verdict(std::span<const Binding> reads) {
+  const Lock lock(*this, "awaits_verdict");
+  return awaits_verdict_locked(reads);
 }
 
 // ------------------------------------------------------------ late failures

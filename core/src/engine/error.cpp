@@ -26,6 +26,10 @@ std::string_view name(ErrorKind kind) noexcept {
     return "invalid binding";
   case ErrorKind::Race:
     return "race";
+  case ErrorKind::Remote:
+    return "stale on another rank";
+  case ErrorKind::Communicator:
+    return "communicator failed";
   }
   return "unknown error kind";
 }

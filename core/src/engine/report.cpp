@@ -11,6 +11,11 @@ std::string to_string(const Report& report) {
   }
   text += " cannot be read: " + to_string(report.failure) + " (" + to_string(report.root) + ")";
   for (const SkipRecord& step : report.path) {
+    if (step.took_part) {
+      text += "\n  " + step.kernel + " took part with stale bytes of " + to_string(step.needed) +
+              " (a collective runs on every rank)";
+      continue;
+    }
     text += "\n  " + step.kernel +
             (step.ran ? " ran on stale bytes of " : " was skipped: it needed ") +
             to_string(step.needed) + (step.ran ? " before the failure was known" : "");

@@ -96,6 +96,16 @@ class Backend : public QueueBackend {
     return std::nullopt;
   }
 
+  /// Whether launch `launch` may still be reported as a LateFailure. The
+  /// default says yes for every launch from the oldest unconfirmed one on,
+  /// which is never wrong; a backend that knows each launch's state (a
+  /// CollectiveBackend for its collectives) answers exactly, so a collective
+  /// waits only for the verdicts its inputs depend on (Device::awaits_verdict).
+  [[nodiscard]] virtual bool unconfirmed(std::uint64_t launch) const noexcept {
+    const std::optional<std::uint64_t> oldest = oldest_unconfirmed_launch();
+    return oldest && launch >= *oldest;
+  }
+
  protected:
   Backend() = default;
   Backend(const Backend&) = default;

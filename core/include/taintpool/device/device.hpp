@@ -98,6 +98,7 @@
 
 #include <taintpool/detail/scratch.hpp>
 #include <taintpool/device/backend.hpp>
+#include <taintpool/device/exchange.hpp>
 #include <taintpool/device/launch.hpp>
 #include <taintpool/error_graph.hpp>
 #include <taintpool/exception.hpp>
@@ -253,6 +254,30 @@ class Device {
                   std::span<const Binding>(writes.begin(), writes.size()), body);
   }
 
+  // ---------------------------------------------------------------- exchanges
+
+  /// C1-C5: an exchange on `stream` (device/exchange.hpp) — the Device's
+  /// half of a collective. As launch(), except that the reads are ordered
+  /// and held but never checked: the body always runs, and is told which
+  /// input bytes are stale and why; what it says back decides which output
+  /// bytes carry which failure. Returns Ran when the body returned (whatever
+  /// its outputs now carry), Failed when the backend turned the run into a
+  /// failure. Throws as launch() does (bad binding or stream, before anything
+  /// is claimed; a body's exception after S3); std::logic_error when the
+  /// body's outcome names bytes outside its outputs or a failure it was not
+  /// given (the write set then stays claimed by TornDown).
+  LaunchResult exchange(StreamId stream, std::string_view kernel, std::span<const Binding> reads,
+                        std::span<const Binding> writes, ExchangeBody body);
+
+  /// Whether some byte of `reads` may still be found stale by a late
+  /// failure: written by a launch the backend has not confirmed
+  /// (Backend::unconfirmed), or computed since from such bytes by launches
+  /// that ran. A collective asks this before it summarizes its inputs (C2),
+  /// and synchronizes first when the answer is yes. Walks the launches
+  /// logged since the oldest unconfirmed one; false at once when none is.
+  /// Throws as a launch does for a bad binding.
+  [[nodiscard]] bool awaits_verdict(std::span<const Binding> reads);
+
   // ---------------------------------------------------------------- reads
 
   /// D1: copies the binding's bytes into `into` (exactly its size) iff none
@@ -359,6 +384,9 @@ class Device {
   /// with a failure or an output with a claim (`dirty`: the general path
   /// decides), a binding homed on another stream (`crosses`: ordering must
   /// plan).
+  /// Both sides' bindings into the scratch, as a launch does, out of line.
+  void resolve_bindings(std::span<const Binding> reads, std::span<const Binding> writes,
+                        std::uint32_t slot);
   struct Resolved {
     bool dirty = false;
     bool crosses = false;
@@ -391,6 +419,20 @@ class Device {
                   std::span<const Binding> writes, LaunchStatus status, StreamPoint work);
   /// Runs the body, marking this thread as inside one of this Device's bodies.
   LaunchOutcome run_body(KernelBody body, const KernelContext& context);
+  /// C1-C5 (device_exchange.cpp): the exchange's scope under the lock.
+  LaunchResult exchange_locked(std::uint32_t slot, std::string_view kernel,
+                               std::span<const Binding> reads, std::span<const Binding> writes,
+                               ExchangeBody body);
+  LaunchResult enter_exchange(std::uint32_t slot, std::uint64_t launch, std::string_view kernel,
+                              ExchangeBody body);
+  /// C2: stale_inputs_ and input_reports_ from the resolved reads; every
+  /// failure among them held (one tag) in input_held_ until the outcome is
+  /// applied, since an in-place exchange's provisional claim could end it.
+  void collect_stale_inputs();
+  void drop_input_holds() noexcept;
+  /// C4: checks the body's outcome against the scope; throws logic_error.
+  void check_exchange_outcome(const ExchangeOutcome& outcome) const;
+  [[nodiscard]] bool awaits_verdict_locked(std::span<const Binding> reads);
   /// S6: the write set's claims before the scope, held alive (see enter()).
   void hold_prior_claims();
   void restore_prior_claims(const LaunchOutcome& outcome);
@@ -431,6 +473,10 @@ class Device {
   std::vector<FailureId> prior_held_;
   std::vector<Binding> released_; // The current launch's S2 ranges, for the log.
   std::deque<LoggedLaunch> log_;
+  // C2: the current exchange's stale inputs, their reports, the failures held.
+  std::vector<StaleInput> stale_inputs_;
+  std::vector<Report> input_reports_;
+  std::vector<FailureId> input_held_;
   /// Late failures taken from the backend and not yet attributed, newest
   /// first: empty except after synchronize() threw (out of memory); the
   /// next call attributes them before it asks the backend for more.

@@ -203,6 +203,11 @@ class DeviceModel {
   explicit DeviceModel(bool detect = false)
       : detect_(detect) {}
 
+  /// Mint ids in the id space `space` (allocation_space), as the Device's
+  /// MemoryManager does (its id_space()): the first device alive gets 0,
+  /// each one alive beside it another. Before the first create.
+  void set_id_space(std::uint32_t space) noexcept { space_ = space; }
+
   // ---- allocations and handles
 
   /// create_buffer(size): discovers dropped handles, then a new allocation
@@ -244,6 +249,39 @@ class DeviceModel {
   /// stale_reports(from): the reports a read would give, whether or not
   /// there are any.
   ModelRead stale_reports(const Binding& from);
+
+  // ---- exchanges: a rank's half of a collective (C1-C5; device_model_exchange.cpp)
+
+  /// What a collective did on this rank, as RanksModel worked it out.
+  struct ExchangePlan {
+    /// Per write binding, per byte: the value the collective wrote there.
+    std::vector<std::vector<std::optional<std::uint8_t>>> values;
+    /// Output 0's bytes computed from this rank's own stale input: each
+    /// range takes the failure, in order (input 0 is the record's `needed`).
+    std::vector<std::pair<ByteRange, FailureId>> carried;
+    /// Output 0's bytes fed stale by other ranks, and their error.
+    std::vector<ByteRange> fed;
+    std::optional<Error> fed_error;
+    /// The verdict about `fed` arrives at the next synchronize (C5), as a
+    /// late failure of the exchange; otherwise it is applied at once.
+    bool deferred = false;
+  };
+  /// Device::exchange: as a launch, but the reads are never checked (C1);
+  /// the write set is written, `carried` bytes take their failure (with a
+  /// `took_part` record), `fed` bytes take one failure minted as the
+  /// exchange's provisional one (or, deferred, a late failure at the next
+  /// synchronize), the rest is released. A deferred exchange stays pending
+  /// until the next synchronize, stale or not.
+  ModelLaunch exchange(std::string_view kernel, std::span<const Binding> reads,
+                       std::span<const Binding> writes, const ExchangePlan& plan);
+  /// CollectiveBackend::poll: the pending exchanges are confirmed oldest
+  /// first, up to the first whose verdict is stale.
+  void poll_exchanges();
+  /// Device::awaits_verdict: whether a byte of `reads` was written by an
+  /// unconfirmed launch (a pending exchange; with a checked launch since the
+  /// last synchronize, every launch from the oldest such on), or computed
+  /// since from such bytes by launches that ran.
+  [[nodiscard]] bool awaits_verdict(std::span<const Binding> reads) const;
 
   // ---- observable state
 
@@ -349,6 +387,7 @@ class DeviceModel {
   void add(Bytes& set, const Binding& binding) const;
   void remove(Bytes& set, const Binding& binding) const;
   ModelRead reports_for(const Binding& from, bool copy, std::uint64_t into_size);
+  [[nodiscard]] static std::vector<AllocationId> distinct_writes(std::span<const Binding> writes);
 
   std::vector<Allocation> allocations_;       ///< Index = id - 1.
   std::map<std::uint64_t, Failure> failures_; ///< Live failures by raw id.
@@ -357,6 +396,23 @@ class DeviceModel {
   std::vector<Logged> log_; ///< Every launch since the last synchronize.
   std::vector<Late> late_;  ///< Reported by bodies, attributed at synchronize.
   bool detect_ = false;
+  std::uint32_t space_ = 0; ///< set_id_space.
+  /// An id's place in allocations_ (its number, less one), and back.
+  [[nodiscard]] static std::size_t index_of(AllocationId allocation) noexcept {
+    return static_cast<std::size_t>(allocation_number(allocation) - 1);
+  }
+  [[nodiscard]] AllocationId id_at(std::size_t index) const noexcept {
+    return AllocationId::from_raw((std::uint64_t{space_} << allocation_number_bits) + index + 1);
+  }
+  /// Launches whose body called check() or fail_later() since the last
+  /// synchronize (DeferredHostBackend's unconfirmed ones).
+  std::vector<std::uint64_t> checked_;
+  struct PendingExchange {
+    std::uint64_t launch;
+    bool stale; ///< Its verdict feeds this rank stale bytes.
+  };
+  /// Deferred exchanges not yet confirmed, oldest first.
+  std::vector<PendingExchange> pending_exchanges_;
 };
 
 /// "kernel: message" (or the kind's name when the message is empty), and a

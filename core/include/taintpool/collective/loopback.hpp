@@ -1,0 +1,96 @@
+// LoopbackWorld: N ranks of a communicator in one process and one thread,
+// deterministic — the engine the model, the fuzzer and the unit tests drive
+// collectives with, and a stand-in for MPI or NCCL in users' own tests.
+//
+// Each rank's Communicator (rank(r)) behaves like an asynchronous engine:
+// start() records the call — the bytes it sends and its summary are copied
+// at once, so the call sees its inputs as they were when it was made — and
+// returns. The call completes when the last rank it needs has called: the
+// k-th collective of every rank (all-reduce, all-gather, reduce-scatter,
+// broadcast) forms one, matched in call order; a send from a to b matches
+// the next recv on b from a. Completing writes every participant's output
+// (host memory) and delivers the summaries; the rank whose call completed
+// it sees it landed as start() returns, the others see it landed from then
+// on. So the last rank's verdict is immediate and the others' late (C5),
+// which exercises both paths of Collectives.
+//
+// Nothing can progress while the thread waits, so wait_all() on a rank whose
+// call still lacks a participant fails that call at once, as a timeout
+// would: "rank 2 did not take part in collective 5 (all_reduce)", and the
+// whole world is broken (C6). Calls whose shapes disagree (kind, count,
+// type, op, root) fail likewise when the last one arrives.
+//
+// Reductions are computed in rank order, element by element (u8 sums wrap),
+// so results are deterministic. Not thread-safe; the world must outlive
+// its ranks' users.
+#pragma once
+
+#include <taintpool/collective/communicator.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace taintpool {
+
+/// N in-process ranks (see above).
+class LoopbackWorld {
+ public:
+  /// `ranks` ≥ 1; std::invalid_argument otherwise.
+  explicit LoopbackWorld(int ranks);
+  ~LoopbackWorld();
+  LoopbackWorld(const LoopbackWorld&) = delete;
+  LoopbackWorld& operator=(const LoopbackWorld&) = delete;
+  LoopbackWorld(LoopbackWorld&&) = delete;
+  LoopbackWorld& operator=(LoopbackWorld&&) = delete;
+
+  /// Rank `rank`'s communicator; std::out_of_range for a bad rank.
+  [[nodiscard]] Communicator& rank(int rank);
+  [[nodiscard]] int size() const noexcept { return static_cast<int>(ranks_.size()); }
+  /// Calls started and not yet complete (waiting for a participant).
+  [[nodiscard]] std::size_t waiting() const noexcept;
+  /// Why the world is broken, once it is.
+  [[nodiscard]] const std::optional<Error>& broken() const noexcept { return broken_; }
+
+ private:
+  class Rank;
+  /// One started call of one rank.
+  struct Started {
+    int rank = 0;
+    Ticket ticket = 0;
+    CollectiveCall call;
+    std::vector<std::byte> data;    ///< The bytes it sends, as they were.
+    std::vector<std::byte> summary; ///< Its summary, as it was.
+  };
+  /// One collective being matched (every rank), or one pair.
+  struct Match {
+    std::uint64_t sequence = 0; ///< Collectives: the k of "k-th collective".
+    std::vector<Started> calls;
+  };
+  /// A ticket's state, on its rank.
+  struct Slot {
+    bool landed = false;
+    std::optional<Error> failure;
+    std::vector<std::byte> summaries;
+  };
+
+  Ticket start(int rank, const CollectiveCall& call);
+  void complete_collective(Match& match, int completing);
+  void complete_pair(Started& send, Started& recv);
+  void fail(Match& match, const Error& error);
+  void break_world(const Error& error);
+  void wait_all(int rank);
+  Slot* slot(int rank, Ticket ticket);
+
+  std::vector<std::unique_ptr<Rank>> ranks_;
+  std::deque<Match> collectives_;            ///< Open collectives, oldest first.
+  std::vector<std::uint64_t> next_sequence_; ///< Per rank: its next collective's k.
+  std::deque<Match> pairs_;                  ///< Open sends and recvs.
+  std::optional<Error> broken_;
+};
+
+} // namespace taintpool

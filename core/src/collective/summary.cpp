@@ -1,0 +1,423 @@
+// The summary's geometry and its two directions: summarize() on the sender,
+// carried_stale() and fed_stale() on the receiver. See summary.hpp.
+#include <taintpool/collective/summary.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <ranges>
+#include <stdexcept>
+#include <type_traits>
+
+namespace taintpool {
+
+static_assert(sizeof(TaintSummary) == TaintSummary::bytes, "the wire format is 1024 bytes");
+static_assert(std::is_trivially_copyable_v<TaintSummary>, "a summary travels as bytes");
+
+std::string_view name(DataType type) noexcept {
+  switch (type) {
+  case DataType::u8:
+    return "u8";
+  case DataType::i32:
+    return "i32";
+  case DataType::i64:
+    return "i64";
+  case DataType::f32:
+    return "f32";
+  case DataType::f64:
+    return "f64";
+  }
+  return "?";
+}
+
+std::string_view name(ReduceOp op) noexcept {
+  switch (op) {
+  case ReduceOp::sum:
+    return "sum";
+  case ReduceOp::prod:
+    return "prod";
+  case ReduceOp::min:
+    return "min";
+  case ReduceOp::max:
+    return "max";
+  }
+  return "?";
+}
+
+std::string_view name(CollectiveKind kind) noexcept {
+  switch (kind) {
+  case CollectiveKind::all_reduce:
+    return "all_reduce";
+  case CollectiveKind::all_gather:
+    return "all_gather";
+  case CollectiveKind::reduce_scatter:
+    return "reduce_scatter";
+  case CollectiveKind::broadcast:
+    return "broadcast";
+  case CollectiveKind::send:
+    return "send";
+  case CollectiveKind::recv:
+    return "recv";
+  }
+  return "?";
+}
+
+// ------------------------------------------------------------ pieces
+
+PieceLayout::PieceLayout(std::uint64_t elements, std::uint64_t element_size)
+    : elements_(elements)
+    , element_size_(element_size)
+    , pieces_(static_cast<std::uint32_t>(std::min<std::uint64_t>(elements, max_pieces))) {
+  if (element_size == 0 || elements > (std::uint64_t{1} << 56) ||
+      elements * element_size / element_size != elements) {
+    throw std::invalid_argument("PieceLayout: " + std::to_string(elements) + " elements of " +
+                                std::to_string(element_size) + " bytes cannot be cut into pieces");
+  }
+}
+
+ByteRange PieceLayout::piece(std::uint32_t piece) const noexcept {
+  const std::uint64_t first = piece * elements_ / pieces_;
+  const std::uint64_t last = (piece + 1) * elements_ / pieces_;
+  return ByteRange::of(first * element_size_, last * element_size_);
+}
+
+std::uint64_t PieceLayout::overlapping(ByteRange bytes) const noexcept {
+  std::uint64_t mask = 0;
+  for (std::uint32_t index = 0; index < pieces_; ++index) {
+    if (piece(index).overlaps(bytes)) {
+      mask |= std::uint64_t{1} << index;
+    }
+  }
+  return mask;
+}
+
+// ------------------------------------------------------------ the sender
+
+std::string root_text(const Report& report) {
+  std::string text = to_string(report.origin) + " was left unwritten by " +
+                     to_string(report.failure) + " (" + to_string(report.root) + ")";
+  for (const SkipRecord& step : std::views::reverse(report.path)) { // Oldest first.
+    text += ", then " + step.kernel;
+    if (step.took_part) {
+      text += " took part with stale bytes of ";
+    } else if (step.ran) {
+      text += " ran on stale bytes of ";
+    } else {
+      text += " was skipped: it needed ";
+    }
+    text += to_string(step.needed);
+  }
+  if (report.path_may_be_incomplete) {
+    text += " (the path may begin earlier)";
+  }
+  if (text.size() > TaintSummary::text_bytes) {
+    std::size_t keep = TaintSummary::text_bytes - 3;
+    // Never cut a UTF-8 sequence in two: back off over continuation bytes.
+    while (keep > 0 && (static_cast<unsigned char>(text[keep]) & 0xC0u) == 0x80u) {
+      --keep;
+    }
+    text.resize(keep);
+    text += "...";
+  }
+  return text;
+}
+
+Summarized summarize(TaintSummary& summary, const PieceLayout& layout,
+                     std::span<const StaleInput> stale,
+                     detail::FunctionRef<const Report&(FailureId)> report_of) {
+  clear_summary(summary);
+  Summarized out;
+  if (stale.empty()) {
+    return out; // The common path: 16 bytes written.
+  }
+  std::vector<FailureId> distinct;
+  for (std::uint32_t index = 0; index < layout.pieces(); ++index) {
+    const ByteRange piece = layout.piece(index);
+    // Ascending and disjoint: the first range that reaches into the piece
+    // holds its lowest stale byte.
+    const auto first = std::find_if(stale.begin(), stale.end(), [&](const StaleInput& input) {
+      return input.range.overlaps(piece);
+    });
+    if (first == stale.end()) {
+      continue;
+    }
+    summary.stale |= std::uint64_t{1} << index;
+    out.piece_root[index] = first->failure.raw();
+    auto known = std::find(distinct.begin(), distinct.end(), first->failure);
+    if (known == distinct.end()) {
+      distinct.push_back(first->failure);
+      known = distinct.end() - 1;
+    }
+    summary.root_of[index] = static_cast<std::uint8_t>(std::min<std::size_t>(
+        static_cast<std::size_t>(known - distinct.begin()), TaintSummary::roots - 1));
+  }
+  summary.root_count =
+      static_cast<std::uint32_t>(std::min<std::size_t>(distinct.size(), TaintSummary::roots));
+  summary.more_roots = static_cast<std::uint32_t>(distinct.size() - summary.root_count);
+  for (std::uint32_t entry = 0; entry < summary.root_count; ++entry) {
+    const std::string text = root_text(report_of(distinct[entry]));
+    TaintSummary::Root& root = summary.root[entry];
+    root.failure = distinct[entry].raw();
+    root.length = static_cast<std::uint32_t>(text.size());
+    std::memcpy(root.text, text.data(), text.size());
+  }
+  return out;
+}
+
+// ------------------------------------------------------------ the geometry
+
+namespace {
+
+bool gathers(CollectiveKind kind) noexcept {
+  return kind == CollectiveKind::all_reduce || kind == CollectiveKind::all_gather ||
+         kind == CollectiveKind::reduce_scatter;
+}
+
+/// Where rank `source`'s summary sits among the delivered ones.
+std::size_t summary_index(const CollectiveShape& shape, int source) noexcept {
+  return gathers(shape.kind) ? static_cast<std::size_t>(source) : 0;
+}
+
+std::uint64_t stale_mask(std::span<const std::byte> summaries, std::size_t index) noexcept {
+  std::uint64_t mask = 0;
+  std::memcpy(&mask, summaries.data() + index * TaintSummary::bytes, sizeof(mask));
+  return mask;
+}
+
+} // namespace
+
+std::uint64_t CollectiveShape::send_bytes() const noexcept {
+  switch (kind) {
+  case CollectiveKind::all_reduce:
+  case CollectiveKind::all_gather:
+  case CollectiveKind::send:
+    return count * element_size;
+  case CollectiveKind::reduce_scatter:
+    return static_cast<std::uint64_t>(ranks) * count * element_size;
+  case CollectiveKind::broadcast:
+    return me == peer ? count * element_size : 0;
+  case CollectiveKind::recv:
+    return 0;
+  }
+  return 0;
+}
+
+std::uint64_t CollectiveShape::recv_bytes() const noexcept {
+  switch (kind) {
+  case CollectiveKind::all_reduce:
+  case CollectiveKind::reduce_scatter:
+  case CollectiveKind::broadcast:
+  case CollectiveKind::recv:
+    return count * element_size;
+  case CollectiveKind::all_gather:
+    return static_cast<std::uint64_t>(ranks) * count * element_size;
+  case CollectiveKind::send:
+    return 0;
+  }
+  return 0;
+}
+
+PieceLayout CollectiveShape::layout() const {
+  const std::uint64_t elements =
+      kind == CollectiveKind::reduce_scatter ? static_cast<std::uint64_t>(ranks) * count : count;
+  return PieceLayout(elements, element_size);
+}
+
+bool CollectiveShape::feeds_me(int rank) const noexcept {
+  switch (kind) {
+  case CollectiveKind::all_reduce:
+  case CollectiveKind::all_gather:
+  case CollectiveKind::reduce_scatter:
+    return true;
+  case CollectiveKind::broadcast:
+  case CollectiveKind::recv:
+    return rank == peer;
+  case CollectiveKind::send:
+    return false;
+  }
+  return false;
+}
+
+ByteRange CollectiveShape::image(int source, std::uint32_t piece) const {
+  if (!feeds_me(source)) {
+    return {};
+  }
+  const ByteRange bytes = layout().piece(piece);
+  const std::uint64_t block = count * element_size;
+  switch (kind) {
+  case CollectiveKind::all_gather: {
+    const std::uint64_t shift = static_cast<std::uint64_t>(source) * block;
+    return ByteRange::of(bytes.begin() + shift, bytes.end() + shift);
+  }
+  case CollectiveKind::reduce_scatter: {
+    const std::uint64_t first = static_cast<std::uint64_t>(me) * block;
+    const ByteRange mine = bytes.intersect(ByteRange::sized(first, block));
+    return mine.empty() ? ByteRange{} : ByteRange::of(mine.begin() - first, mine.end() - first);
+  }
+  default:
+    return bytes;
+  }
+}
+
+// ------------------------------------------------------------ the receiver
+
+std::vector<CarriedStale> carried_stale(const CollectiveShape& shape, const TaintSummary& mine,
+                                        const Summarized& roots) {
+  std::vector<CarriedStale> out;
+  if (mine.stale == 0 || !shape.feeds_me(shape.me)) {
+    return out;
+  }
+  const PieceLayout layout = shape.layout();
+  for (std::uint32_t index = 0; index < layout.pieces(); ++index) {
+    if ((mine.stale >> index & 1u) == 0) {
+      continue;
+    }
+    const ByteRange bytes = shape.image(shape.me, index);
+    if (!bytes.empty()) {
+      out.push_back(CarriedStale{0, bytes, 0, FailureId::from_raw(roots.piece_root[index])});
+    }
+  }
+  return out;
+}
+
+namespace {
+
+/// Whether every source other than this rank sent an all-clean mask.
+bool masks_clean(const CollectiveShape& shape, std::span<const std::byte> summaries) noexcept {
+  for (int source = 0; source < shape.ranks; ++source) {
+    if (source == shape.me || !shape.feeds_me(source)) {
+      continue;
+    }
+    const std::size_t index = summary_index(shape, source);
+    if ((index + 1) * TaintSummary::bytes <= summaries.size() &&
+        stale_mask(summaries, index) != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+} // namespace
+
+bool fed_clean(const CollectiveShape& shape, std::span<const std::byte> summaries) {
+  // Exact, not just the masks: a reduce-scatter piece may land wholly in
+  // another rank's block.
+  return masks_clean(shape, summaries) || fed_stale(shape, summaries).ranges.empty();
+}
+
+FedStale fed_stale(const CollectiveShape& shape, std::span<const std::byte> summaries) {
+  FedStale out;
+  if (masks_clean(shape, summaries)) {
+    return out;
+  }
+  if (summaries.size() <
+      (gathers(shape.kind) ? static_cast<std::size_t>(shape.ranks) : 1) * TaintSummary::bytes) {
+    throw std::logic_error("fed_stale: the communicator delivered " +
+                           std::to_string(summaries.size()) + " bytes of summaries");
+  }
+  const PieceLayout layout = shape.layout();
+  // What this rank's own stale pieces explain already (local first, C4).
+  std::vector<ByteRange> own;
+  if (shape.feeds_me(shape.me)) {
+    const std::uint64_t mask = stale_mask(summaries, summary_index(shape, shape.me));
+    for (std::uint32_t index = 0; index < layout.pieces(); ++index) {
+      if ((mask >> index & 1u) != 0) {
+        own.push_back(shape.image(shape.me, index));
+      }
+    }
+  }
+  struct Cited {
+    int source;
+    std::uint32_t entry;
+  };
+  std::vector<Cited> cited;
+  std::vector<ByteRange> fed;
+  for (int source = 0; source < shape.ranks; ++source) {
+    if (source == shape.me || !shape.feeds_me(source)) {
+      continue;
+    }
+    TaintSummary summary;
+    std::memcpy(&summary, summaries.data() + summary_index(shape, source) * TaintSummary::bytes,
+                sizeof(summary));
+    for (std::uint32_t index = 0; index < layout.pieces(); ++index) {
+      if ((summary.stale >> index & 1u) == 0) {
+        continue;
+      }
+      // Every image is one piece's, and pieces of the same index land on
+      // the same bytes whoever sends them, so an image is either wholly
+      // explained by this rank's own piece or not at all.
+      const ByteRange bytes = shape.image(source, index);
+      if (bytes.empty() || std::find(own.begin(), own.end(), bytes) != own.end()) {
+        continue;
+      }
+      fed.push_back(bytes);
+      const std::uint32_t entry = std::min<std::uint32_t>(
+          summary.root_of[index], std::max<std::uint32_t>(summary.root_count, 1) - 1);
+      if (std::none_of(cited.begin(), cited.end(), [&](const Cited& known) {
+            return known.source == source && known.entry == entry;
+          })) {
+        cited.push_back(Cited{source, entry});
+      }
+    }
+  }
+  if (fed.empty()) {
+    return out;
+  }
+  std::sort(fed.begin(), fed.end(), [](ByteRange a, ByteRange b) { return a.begin() < b.begin(); });
+  for (const ByteRange bytes : fed) {
+    if (!out.ranges.empty() && out.ranges.back().range.end() >= bytes.begin()) {
+      const ByteRange last = out.ranges.back().range;
+      out.ranges.back().range = ByteRange::of(last.begin(), std::max(last.end(), bytes.end()));
+    } else {
+      out.ranges.push_back(WrittenRange{0, bytes});
+    }
+  }
+
+  // The message: every feeding rank, ascending, with the roots it cited.
+  std::sort(cited.begin(), cited.end(), [](const Cited& a, const Cited& b) {
+    return a.source != b.source ? a.source < b.source : a.entry < b.entry;
+  });
+  constexpr int listed_sources = 8;
+  std::string message = "fed stale bytes from ";
+  int sources = 0;
+  int unlisted = 0;
+  for (std::size_t at = 0; at < cited.size();) {
+    const int source = cited[at].source;
+    if (sources == listed_sources) {
+      ++unlisted;
+      while (at < cited.size() && cited[at].source == source) {
+        ++at;
+      }
+      continue;
+    }
+    TaintSummary summary;
+    std::memcpy(&summary, summaries.data() + summary_index(shape, source) * TaintSummary::bytes,
+                sizeof(summary));
+    message += (sources == 0 ? "rank " : "; and from rank ") + std::to_string(source) + ": ";
+    bool first = true;
+    bool last_entry = false;
+    for (; at < cited.size() && cited[at].source == source; ++at) {
+      const std::uint32_t entry = cited[at].entry;
+      if (entry < summary.root_count) {
+        const std::uint32_t length =
+            std::min<std::uint32_t>(summary.root[entry].length, TaintSummary::text_bytes);
+        message += (first ? "" : "; ") + std::string(summary.root[entry].text, length);
+      } else {
+        message += first ? "a failure it did not describe" : "";
+      }
+      last_entry = last_entry || entry + 1 == TaintSummary::roots;
+      first = false;
+    }
+    if (last_entry && summary.more_roots != 0) {
+      message += " (and " + std::to_string(summary.more_roots) + " more failures on rank " +
+                 std::to_string(source) + ")";
+    }
+    ++sources;
+  }
+  if (unlisted != 0) {
+    message += "; and from " + std::to_string(unlisted) + " more ranks";
+  }
+  out.error = Error::remote(std::move(message));
+  return out;
+}
+
+} // namespace taintpool

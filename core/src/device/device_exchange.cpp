@@ -1,0 +1,368 @@
+// Device::exchange — the Device's half of a collective (C1-C5): a write
+// scope whose reads are ordered but never checked, and whose body says which
+// outputs it computed from stale bytes. See device/exchange.hpp for the rules
+// in words; this file keeps them apart from the launch path in device.cpp,
+// whose helpers (resolve_bindings, order, commit, run_body, tear_down, log_if_unconfirmed)
+// it reuses unchanged.
+#include <taintpool/device/device.hpp>
+#include <taintpool/taint.hpp>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace taintpool {
+
+namespace {
+
+/// The error a failure of this exchange stores: named after it, like a
+/// failed launch's (device.cpp names launches the same way).
+Error named_after(std::string_view kernel, const Error& error) {
+  std::string message(kernel);
+  message += ": ";
+  message += error.message().empty() ? std::string(name(error.kind())) : error.message();
+  return Error(error.kind(), std::move(message));
+}
+
+/// `whole` less every range of `cut`, appended to `out` in order.
+void append_rest(ByteRange whole, std::span<const ByteRange> cut, std::vector<ByteRange>& out) {
+  std::vector<ByteRange> pieces{whole};
+  for (const ByteRange taken : cut) {
+    std::vector<ByteRange> kept;
+    for (const ByteRange piece : pieces) {
+      if (!piece.overlaps(taken)) {
+        kept.push_back(piece);
+        continue;
+      }
+      if (piece.begin() < taken.begin()) {
+        kept.push_back(ByteRange::of(piece.begin(), taken.begin()));
+      }
+      if (taken.end() < piece.end()) {
+        kept.push_back(ByteRange::of(taken.end(), piece.end()));
+      }
+    }
+    pieces = std::move(kept);
+  }
+  out.insert(out.end(), pieces.begin(), pieces.end());
+}
+
+bool overlaps_any(const Binding& binding, std::span<const Binding> set) {
+  return std::any_of(set.begin(), set.end(), [&](const Binding& held) {
+    return held.allocation == binding.allocation && held.range.overlaps(binding.range);
+  });
+}
+
+/// Removes `cut`'s bytes from `set`, splitting what it lands in.
+void remove_bytes(std::vector<Binding>& set, const Binding& cut) {
+  std::vector<Binding> kept;
+  for (const Binding& held : set) {
+    if (held.allocation != cut.allocation || !held.range.overlaps(cut.range)) {
+      kept.push_back(held);
+      continue;
+    }
+    if (held.range.begin() < cut.range.begin()) {
+      kept.push_back({held.allocation, ByteRange::of(held.range.begin(), cut.range.begin())});
+    }
+    if (cut.range.end() < held.range.end()) {
+      kept.push_back({held.allocation, ByteRange::of(cut.range.end(), held.range.end())});
+    }
+  }
+  set = std::move(kept);
+}
+
+} // namespace
+
+LaunchResult Device::exchange_locked(std::uint32_t slot, std::string_view kernel,
+                                     std::span<const Binding> reads,
+                                     std::span<const Binding> writes, ExchangeBody body) {
+  // As launch_locked, less the S1 check: every binding is checked before
+  // anything is claimed (P3), and the launch gets its number.
+  memory_.sweep();
+  resolve_bindings(reads, writes, slot);
+  released_.clear();
+  const std::uint64_t launch = next_launch_++;
+
+  // C1: no skip. C2: what the inputs hold, as known now, for the summary.
+  collect_stale_inputs();
+  struct Holds {
+    explicit Holds(Device& owner) noexcept
+        : device(owner) {}
+    ~Holds() { device.drop_input_holds(); }
+    Holds(const Holds&) = delete;
+    Holds& operator=(const Holds&) = delete;
+    Holds(Holds&&) = delete;
+    Holds& operator=(Holds&&) = delete;
+    Device& device;
+  } const holds{*this};
+
+  const bool ordering = ordering_active();
+  if (ordering) {
+    order(slot, launch);
+  }
+  LaunchResult result;
+  try {
+    result = enter_exchange(slot, launch, kernel, body);
+  } catch (...) {
+    StreamPoint work;
+    if (ordering) {
+      commit(slot, launch);
+      work = StreamPoint{slot, streams_.order().tail(slot), launch};
+    }
+    log_if_unconfirmed(launch, kernel, reads, writes, LaunchStatus::Failed, work);
+    throw;
+  }
+  StreamPoint work;
+  if (ordering) {
+    commit(slot, launch);
+    work = StreamPoint{slot, streams_.order().tail(slot), launch};
+    if (!hazards_.empty()) {
+      taint_races(kernel, slot, launch, result);
+    }
+  }
+  log_if_unconfirmed(launch, kernel, reads, writes, result.status, work);
+  return result;
+}
+
+void Device::collect_stale_inputs() {
+  stale_inputs_.clear();
+  input_reports_.clear();
+  input_held_.clear();
+  try {
+    for (std::size_t index = 0; index < reads_.size(); ++index) {
+      const ByteRange range = reads_[index].range;
+      if (!read_taints_[index]->failure(range)) {
+        continue; // The common path: one inline check per input.
+      }
+      const std::size_t first = stale_inputs_.size();
+      read_taints_[index]->for_each_claim([&](FailureId failure, ByteRange claimed) {
+        if (claimed.overlaps(range)) {
+          const ByteRange bytes = claimed.intersect(range);
+          stale_inputs_.push_back(StaleInput{
+              static_cast<std::uint32_t>(index),
+              ByteRange::of(bytes.begin() - range.begin(), bytes.end() - range.begin()), failure});
+        }
+      });
+      std::sort(stale_inputs_.begin() + static_cast<std::ptrdiff_t>(first), stale_inputs_.end(),
+                [](const StaleInput& a, const StaleInput& b) {
+                  return a.range.begin() < b.range.begin();
+                });
+    }
+    for (const StaleInput& stale : stale_inputs_) {
+      const AllocationId input = reads_[stale.input].allocation;
+      const bool reported =
+          std::any_of(input_reports_.begin(), input_reports_.end(), [&](const Report& report) {
+            return report.failure == stale.failure && report.read == input;
+          });
+      if (!reported) {
+        input_reports_.push_back(graph_.report(stale.failure, input));
+      }
+      if (std::find(input_held_.begin(), input_held_.end(), stale.failure) == input_held_.end()) {
+        input_held_.push_back(stale.failure);
+        graph_.tag(stale.failure); // Held: see the declaration.
+      }
+    }
+  } catch (...) {
+    drop_input_holds();
+    throw;
+  }
+}
+
+void Device::drop_input_holds() noexcept {
+  for (const FailureId failure : input_held_) {
+    graph_.untag(failure);
+  }
+  input_held_.clear();
+}
+
+void Device::check_exchange_outcome(const ExchangeOutcome& outcome) const {
+  const auto fits = [&](std::uint32_t output, ByteRange range) {
+    return output < writes_.size() && range.end() <= writes_[output].range.size();
+  };
+  for (const CarriedStale& carried : outcome.carried) {
+    const bool given =
+        std::any_of(stale_inputs_.begin(), stale_inputs_.end(), [&](const StaleInput& stale) {
+          return stale.failure == carried.failure && stale.input == carried.input;
+        });
+    if (!fits(carried.output, carried.range) || !given) {
+      throw std::logic_error("Device::exchange: the body says output " +
+                             std::to_string(carried.output) + " bytes " + to_string(carried.range) +
+                             " carry " + to_string(carried.failure) + " from input " +
+                             std::to_string(carried.input) +
+                             ", which is outside its outputs or not a failure of that input");
+    }
+  }
+  for (const WrittenRange& fed : outcome.fed) {
+    if (!fits(fed.output, fed.range)) {
+      throw std::logic_error("Device::exchange: the body says output " +
+                             std::to_string(fed.output) + " bytes " + to_string(fed.range) +
+                             " were fed stale bytes, which is outside its outputs");
+    }
+  }
+  if (!outcome.fed.empty() && !outcome.fed_error) {
+    throw std::logic_error("Device::exchange: fed stale bytes without an error to carry");
+  }
+}
+
+LaunchResult Device::enter_exchange(std::uint32_t slot, std::uint64_t launch,
+                                    std::string_view kernel, ExchangeBody body) {
+  const KernelContext context(launch, kernel, reads_, writes_, backend_.backend_data(),
+                              streams_.id(slot), streams_.handle(slot));
+  const ExchangeContext exchange(context, stale_inputs_, input_reports_);
+  ExchangeOutcome said;
+  // Through the backend like any body, so a driver error it caused becomes
+  // a failure (CudaBackend::run).
+  auto run = [&](const KernelContext&) {
+    said = body(exchange);
+    return LaunchOutcome::success();
+  };
+  LaunchResult result;
+  if (writes_.empty()) {
+    // Nothing to claim (a send): a failure is only reported.
+    const LaunchOutcome outcome = run_body(run, context);
+    if (!outcome.ok()) {
+      result.status = LaunchStatus::Failed;
+      result.error = named_after(kernel, *outcome.error());
+    }
+    return result;
+  }
+
+  // S1: the provisional failure claims the whole write set.
+  const FailureId provisional = graph_.insert_provisional();
+  try {
+    for (std::size_t index = 0; index < writes_.size(); ++index) {
+      write_taints_[index]->taint(writes_[index].range, provisional, graph_);
+    }
+  } catch (...) {
+    graph_.prune(provisional);
+    throw;
+  }
+  const LaunchOutcome outcome = [&] {
+    try {
+      return run_body(run, context);
+    } catch (...) {
+      tear_down(provisional, kernel); // S3
+      throw;
+    }
+  }();
+  if (!outcome.ok()) {
+    // The backend refused or failed the run: every output carries its error.
+    Error error = named_after(kernel, *outcome.error());
+    graph_.replace(provisional, error);
+    graph_.prune(provisional);
+    result.status = LaunchStatus::Failed;
+    if (graph_.contains(provisional)) {
+      result.failure = provisional;
+    }
+    result.error = std::move(error);
+    return result;
+  }
+
+  // C4, while the provisional failure still claims every output byte, so
+  // that running out of memory halfway leaves bytes torn down (stale), never
+  // released by mistake: carried bytes take their input's failure, fed
+  // bytes keep the provisional one under the fed error, the rest is
+  // released.
+  try {
+    check_exchange_outcome(said);
+    std::vector<std::pair<FailureId, std::uint32_t>> recorded;
+    for (const CarriedStale& carried : said.carried) {
+      const BoundBuffer& output = writes_[carried.output];
+      write_taints_[carried.output]->taint(
+          ByteRange::of(output.range.begin() + carried.range.begin(),
+                        output.range.begin() + carried.range.end()),
+          carried.failure, graph_);
+      const std::pair<FailureId, std::uint32_t> key{carried.failure, carried.input};
+      if (std::find(recorded.begin(), recorded.end(), key) == recorded.end()) {
+        recorded.push_back(key);
+      }
+    }
+    for (const auto& [failure, input] : recorded) {
+      SkipRecord record{std::string(kernel), reads_[input].allocation, {}, true, true};
+      for (const BoundBuffer& output : writes_) {
+        if (std::find(record.produced.begin(), record.produced.end(), output.allocation) ==
+            record.produced.end()) {
+          record.produced.push_back(output.allocation);
+        }
+      }
+      graph_.skipped(failure, std::move(record));
+    }
+    if (!said.fed.empty()) {
+      graph_.replace(provisional, named_after(kernel, *said.fed_error));
+    }
+    // Released: every output byte neither carried nor fed, on any output
+    // that aliases the same allocation.
+    std::vector<ByteRange> stale;
+    std::vector<ByteRange> clean;
+    for (std::size_t index = 0; index < writes_.size(); ++index) {
+      const BoundBuffer& output = writes_[index];
+      stale.clear();
+      const auto absolute = [&](std::uint32_t owner, ByteRange range) {
+        const BoundBuffer& at = writes_[owner];
+        return ByteRange::of(at.range.begin() + range.begin(), at.range.begin() + range.end());
+      };
+      for (const CarriedStale& carried : said.carried) {
+        if (writes_[carried.output].allocation == output.allocation) {
+          stale.push_back(absolute(carried.output, carried.range));
+        }
+      }
+      for (const WrittenRange& fed : said.fed) {
+        if (writes_[fed.output].allocation == output.allocation) {
+          stale.push_back(absolute(fed.output, fed.range));
+        }
+      }
+      clean.clear();
+      append_rest(output.range, stale, clean);
+      for (const ByteRange bytes : clean) {
+        write_taints_[index]->written(bytes, graph_);
+      }
+    }
+  } catch (...) {
+    graph_.prune(provisional);
+    throw;
+  }
+  graph_.prune(provisional);
+  return result;
+}
+
+bool Device::awaits_verdict_locked(std::span<const Binding> reads) {
+  for (const Binding& read : reads) {
+    static_cast<void>(memory_.resolve(read)); // Bad bindings throw, as for a launch.
+  }
+  if (log_.empty() || !backend_.oldest_unconfirmed_launch()) {
+    return false; // Every launch is confirmed: nothing can turn stale late.
+  }
+  // The common case, a collective whose input nothing logged wrote (the
+  // send buffer of a gradient bucket while earlier buckets are in flight):
+  // one scan, no allocation.
+  const bool written = std::any_of(log_.begin(), log_.end(), [&](const LoggedLaunch& entry) {
+    return std::any_of(entry.writes.begin(), entry.writes.end(),
+                       [&](const Binding& output) { return overlaps_any(output, reads); });
+  });
+  if (!written) {
+    return false;
+  }
+  // The replay attribute() would make, for every unconfirmed launch at once:
+  // an unconfirmed launch that ran may turn out to have written garbage; a
+  // launch that ran on such bytes wrote garbage too; anything else that
+  // wrote the bytes replaced them (with good data, or with its own failure).
+  std::vector<Binding> suspect;
+  for (const LoggedLaunch& entry : log_) {
+    const bool fed = std::any_of(entry.reads.begin(), entry.reads.end(),
+                                 [&](const Binding& read) { return overlaps_any(read, suspect); });
+    if (entry.status == LaunchStatus::Ran && (fed || backend_.unconfirmed(entry.launch))) {
+      suspect.insert(suspect.end(), entry.writes.begin(), entry.writes.end());
+      continue;
+    }
+    for (const Binding& output : entry.writes) {
+      remove_bytes(suspect, output);
+    }
+    if (fed) {
+      suspect.insert(suspect.end(), entry.released.begin(), entry.released.end());
+    }
+  }
+  return std::any_of(reads.begin(), reads.end(),
+                     [&](const Binding& read) { return overlaps_any(read, suspect); });
+}
+
+} // namespace taintpool

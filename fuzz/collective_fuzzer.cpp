@@ -1,0 +1,731 @@
+// collective_fuzzer: N ranks' Devices (2 to 4, in one process) joined by a
+// LoopbackWorld, against the ranks model (model::RanksModel), side by side,
+// compared after every operation on EVERY rank (C1-C6, D1, D2; DESIGN.md §4).
+//
+// Why it is shaped so: taint crossing ranks is where every rank's rules meet
+// — the exchange's scope (S1, S6-like releases, G4, G7 `took_part`
+// records), the summary at piece grain (C2), the agreement of all ranks on
+// stale bytes (C3), the attribution (C4), and the two verdict paths (C5):
+// the rank whose call completes a collective learns at once, the others at
+// their next synchronize, through CollectiveBackend, as a late failure that
+// reaches whatever ran on the fed bytes since — together with each rank's
+// own late failures (DeferredHostBackend::fail_later) and the rule that a
+// collective whose input awaits a verdict synchronizes first (C2). So the
+// harness drives whole multi-rank dataflows, and compares each rank's
+// whole observable state after each step.
+//
+// # What is checked
+//
+// After EVERY operation, for every rank it touched (and every 16 operations,
+// for every rank, so nothing untouched may change): model.rank(r).mismatch(device) —
+// every allocation's claims (D1) and every byte the model knows (so a
+// collective that computed the wrong bytes, or wrote outside its outputs,
+// is caught), every live failure's error (the Remote message exactly: ranks
+// cited, root texts, counts), tags (R1), skip records (G7, `took_part`
+// included), the graph's size and next id (G1) — and check_invariants().
+// Per operation: a launch's result as device_fuzzer checks it; a read's
+// reports exactly and its bytes; a collective's result on every rank (the
+// exchange ran; the stale bytes it knew at once; whether its verdict is
+// late). At the end: every rank synchronized, every handle dropped, swept:
+// every graph empty (R4).
+//
+// # How the input is decoded (fuzz/common/byte_reader.hpp)
+//
+//   first byte   ranks: 2 + byte % 3
+//   then ops     one byte: low 4 bits the op, high 4 bits the rank (mod N)
+//     create       size byte, seed byte; a slot (byte)
+//     drop         a slot
+//     launch       kernel, counts (reads 0..2, writes 0..2, in place), the
+//                  bindings (a slot byte, a shape byte and two offsets: whole,
+//                  or a range inside), the plan (as device_fuzzer's: succeed,
+//                  fail, partial, throw, check, fail late)
+//     write        a binding, a seed
+//     read         a binding (read or stale_reports)
+//     synchronize / sweep
+//     collective   kind (all-reduce, all-gather, reduce-scatter, broadcast,
+//                  send/recv), type (u8, i32) and op, count, root or pair,
+//                  in-place flags, then per rank a slot and an offset for its
+//                  buffers (a buffer too small is replaced by a fresh one of
+//                  the size needed), then the call order (a permutation)
+// Only valid bindings are made: a bad binding on one rank would leave the
+// others waiting, which C6's unit tests cover.
+#include <taintpool/collective/collectives.hpp>
+#include <taintpool/collective/loopback.hpp>
+#include <taintpool/device/device.hpp>
+#include <taintpool/host/deferred_host_backend.hpp>
+#include <taintpool/model/ranks_model.hpp>
+#include <taintpool/pool/host_storage.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/byte_reader.hpp"
+#include "common/check.hpp"
+
+namespace {
+
+using namespace taintpool;
+using taintpool::fuzz::ByteReader;
+using taintpool::fuzz::Checker;
+using taintpool::model::BodyKind;
+using taintpool::model::BodyPlan;
+using taintpool::model::ModelLaunch;
+using taintpool::model::ModelRead;
+using taintpool::model::RanksModel;
+
+constexpr std::size_t kSlots = 6;
+constexpr std::array<const char*, 4> kKernels = {"fill", "matmul", "gelu", "backward"};
+constexpr std::array<const char*, 3> kMessages = {"", "oom",
+                                                  "a message long enough to live on the heap"};
+constexpr std::array<ErrorKind, 3> kErrorKinds = {ErrorKind::Launch, ErrorKind::OutOfMemory,
+                                                  ErrorKind::Generic};
+constexpr std::array<CollectiveKind, 5> kCollectives = {
+    CollectiveKind::all_reduce, CollectiveKind::all_gather, CollectiveKind::reduce_scatter,
+    CollectiveKind::broadcast, CollectiveKind::send};
+constexpr std::array<ReduceOp, 4> kOps = {ReduceOp::sum, ReduceOp::max, ReduceOp::min,
+                                          ReduceOp::prod};
+constexpr std::array<const char*, 3> kNames = {"grads", "params",
+                                               "a_name_long_enough_for_the_heap"};
+
+MemoryConfig config() {
+  MemoryConfig config;
+  config.alignment = 16;
+  config.sliced = {{1024, 128}, {4096, 1024}};
+  config.max_allocation = std::uint64_t{1} << 20;
+  return config;
+}
+
+/// One rank: its Device on a CollectiveBackend around a DeferredHostBackend.
+struct Rank {
+  explicit Rank(Communicator& communicator)
+      : storage(16)
+      , backend(storage, config())
+      , adaptor(backend)
+      , device(adaptor)
+      , collectives(device, communicator) {}
+  HostStorage storage;
+  DeferredHostBackend backend;
+  CollectiveBackend adaptor;
+  Device device;
+  Collectives collectives;
+  std::array<Allocation, kSlots> slots;
+};
+
+std::string show_binding(const Binding& binding) {
+  return "A" + std::to_string(binding.allocation.raw()) + to_string(binding.range);
+}
+
+std::string show_record(const SkipRecord& record) {
+  std::string out = "{" + record.kernel +
+                    (record.took_part ? " took part"
+                     : record.ran     ? " ran"
+                                      : " skipped") +
+                    " needed " + to_string(record.needed) + " produced";
+  for (const AllocationId id : record.produced) {
+    out += " " + to_string(id);
+  }
+  return out + "}";
+}
+
+std::string show_reports(const std::vector<Report>& reports) {
+  std::string out;
+  for (const Report& report : reports) {
+    out += "\n    {" + to_string(report.failure) + " root {" + to_string(report.root) + "} read " +
+           to_string(report.read) + " stale " +
+           (report.stale ? to_string(*report.stale) : std::string("none")) + " path [";
+    for (const SkipRecord& record : report.path) {
+      out += show_record(record);
+    }
+    out += "] origin " + to_string(report.origin) + " skips " +
+           std::to_string(report.skips_recorded) + "}";
+  }
+  return out.empty() ? " (none)" : out;
+}
+
+class Harness {
+ public:
+  explicit Harness(int ranks)
+      : world_(ranks)
+      , model_(ranks)
+      , checker_("collective_fuzzer") {
+    for (int rank = 0; rank < ranks; ++rank) {
+      ranks_.push_back(std::make_unique<Rank>(world_.rank(rank)));
+      // Each rank's Device mints ids in a space of its own: so does its model.
+      model_.rank(rank).set_id_space(ranks_.back()->device.memory().id_space());
+    }
+    checker_.set_context([this] { return context(); });
+  }
+
+  void run(ByteReader& in) {
+    while (!in.empty() && ops_.size() < 200) {
+      touched_.clear();
+      step(in);
+      for (const int rank : touched_) {
+        compare(rank);
+      }
+      if (ops_.size() % 16 == 0) {
+        compare(); // Every rank, now and then: nothing untouched may change.
+      }
+    }
+    finish();
+  }
+
+ private:
+  [[nodiscard]] int size() const { return static_cast<int>(ranks_.size()); }
+  Rank& at(int rank) { return *ranks_[static_cast<std::size_t>(rank)]; }
+
+  std::string context() const {
+    std::string text = "ranks: " + std::to_string(ranks_.size()) + "\nops (" +
+                       std::to_string(ops_.size()) + "):\n";
+    const std::size_t first = ops_.size() > 60 ? ops_.size() - 60 : 0;
+    for (std::size_t index = first; index < ops_.size(); ++index) {
+      text += "  #" + std::to_string(index) + " " + ops_[index] + "\n";
+    }
+    for (int rank = 0; rank < static_cast<int>(ranks_.size()); ++rank) {
+      const auto& model = model_.rank(rank);
+      text += "model of rank " + std::to_string(rank) + ":\n";
+      for (const AllocationId id : model.allocations()) {
+        text += "  " + to_string(id) + " size " + std::to_string(model.size(id)) + " claims";
+        for (const auto& [failure, range] : model.claims(id)) {
+          text += " " + to_string(failure) + to_string(range);
+        }
+        text += "\n";
+      }
+      for (const FailureId failure : model.live_failures()) {
+        text += "  " + to_string(failure) + " {" + to_string(*model.error(failure)) + "}\n";
+      }
+    }
+    return text;
+  }
+
+  void fail(std::string_view rule, const std::string& what) const { checker_.fail(rule, what); }
+
+  /// One rank's whole observable state against its model, and its invariants.
+  void compare(int rank) {
+    if (auto difference = model_.rank(rank).mismatch(at(rank).device)) {
+      fail("D1/C3/C4", "rank " + std::to_string(rank) + ": " + *difference);
+    }
+    try {
+      at(rank).device.check_invariants();
+    } catch (const std::exception& error) {
+      fail("R1-R3/P1/P2/T5",
+           "rank " + std::to_string(rank) + ": check_invariants: " + error.what());
+    }
+  }
+
+  void compare() {
+    for (int rank = 0; rank < size(); ++rank) {
+      compare(rank);
+    }
+  }
+
+  // ---- decoding
+
+  /// A live allocation of `rank`, starting at slot `pick`; none if it has none.
+  std::optional<std::size_t> live_slot(int rank, std::uint8_t pick) {
+    for (std::size_t step = 0; step < kSlots; ++step) {
+      const std::size_t slot = (pick + step) % kSlots;
+      if (at(rank).slots[slot]) {
+        return slot;
+      }
+    }
+    return std::nullopt;
+  }
+
+  std::optional<Binding> decode_binding(int rank, ByteReader& in) {
+    const std::optional<std::size_t> slot = live_slot(rank, in.byte());
+    const std::uint8_t shape = in.byte();
+    const std::uint64_t a = in.byte();
+    const std::uint64_t b = in.byte();
+    if (!slot) {
+      return std::nullopt;
+    }
+    const Allocation& held = at(rank).slots[*slot];
+    const std::uint64_t size = held.size();
+    if (shape < 96) {
+      return held.whole();
+    }
+    const std::uint64_t begin = a % (size + 1);
+    return Binding{held.id(), ByteRange::sized(begin, b % (size - begin + 1))};
+  }
+
+  Error decode_error(ByteReader& in) {
+    const std::uint8_t byte = in.byte();
+    return Error(kErrorKinds[byte % kErrorKinds.size()],
+                 kMessages[(byte / kErrorKinds.size()) % kMessages.size()]);
+  }
+
+  std::vector<WrittenRange> decode_written(ByteReader& in, const std::vector<Binding>& writes) {
+    std::vector<WrittenRange> written;
+    const std::uint64_t count = in.below(3);
+    for (std::uint64_t index = 0; index < count && !writes.empty(); ++index) {
+      const auto output = static_cast<std::uint32_t>(in.byte() % writes.size());
+      const std::uint64_t size = writes[output].range.size();
+      const std::uint64_t begin = in.byte() % (size + 1);
+      written.push_back(
+          WrittenRange{output, ByteRange::sized(begin, in.byte() % (size - begin + 1))});
+    }
+    return written;
+  }
+
+  BodyPlan decode_plan(ByteReader& in, const std::vector<Binding>& writes) {
+    BodyPlan plan;
+    const std::uint8_t kind = in.byte();
+    plan.seed = in.byte();
+    if (kind < 112) {
+      plan.kind = BodyKind::succeed;
+    } else if (kind < 160) {
+      plan.kind = BodyKind::fail;
+      plan.error = decode_error(in);
+    } else if (kind < 200) {
+      plan.kind = BodyKind::fail;
+      plan.error = decode_error(in);
+      plan.written = decode_written(in, writes);
+    } else if (kind < 212) {
+      plan.kind = BodyKind::throws;
+      plan.what = "boom";
+    } else if (kind < 228) {
+      plan.kind = BodyKind::check;
+    } else {
+      plan.kind = BodyKind::fail_late;
+      plan.error = decode_error(in);
+      plan.written = decode_written(in, writes);
+    }
+    return plan;
+  }
+
+  // ---- ops
+
+  void step(ByteReader& in) {
+    const std::uint8_t op = in.byte();
+    const int rank = (op >> 4) % size();
+    touched_.push_back(rank);
+    switch (op & 15u) {
+    case 0:
+    case 1:
+      create(rank, in, (op & 1u) != 0);
+      break;
+    case 2: {
+      const std::size_t slot = in.byte() % kSlots;
+      ops_.push_back("rank " + std::to_string(rank) + ": drop slot " + std::to_string(slot));
+      drop(rank, slot);
+      break;
+    }
+    case 3:
+    case 4:
+    case 5:
+      launch(rank, in);
+      break;
+    case 6:
+      host_write(rank, in);
+      break;
+    case 7:
+    case 8:
+      read(rank, in, (op & 1u) != 0);
+      break;
+    case 9:
+      ops_.push_back("rank " + std::to_string(rank) + ": synchronize");
+      synchronize(rank);
+      break;
+    case 10:
+      ops_.push_back("rank " + std::to_string(rank) + ": sweep");
+      at(rank).device.sweep();
+      model_.rank(rank).sweep();
+      break;
+    default:
+      touched_.clear();
+      collective(in); // Touches its participants.
+      break;
+    }
+  }
+
+  void drop(int rank, std::size_t slot) {
+    Allocation& held = at(rank).slots[slot];
+    if (held) {
+      model_.rank(rank).drop_handle(held.id());
+      held.reset();
+    }
+  }
+
+  void make(int rank, std::size_t slot, std::uint64_t size, std::optional<std::uint8_t> seed) {
+    drop(rank, slot);
+    Allocation& held = at(rank).slots[slot];
+    AllocationId expected = AllocationId::from_raw(1);
+    if (seed) {
+      std::vector<std::byte> bytes(size);
+      for (std::size_t index = 0; index < bytes.size(); ++index) {
+        bytes[index] = static_cast<std::byte>(*seed + index * 7);
+      }
+      held = at(rank).device.create_buffer(bytes);
+      expected = model_.rank(rank).create(bytes);
+    } else {
+      held = at(rank).device.create_buffer(size);
+      expected = model_.rank(rank).create(size);
+    }
+    if (held.id() != expected) {
+      fail("P1", "rank " + std::to_string(rank) + ": create_buffer returned " +
+                     to_string(held.id()) + ", the model " + to_string(expected));
+    }
+  }
+
+  void create(int rank, ByteReader& in, bool with_bytes) {
+    const std::uint8_t byte = in.byte();
+    const std::uint64_t size = byte % 97;
+    const std::uint8_t seed = in.byte();
+    const std::size_t slot = in.byte() % kSlots;
+    ops_.push_back("rank " + std::to_string(rank) + ": slot " + std::to_string(slot) +
+                   " = create_buffer(" + std::to_string(size) +
+                   (with_bytes ? " bytes from seed " + std::to_string(seed) : std::string()) + ")");
+    make(rank, slot, size, with_bytes ? std::optional<std::uint8_t>(seed) : std::nullopt);
+  }
+
+  void compare_launch(bool threw, const LaunchResult& core, const ModelLaunch& model,
+                      const std::string& what) const {
+    if (model.body_threw != threw) {
+      fail("S3",
+           what + (threw ? ": core threw, the model did not" : ": the body's throw was lost"));
+    }
+    if (threw) {
+      return;
+    }
+    if (!model.choice_acceptable) {
+      fail("S1/T3", what + ": core skipped with a root the model does not allow");
+    }
+    if (core.status != model.result.status || core.failure != model.result.failure ||
+        core.needed != model.result.needed || core.error != model.result.error) {
+      fail("S1/S2/S4", what + ": the launch result differs from the model's");
+    }
+  }
+
+  void launch(int rank, ByteReader& in) {
+    const std::string kernel = kKernels[in.byte() % kKernels.size()];
+    const std::uint8_t counts = in.byte();
+    std::vector<Binding> reads;
+    std::vector<Binding> writes;
+    for (unsigned index = 0; index < (counts % 3u); ++index) {
+      if (auto binding = decode_binding(rank, in)) {
+        reads.push_back(*binding);
+      }
+    }
+    for (unsigned index = 0; index < ((counts >> 2) % 3u); ++index) {
+      if (auto binding = decode_binding(rank, in)) {
+        writes.push_back(*binding);
+      }
+    }
+    if ((counts & 0x10u) != 0 && !reads.empty()) {
+      writes.push_back(reads.front()); // In place.
+    }
+    const BodyPlan plan = decode_plan(in, writes);
+    std::string text = "rank " + std::to_string(rank) + ": launch " + kernel + " reads";
+    for (const Binding& binding : reads) {
+      text += " " + show_binding(binding);
+    }
+    text += " writes";
+    for (const Binding& binding : writes) {
+      text += " " + show_binding(binding);
+    }
+    text += " plan " + std::to_string(static_cast<int>(plan.kind)) + " {" + to_string(plan.error) +
+            "} [launch #" + std::to_string(model_.rank(rank).next_launch()) + "]";
+    ops_.push_back(text);
+    DeferredHostBackend& backend = at(rank).backend;
+    auto body = [&](const KernelContext& context) -> LaunchOutcome {
+      std::uint32_t digest = plan.seed;
+      for (std::size_t index = 0; index < context.reads(); ++index) {
+        for (const std::byte byte : context.read(index)) {
+          digest = model::kernel_digest_step(digest, static_cast<std::uint8_t>(byte));
+        }
+      }
+      for (std::size_t index = 0; index < context.writes(); ++index) {
+        const std::span<std::byte> out = context.write(index);
+        for (std::size_t position = 0; position < out.size(); ++position) {
+          out[position] =
+              static_cast<std::byte>(model::kernel_output_byte(digest, plan.seed, index, position));
+        }
+      }
+      switch (plan.kind) {
+      case BodyKind::succeed:
+        return LaunchOutcome::success();
+      case BodyKind::fail:
+        return plan.written.empty() ? LaunchOutcome::failure(plan.error)
+                                    : LaunchOutcome::partial(plan.error, plan.written);
+      case BodyKind::throws:
+        throw std::runtime_error(plan.what);
+      case BodyKind::check:
+        backend.check(context);
+        return LaunchOutcome::success();
+      case BodyKind::fail_late:
+        backend.fail_later(context, plan.error, plan.written);
+        return LaunchOutcome::success();
+      case BodyKind::wrote_only:
+        // Not generated here: S6 is the device and stream fuzzers' to check.
+        throw std::logic_error("collective_fuzzer: a wrote_only plan was generated");
+      }
+      return LaunchOutcome::success();
+    };
+    LaunchResult result;
+    bool threw = false;
+    try {
+      result = at(rank).device.launch(kernel, reads, writes, body);
+    } catch (const std::runtime_error&) {
+      threw = true;
+    }
+    std::optional<std::pair<FailureId, AllocationId>> choice;
+    if (!threw && result.status == LaunchStatus::Skipped && result.failure && result.needed) {
+      choice.emplace(*result.failure, *result.needed);
+    }
+    compare_launch(threw, result, model_.rank(rank).launch(kernel, reads, writes, plan, choice),
+                   text);
+  }
+
+  void host_write(int rank, ByteReader& in) {
+    const std::optional<Binding> into = decode_binding(rank, in);
+    const std::uint8_t seed = in.byte();
+    if (!into) {
+      return;
+    }
+    std::vector<std::byte> bytes(into->range.size());
+    for (std::size_t index = 0; index < bytes.size(); ++index) {
+      bytes[index] = static_cast<std::byte>(seed ^ (index * 3));
+    }
+    const std::string text = "rank " + std::to_string(rank) + ": host write " +
+                             show_binding(*into) + " seed " + std::to_string(seed);
+    ops_.push_back(text);
+    const LaunchResult result = at(rank).device.write(*into, bytes);
+    compare_launch(false, result, model_.rank(rank).write(*into, bytes), text);
+  }
+
+  void read(int rank, ByteReader& in, bool copy) {
+    const std::optional<Binding> from = decode_binding(rank, in);
+    if (!from) {
+      return;
+    }
+    const std::string text = "rank " + std::to_string(rank) + ": " +
+                             (copy ? "read " : "stale_reports ") + show_binding(*from);
+    ops_.push_back(text);
+    std::vector<std::byte> bytes(from->range.size());
+    std::vector<Report> reports =
+        copy ? at(rank).device.read(*from, bytes).reports : at(rank).device.stale_reports(*from);
+    const ModelRead expected = copy ? model_.rank(rank).read(*from, from->range.size())
+                                    : model_.rank(rank).stale_reports(*from);
+    std::sort(reports.begin(), reports.end(),
+              [](const Report& a, const Report& b) { return a.failure < b.failure; });
+    if (reports != expected.reports) {
+      fail("D1/G8/G9/C4", text + ": reports\n  core:" + show_reports(reports) +
+                              "\n  model:" + show_reports(expected.reports));
+    }
+    if (copy && reports.empty()) {
+      for (std::size_t index = 0; index < expected.bytes.size(); ++index) {
+        if (expected.bytes[index] &&
+            static_cast<std::uint8_t>(bytes[index]) != *expected.bytes[index]) {
+          fail("D1/C3", text + ": byte " + std::to_string(index) + " read " +
+                            std::to_string(static_cast<unsigned>(bytes[index])) + ", the model " +
+                            std::to_string(*expected.bytes[index]));
+        }
+      }
+    }
+  }
+
+  void synchronize(int rank) {
+    const std::vector<AllocationId> dropped = model_.rank(rank).dropped();
+    at(rank).device.synchronize();
+    bool discovered = false;
+    if (!dropped.empty()) {
+      discovered = true;
+      at(rank).device.memory().for_each_allocation([&](const AllocationInfo& info) {
+        if (info.id == dropped.front()) {
+          discovered = false;
+        }
+      });
+    }
+    model_.rank(rank).synchronize(discovered);
+  }
+
+  /// A binding of `bytes` bytes in `rank`'s slot `pick`, at an offset; a
+  /// fresh buffer when that slot's is too small or empty.
+  Binding buffer(int rank, std::uint8_t pick, std::uint8_t offset, std::uint64_t bytes) {
+    const std::size_t slot = pick % kSlots;
+    const Allocation& held = at(rank).slots[slot];
+    if (!held || held.size() < bytes) {
+      ops_.push_back("rank " + std::to_string(rank) + ": slot " + std::to_string(slot) +
+                     " = create_buffer(" + std::to_string(bytes + offset % 8) +
+                     ") for the collective");
+      make(rank, slot, bytes + offset % 8, std::nullopt);
+    }
+    const Allocation& fresh = at(rank).slots[slot];
+    return Binding{fresh.id(), ByteRange::sized(offset % (fresh.size() - bytes + 1), bytes)};
+  }
+
+  void collective(ByteReader& in) {
+    const std::uint8_t kind_byte = in.byte();
+    const CollectiveKind kind = kCollectives[kind_byte % kCollectives.size()];
+    const DataType type = (kind_byte & 0x80u) != 0 ? DataType::i32 : DataType::u8;
+    const ReduceOp op = kOps[(kind_byte >> 3) % kOps.size()];
+    const std::uint64_t width = type == DataType::i32 ? 4 : 1;
+    const std::uint64_t count = 1u + in.byte() % (type == DataType::i32 ? 24u : 80u);
+    const std::uint8_t flags = in.byte();
+    const bool in_place = (flags & 1u) != 0;
+    const int root = static_cast<int>(in.byte()) % size();
+    const auto ranks = static_cast<std::uint64_t>(size());
+    RanksModel::Collective spec;
+    spec.name = kNames[(flags >> 1) % kNames.size()];
+    spec.type = type;
+    spec.op = op;
+    spec.root = root;
+    spec.count = count;
+    const std::uint64_t block = count * width;
+    if (kind == CollectiveKind::send) {
+      const int sender = root;
+      const int receiver = (root + 1 + static_cast<int>(in.byte()) % (size() - 1)) % size();
+      RanksModel::Call send{sender, CollectiveKind::send,
+                            buffer(sender, in.byte(), in.byte(), block), std::nullopt};
+      RanksModel::Call recv{receiver, CollectiveKind::recv, std::nullopt,
+                            buffer(receiver, in.byte(), in.byte(), block)};
+      if ((flags & 0x40u) != 0) {
+        spec.calls = {recv, send};
+      } else {
+        spec.calls = {send, recv};
+      }
+    } else {
+      for (int rank = 0; rank < size(); ++rank) {
+        RanksModel::Call call;
+        call.rank = rank;
+        call.kind = kind;
+        const std::uint8_t pick = in.byte();
+        const std::uint8_t offset = in.byte();
+        switch (kind) {
+        case CollectiveKind::all_reduce:
+          call.send = buffer(rank, pick, offset, block);
+          call.recv = in_place ? *call.send : buffer(rank, pick + 1, in.byte(), block);
+          break;
+        case CollectiveKind::all_gather:
+          call.send = buffer(rank, pick, offset, block);
+          call.recv = buffer(rank, pick + 1, in.byte(), ranks * block);
+          break;
+        case CollectiveKind::reduce_scatter:
+          call.send = buffer(rank, pick, offset, ranks * block);
+          call.recv = buffer(rank, pick + 1, in.byte(), block);
+          break;
+        case CollectiveKind::broadcast:
+          call.recv = buffer(rank, pick, offset, block);
+          if (rank == root) {
+            call.send = in_place ? *call.recv : buffer(rank, pick + 1, in.byte(), block);
+          }
+          break;
+        default:
+          break;
+        }
+        spec.calls.push_back(call);
+      }
+      // The call order: a permutation drawn from the input.
+      for (std::size_t index = spec.calls.size(); index > 1; --index) {
+        std::swap(spec.calls[index - 1], spec.calls[in.below(index)]);
+      }
+    }
+    std::string text = std::string(name(kind)) + "(" + spec.name + ") " + std::string(name(type)) +
+                       " " + std::string(name(op)) + " x" + std::to_string(count) + " root " +
+                       std::to_string(root) + ", calls:";
+    for (const RanksModel::Call& call : spec.calls) {
+      text += " [rank " + std::to_string(call.rank) + " " + std::string(name(call.kind)) +
+              (call.send ? " send " + show_binding(*call.send) : std::string()) +
+              (call.recv ? " recv " + show_binding(*call.recv) : std::string()) + "]";
+    }
+    ops_.push_back(text);
+
+    // A pair's other half.
+    const auto other = [&](const RanksModel::Call& call) {
+      return spec.calls.front().rank == call.rank ? spec.calls.back().rank
+                                                  : spec.calls.front().rank;
+    };
+    std::vector<CollectiveResult> results;
+    for (const RanksModel::Call& call : spec.calls) {
+      touched_.push_back(call.rank);
+      Collectives& collectives = at(call.rank).collectives;
+      const StreamId stream = at(call.rank).device.default_stream();
+      try {
+        switch (call.kind) {
+        case CollectiveKind::all_reduce:
+          results.push_back(
+              collectives.all_reduce(stream, spec.name, *call.send, *call.recv, type, op));
+          break;
+        case CollectiveKind::all_gather:
+          results.push_back(
+              collectives.all_gather(stream, spec.name, *call.send, *call.recv, type));
+          break;
+        case CollectiveKind::reduce_scatter:
+          results.push_back(
+              collectives.reduce_scatter(stream, spec.name, *call.send, *call.recv, type, op));
+          break;
+        case CollectiveKind::broadcast:
+          results.push_back(collectives.broadcast(
+              stream, spec.name, call.send ? *call.send : *call.recv, *call.recv, type, root));
+          break;
+        case CollectiveKind::send:
+          results.push_back(collectives.send(stream, spec.name, *call.send, type, other(call)));
+          break;
+        case CollectiveKind::recv:
+          results.push_back(collectives.recv(stream, spec.name, *call.recv, type, other(call)));
+          break;
+        }
+      } catch (const std::exception& error) {
+        fail("C1/C6", text + ": rank " + std::to_string(call.rank) + " threw: " + error.what());
+      }
+    }
+    const std::vector<RanksModel::Expected> expected = model_.collective(spec);
+    for (std::size_t index = 0; index < results.size(); ++index) {
+      const CollectiveResult& core = results[index];
+      const RanksModel::Expected& model = expected[index];
+      if (core.launch.status != model.launch.result.status || core.launch.failure ||
+          core.stale_bytes != model.stale_bytes || core.verdict_pending != model.verdict_pending) {
+        fail("C4/C5", text + ": rank " + std::to_string(model.rank) + " returned status " +
+                          std::to_string(static_cast<int>(core.launch.status)) + ", " +
+                          std::to_string(core.stale_bytes) + " stale bytes, verdict " +
+                          (core.verdict_pending ? "pending" : "applied") + "; the model " +
+                          std::to_string(model.stale_bytes) + " stale bytes, verdict " +
+                          (model.verdict_pending ? "pending" : "applied"));
+      }
+    }
+  }
+
+  void finish() {
+    ops_.push_back("end of input: synchronize every rank, drop every handle, sweep (R4)");
+    for (int rank = 0; rank < size(); ++rank) {
+      synchronize(rank);
+      for (std::size_t slot = 0; slot < kSlots; ++slot) {
+        drop(rank, slot);
+      }
+      at(rank).device.sweep();
+      model_.rank(rank).sweep();
+    }
+    compare();
+    for (int rank = 0; rank < size(); ++rank) {
+      if (!at(rank).device.graph().empty()) {
+        fail("R4", "rank " + std::to_string(rank) + ": every handle dropped and swept, the " +
+                       "graph still holds " + std::to_string(at(rank).device.graph().size()) +
+                       " failures");
+      }
+    }
+  }
+
+  LoopbackWorld world_;
+  RanksModel model_;
+  std::vector<std::unique_ptr<Rank>> ranks_;
+  Checker checker_;
+  std::vector<std::string> ops_;
+  std::vector<int> touched_; ///< The ranks the current op touched.
+};
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  ByteReader in(data, size);
+  Harness harness(2 + static_cast<int>(in.byte() % 3));
+  harness.run(in);
+  return 0;
+}

@@ -1,0 +1,100 @@
+// RanksModel: N ranks' DeviceModels and what a collective must do to each
+// of them (C1-C6), stated per byte — the model the collective fuzzer
+// compares every rank's Device with (DESIGN.md §4: slow, obviously right).
+//
+// Why it is shaped so. The rules speak of bytes and pieces, so the model
+// keeps bytes: for each output byte of each receiving rank it lists the
+// contribution bytes it was computed from (all-reduce: byte i of every
+// rank's input; all-gather: byte i % n of rank i / n's; reduce-scatter: byte
+// r*n + i of every rank's; broadcast and recv: byte i of the root's or the
+// sender's), cuts every contribution into pieces (P = min(64, m) pieces of
+// whole elements, piece p = elements [p*m/P, (p+1)*m/P)), and marks the byte
+// stale iff one of those contribution bytes lies in a stale piece (C3). A
+// piece is stale when a byte of it has a failure on its rank at the call;
+// its root is the failure of its lowest stale byte (C2). Attribution (C4):
+// the byte is the rank's own when the rank contributed to it and its own
+// piece is stale — the byte takes that piece's root, and the root gets a
+// `took_part` record; otherwise it is fed, and all fed bytes of one call
+// take one Remote failure whose message cites every (rank, root) that fed
+// one, with the texts the ranks' summaries carry (at most four roots per
+// contribution, the rest counted). Values: the reduction in rank order,
+// element by element (u8 and i32; sums and products wrap), or the copy;
+// unknown wherever an input byte is.
+//
+// Timing (C5), as the loopback delivers: the rank whose call completes the
+// collective gets the verdict at once, every other rank at its next
+// synchronize, as a late failure of its exchange (DeviceModel::exchange,
+// `deferred`). Before each contributing call the rank polls its pending
+// exchanges and, when its input awaits a verdict (DeviceModel::
+// awaits_verdict), synchronizes first (C2) — each rank's steps touch only
+// its own DeviceModel, so the model takes every rank's first steps, then
+// every summary, then every exchange.
+//
+// It shares no algorithm with core's collective layer: no piece images, no
+// wire summaries — only public value types, DeviceModel and core's names
+// for kinds (to_string of ids and errors, name() of enums).
+#pragma once
+
+#include <taintpool/collective/communicator.hpp>
+#include <taintpool/collective/data_type.hpp>
+#include <taintpool/model/device_model.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace taintpool::model {
+
+class RanksModel {
+ public:
+  /// `ranks` fresh DeviceModels.
+  explicit RanksModel(int ranks);
+
+  [[nodiscard]] int size() const noexcept { return static_cast<int>(ranks_.size()); }
+  [[nodiscard]] DeviceModel& rank(int rank) { return ranks_.at(static_cast<std::size_t>(rank)); }
+  [[nodiscard]] const DeviceModel& rank(int rank) const {
+    return ranks_.at(static_cast<std::size_t>(rank));
+  }
+
+  /// One rank's call of a collective.
+  struct Call {
+    int rank = 0;
+    /// The collective's kind; a pair's halves are send and recv.
+    CollectiveKind kind = CollectiveKind::all_reduce;
+    /// What it contributes (the root's send for a broadcast; none for recv
+    /// and other ranks of a broadcast).
+    std::optional<Binding> send;
+    /// Where its result lands (none for send).
+    std::optional<Binding> recv;
+  };
+  /// One collective: every rank's call, in the order they are made (the
+  /// last completes it); a pair is its two halves, in either order.
+  struct Collective {
+    std::string name;
+    DataType type = DataType::u8;
+    ReduceOp op = ReduceOp::sum;
+    int root = 0;            ///< Broadcast.
+    std::uint64_t count = 0; ///< As CollectiveCall::count.
+    std::vector<Call> calls;
+  };
+  /// What one call must do, in the order of Collective::calls.
+  struct Expected {
+    int rank = 0;
+    bool synchronized_first = false; ///< C2: it synchronized its Device first.
+    ModelLaunch launch;              ///< The exchange's result.
+    std::uint64_t stale_bytes = 0;   ///< CollectiveResult::stale_bytes.
+    bool verdict_pending = false;    ///< CollectiveResult::verdict_pending.
+  };
+  /// Runs the collective on the models (see above). Bindings must be valid
+  /// and sized as the collective needs (the harness makes them so).
+  std::vector<Expected> collective(const Collective& collective);
+
+  /// The summary's root line for a report, as the model words it (C2).
+  [[nodiscard]] static std::string root_line(const Report& report);
+
+ private:
+  std::vector<DeviceModel> ranks_;
+};
+
+} // namespace taintpool::model

@@ -1,0 +1,422 @@
+// The ranks model: per byte, which contribution bytes each output byte of
+// each rank came from, which pieces are stale, and what that makes each
+// byte carry. See ranks_model.hpp.
+#include <taintpool/model/ranks_model.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+namespace taintpool::model {
+
+namespace {
+
+constexpr std::uint64_t kMaxPieces = 64;
+constexpr std::size_t kRoots = 4;
+constexpr std::size_t kTextBytes = 220;
+constexpr int kListedSources = 8;
+
+std::uint64_t element_size(DataType type) {
+  switch (type) {
+  case DataType::u8:
+    return 1;
+  case DataType::i32:
+  case DataType::f32:
+    return 4;
+  case DataType::i64:
+  case DataType::f64:
+    return 8;
+  }
+  return 1;
+}
+
+/// What one rank's contribution looked like when it called.
+struct Contribution {
+  std::vector<std::uint64_t> writer;              ///< Per byte: 0, or its failure.
+  std::vector<std::optional<std::uint8_t>> value; ///< Per byte.
+  std::uint64_t pieces = 0;
+  std::uint64_t element = 1;
+  std::vector<std::uint64_t> piece_root; ///< Per piece: 0 (clean) or its root.
+  std::vector<std::size_t> slot;         ///< Per stale piece: its root entry.
+  std::vector<std::string> texts;        ///< Root entries' texts (at most kRoots).
+  std::uint64_t more = 0;                ///< Distinct roots past kRoots.
+
+  std::vector<std::uint64_t> piece_at; ///< Per byte: the piece holding it.
+
+  /// The piece holding contribution byte `byte`.
+  [[nodiscard]] std::uint64_t piece_of(std::uint64_t byte) const { return piece_at.at(byte); }
+  [[nodiscard]] bool stale_at(std::uint64_t byte) const { return piece_root[piece_of(byte)] != 0; }
+};
+
+Contribution contribution_of(const DeviceModel& model, const Binding& send, DataType type) {
+  Contribution out;
+  out.element = element_size(type);
+  const std::vector<std::optional<std::uint8_t>> values = model.bytes(send.allocation);
+  std::vector<std::uint64_t> writers(model.size(send.allocation), 0);
+  for (const auto& [failure, range] : model.claims(send.allocation)) {
+    for (std::uint64_t byte = range.begin(); byte < range.end(); ++byte) {
+      writers[byte] = failure.raw();
+    }
+  }
+  for (std::uint64_t byte = send.range.begin(); byte < send.range.end(); ++byte) {
+    out.writer.push_back(writers.at(byte));
+    out.value.push_back(values.at(byte));
+  }
+  const std::uint64_t elements = out.writer.size() / out.element;
+  out.pieces = std::min(elements, kMaxPieces);
+  out.piece_root.assign(out.pieces, 0);
+  out.slot.assign(out.pieces, 0);
+  std::vector<std::uint64_t> distinct;
+  out.piece_at.assign(out.writer.size(), 0);
+  for (std::uint64_t piece = 0; piece < out.pieces; ++piece) {
+    const std::uint64_t first = piece * elements / out.pieces * out.element;
+    const std::uint64_t last = (piece + 1) * elements / out.pieces * out.element;
+    for (std::uint64_t byte = first; byte < last; ++byte) {
+      out.piece_at[byte] = piece;
+    }
+    for (std::uint64_t byte = first; byte < last; ++byte) {
+      if (out.writer[byte] != 0) {
+        out.piece_root[piece] = out.writer[byte]; // The lowest stale byte's failure.
+        break;
+      }
+    }
+    if (out.piece_root[piece] == 0) {
+      continue;
+    }
+    auto known = std::find(distinct.begin(), distinct.end(), out.piece_root[piece]);
+    if (known == distinct.end()) {
+      distinct.push_back(out.piece_root[piece]);
+      known = distinct.end() - 1;
+    }
+    out.slot[piece] =
+        std::min<std::size_t>(static_cast<std::size_t>(known - distinct.begin()), kRoots - 1);
+  }
+  for (std::size_t entry = 0; entry < distinct.size() && entry < kRoots; ++entry) {
+    out.texts.push_back(
+        RanksModel::root_line(model.report(FailureId::from_raw(distinct[entry]), send.allocation)));
+  }
+  out.more = distinct.size() > kRoots ? distinct.size() - kRoots : 0;
+  return out;
+}
+
+/// Combines element values: every byte known, or the whole element unknown.
+std::vector<std::optional<std::uint8_t>> combine(const std::vector<std::optional<std::uint8_t>>& a,
+                                                 const std::vector<std::optional<std::uint8_t>>& b,
+                                                 DataType type, ReduceOp op) {
+  const std::uint64_t width = element_size(type);
+  std::vector<std::optional<std::uint8_t>> out(a.size());
+  for (std::size_t first = 0; first + width <= a.size(); first += width) {
+    bool known = true;
+    std::uint64_t x = 0;
+    std::uint64_t y = 0;
+    for (std::uint64_t at = 0; at < width; ++at) {
+      known = known && a[first + at] && b[first + at];
+      if (known) {
+        x |= std::uint64_t{*a[first + at]} << (8 * at);
+        y |= std::uint64_t{*b[first + at]} << (8 * at);
+      }
+    }
+    if (!known) {
+      continue;
+    }
+    std::uint64_t result = 0;
+    if (type == DataType::u8) {
+      const auto u = static_cast<std::uint8_t>(x);
+      const auto v = static_cast<std::uint8_t>(y);
+      switch (op) {
+      case ReduceOp::sum:
+        result = static_cast<std::uint8_t>(u + v);
+        break;
+      case ReduceOp::prod:
+        result = static_cast<std::uint8_t>(u * v);
+        break;
+      case ReduceOp::min:
+        result = std::min(u, v);
+        break;
+      case ReduceOp::max:
+        result = std::max(u, v);
+        break;
+      }
+    } else if (type == DataType::i32) {
+      const auto u = static_cast<std::uint32_t>(x);
+      const auto v = static_cast<std::uint32_t>(y);
+      const auto su = static_cast<std::int32_t>(u);
+      const auto sv = static_cast<std::int32_t>(v);
+      switch (op) {
+      case ReduceOp::sum:
+        result = static_cast<std::uint32_t>(u + v);
+        break;
+      case ReduceOp::prod:
+        result = static_cast<std::uint32_t>(u * v);
+        break;
+      case ReduceOp::min:
+        result = static_cast<std::uint32_t>(std::min(su, sv));
+        break;
+      case ReduceOp::max:
+        result = static_cast<std::uint32_t>(std::max(su, sv));
+        break;
+      }
+    } else {
+      throw std::logic_error("model: only u8 and i32 reductions are modelled");
+    }
+    for (std::uint64_t at = 0; at < width; ++at) {
+      out[first + at] = static_cast<std::uint8_t>(result >> (8 * at));
+    }
+  }
+  return out;
+}
+
+/// Maximal runs of marked bytes, ascending.
+std::vector<ByteRange> runs(const std::vector<bool>& marked) {
+  std::vector<ByteRange> out;
+  for (std::uint64_t byte = 0; byte < marked.size();) {
+    if (!marked[byte]) {
+      ++byte;
+      continue;
+    }
+    std::uint64_t end = byte;
+    while (end < marked.size() && marked[end]) {
+      ++end;
+    }
+    out.push_back(ByteRange::of(byte, end));
+    byte = end;
+  }
+  return out;
+}
+
+} // namespace
+
+RanksModel::RanksModel(int ranks)
+    : ranks_(static_cast<std::size_t>(ranks)) {
+}
+
+std::string RanksModel::root_line(const Report& report) {
+  std::string text = to_string(report.origin) + " was left unwritten by " +
+                     to_string(report.failure) + " (" + to_string(report.root) + ")";
+  for (auto step = report.path.rbegin(); step != report.path.rend(); ++step) {
+    text += ", then " + step->kernel +
+            (step->took_part ? " took part with stale bytes of "
+             : step->ran     ? " ran on stale bytes of "
+                             : " was skipped: it needed ") +
+            to_string(step->needed);
+  }
+  if (report.path_may_be_incomplete) {
+    text += " (the path may begin earlier)";
+  }
+  if (text.size() > kTextBytes) {
+    std::size_t keep = kTextBytes - 3;
+    while (keep > 0 && (static_cast<unsigned char>(text[keep]) & 0xC0u) == 0x80u) {
+      --keep;
+    }
+    text = text.substr(0, keep) + "...";
+  }
+  return text;
+}
+
+std::vector<RanksModel::Expected> RanksModel::collective(const Collective& collective) {
+  const int ranks = size();
+  const std::uint64_t width = element_size(collective.type);
+  const std::uint64_t block = collective.count * width;
+  std::vector<Expected> expected(collective.calls.size());
+
+  // 1. Each rank's first steps (C2): poll, and synchronize if its input
+  //    awaits a verdict.
+  for (std::size_t at = 0; at < collective.calls.size(); ++at) {
+    const Call& call = collective.calls[at];
+    DeviceModel& model = rank(call.rank);
+    expected[at].rank = call.rank;
+    model.poll_exchanges();
+    if (call.send) {
+      const std::vector<Binding> reads{*call.send};
+      if (model.awaits_verdict(reads)) {
+        model.synchronize(true);
+        expected[at].synchronized_first = true;
+      }
+    }
+  }
+
+  // 2. Every contribution, as it was when its rank called.
+  std::map<int, Contribution> contributions;
+  for (const Call& call : collective.calls) {
+    if (call.send) {
+      contributions.emplace(call.rank,
+                            contribution_of(rank(call.rank), *call.send, collective.type));
+    }
+  }
+
+  // 3. Each receiving call: for every output byte, its sources.
+  const auto peer_of = [&](const Call& call) {
+    for (const Call& other : collective.calls) {
+      if (other.rank != call.rank) {
+        return other.rank;
+      }
+    }
+    return call.rank;
+  };
+  for (std::size_t at = 0; at < collective.calls.size(); ++at) {
+    const Call& call = collective.calls[at];
+    const int me = call.rank;
+    const bool immediate = at + 1 == collective.calls.size(); // It completes the collective.
+    DeviceModel::ExchangePlan plan;
+    plan.deferred = !immediate;
+    std::uint64_t stale_bytes = 0;
+    if (call.recv) {
+      const std::uint64_t size = call.recv->range.size();
+      std::vector<std::optional<std::uint8_t>> values(size);
+      std::vector<std::uint64_t> own(size, 0); // Carried: the failure.
+      std::vector<bool> fed(size, false);
+      std::set<std::pair<int, std::size_t>> cited;
+      std::vector<std::uint64_t> own_pieces; // Own stale pieces that reach the output.
+      // Sources of byte b: (rank, contribution byte).
+      const auto sources = [&](std::uint64_t byte) {
+        std::vector<std::pair<int, std::uint64_t>> out;
+        switch (call.kind) {
+        case CollectiveKind::all_reduce:
+          for (int source = 0; source < ranks; ++source) {
+            out.emplace_back(source, byte);
+          }
+          break;
+        case CollectiveKind::all_gather:
+          out.emplace_back(static_cast<int>(byte / block), byte % block);
+          break;
+        case CollectiveKind::reduce_scatter:
+          for (int source = 0; source < ranks; ++source) {
+            out.emplace_back(source, static_cast<std::uint64_t>(me) * block + byte);
+          }
+          break;
+        case CollectiveKind::broadcast:
+          out.emplace_back(collective.root, byte);
+          break;
+        case CollectiveKind::recv:
+          out.emplace_back(peer_of(call), byte);
+          break;
+        case CollectiveKind::send:
+          break;
+        }
+        return out;
+      };
+      for (std::uint64_t byte = 0; byte < size; ++byte) {
+        const auto from = sources(byte);
+        // Values: the reduction in rank order, or the copy.
+        const bool reduces =
+            call.kind == CollectiveKind::all_reduce || call.kind == CollectiveKind::reduce_scatter;
+        if (!reduces) {
+          const Contribution& source = contributions.at(from.front().first);
+          values[byte] = source.value.at(from.front().second);
+        }
+        bool mine = false;
+        for (const auto& [source, offset] : from) {
+          const Contribution& contribution = contributions.at(source);
+          if (source == me && contribution.stale_at(offset)) {
+            mine = true;
+            own[byte] = contribution.piece_root[contribution.piece_of(offset)];
+            const std::uint64_t piece = contribution.piece_of(offset);
+            if (std::find(own_pieces.begin(), own_pieces.end(), piece) == own_pieces.end()) {
+              own_pieces.push_back(piece);
+            }
+          }
+        }
+        if (mine) {
+          continue;
+        }
+        for (const auto& [source, offset] : from) {
+          const Contribution& contribution = contributions.at(source);
+          if (contribution.stale_at(offset)) {
+            fed[byte] = true;
+            cited.emplace(source, contribution.slot[contribution.piece_of(offset)]);
+          }
+        }
+      }
+      if (call.kind == CollectiveKind::all_reduce || call.kind == CollectiveKind::reduce_scatter) {
+        // Element by element over every rank's contribution, in rank order.
+        const std::uint64_t first = call.kind == CollectiveKind::reduce_scatter
+                                        ? static_cast<std::uint64_t>(me) * block
+                                        : 0;
+        std::vector<std::optional<std::uint8_t>> sum(
+            contributions.at(0).value.begin() + static_cast<std::ptrdiff_t>(first),
+            contributions.at(0).value.begin() + static_cast<std::ptrdiff_t>(first + size));
+        for (int source = 1; source < ranks; ++source) {
+          const auto& value = contributions.at(source).value;
+          const std::vector<std::optional<std::uint8_t>> next(
+              value.begin() + static_cast<std::ptrdiff_t>(first),
+              value.begin() + static_cast<std::ptrdiff_t>(first + size));
+          sum = combine(sum, next, collective.type, collective.op);
+        }
+        values = sum;
+      }
+      plan.values.push_back(values);
+      // Carried: own stale pieces in ascending order, each its bytes.
+      std::sort(own_pieces.begin(), own_pieces.end());
+      const Contribution* mine = contributions.count(me) != 0 ? &contributions.at(me) : nullptr;
+      for (const std::uint64_t piece : own_pieces) {
+        std::vector<bool> marked(size, false);
+        for (std::uint64_t byte = 0; byte < size; ++byte) {
+          for (const auto& [source, offset] : sources(byte)) {
+            if (source == me && mine->piece_of(offset) == piece) {
+              marked[byte] = true;
+            }
+          }
+        }
+        for (const ByteRange range : runs(marked)) {
+          plan.carried.emplace_back(range, FailureId::from_raw(mine->piece_root[piece]));
+          stale_bytes += range.size();
+        }
+      }
+      plan.fed = runs(fed);
+      if (!plan.fed.empty()) {
+        // Every feeding rank, ascending, with the roots it cited, ascending;
+        // past eight ranks, only how many more.
+        std::map<int, std::vector<std::size_t>> by_source;
+        for (const auto& [source, entry] : cited) {
+          by_source[source].push_back(entry);
+        }
+        std::string message = "fed stale bytes from ";
+        int listed = 0;
+        int unlisted = 0;
+        for (const auto& [source, entries] : by_source) {
+          if (listed == kListedSources) {
+            ++unlisted;
+            continue;
+          }
+          const Contribution& contribution = contributions.at(source);
+          message += (listed == 0 ? "rank " : "; and from rank ") + std::to_string(source) + ": ";
+          for (std::size_t index = 0; index < entries.size(); ++index) {
+            message += (index == 0 ? "" : "; ") + contribution.texts.at(entries[index]);
+          }
+          if (entries.back() + 1 == kRoots && contribution.more != 0) {
+            message += " (and " + std::to_string(contribution.more) + " more failures on rank " +
+                       std::to_string(source) + ")";
+          }
+          ++listed;
+        }
+        if (unlisted != 0) {
+          message += "; and from " + std::to_string(unlisted) + " more ranks";
+        }
+        plan.fed_error = Error(ErrorKind::Remote, message);
+        if (immediate) {
+          for (const ByteRange range : plan.fed) {
+            stale_bytes += range.size();
+          }
+        }
+      }
+    }
+    const std::string kernel =
+        std::string(name(call.kind)) + "(" + collective.name + ") on rank " + std::to_string(me);
+    std::vector<Binding> reads;
+    std::vector<Binding> writes;
+    if (call.send) {
+      reads.push_back(*call.send);
+    }
+    if (call.recv) {
+      writes.push_back(*call.recv);
+    }
+    expected[at].launch = rank(me).exchange(kernel, reads, writes, plan);
+    expected[at].stale_bytes = stale_bytes;
+    expected[at].verdict_pending = !immediate;
+  }
+  return expected;
+}
+
+} // namespace taintpool::model
