@@ -30,9 +30,10 @@
 (*            ranges of write binding i (S2).                              *)
 (*            Follows every entered launch; a no-op for an empty write set *)
 (*   read     alloc, lo, hi, ok (D1), failures? (G9, one per distinct      *)
-(*            failure), reports? (G8: [f, origin, path, kind?] with path   *)
+(*            failure), reports? (G8: [f, origin?, path?, kind?] with path *)
 (*            the `needed` allocations of the skip records, newest first,  *)
-(*            and kind the root error's kind, G4)                          *)
+(*            and kind the root error's kind, G4; origin and path are left *)
+(*            out when G7's cap may have cut the walk short)               *)
 (*   any event: graph? = every live node with its tags; claims? = every    *)
 (*            claim of every buffer as <<alloc, f, lo, hi>>.               *)
 (***************************************************************************)
@@ -122,7 +123,7 @@ TRead(e) ==
                  /\ {rp.f : rp \in Elems(e.reports)} = fs
                  /\ \A rp \in Elems(e.reports) :                           \* G8
                       LET w == WalkFrom(records[rp.f], e.alloc, Len(records[rp.f]) + 1)
-                      IN  /\ rp.origin = w.origin
+                      IN  /\ Has(rp, "origin") => rp.origin = w.origin
                           /\ Has(rp, "kind") => rp.kind = kind[rp.f]              \* G4
                           /\ Has(rp, "path") =>
                                 rp.path = [j \in DOMAIN w.path |->
