@@ -58,8 +58,9 @@
 (*                                                                         *)
 (* Bounds: Scopes.cfg: allocations of 3, 1 and 1 bytes (a claim can split  *)
 (* in two around a write), 3 launches (host writes included).              *)
-(* ScopesDeep.cfg: the same with 4 launches, by random simulation for a    *)
-(* fixed time (too many states to enumerate on the development machine).   *)
+(* ScopesDeep.cfg: allocations of 4, 2 and 1 bytes and 6 launches, by     *)
+(* random simulation for a fixed time (4 launches alone are 11x the       *)
+(* states, too many to enumerate on the development machine).             *)
 (* The mutants run on allocations of 2, 1 and 1 bytes (SmallSizes).        *)
 (* Covers skip chains of length 2 (A -> B -> C), a skip decided by the     *)
 (* second of two read bindings, read-write bindings, byte-precise reads    *)
@@ -99,6 +100,7 @@ CONSTANTS Sizes,        \* Sizes[a]: bytes of allocation a; allocations 1..Len(S
 \* one byte; the mutants use two bytes, enough for each of them.
 ScopesSizes == <<3, 1, 1>>
 SmallSizes == <<2, 1, 1>>
+DeepSizes == <<4, 2, 1>>      \* ScopesDeep.cfg (simulation)
 
 \* The error kinds a body may fail with ("Launch" in model checking; a trace
 \* names the kind the C++ body returned) and the provisional's.

@@ -1,5 +1,5 @@
 ------------------------ MODULE scopes_stale_read ------------------------
-\* expect: rejected
+\* expect: rejected at event 4
 \* Hand-written, NOT a behaviour of the design: a launch fails and leaves
 \* buffer 1 unwritten, yet the recorded read of its bytes succeeds (D1).
 \* proofs/check expects ScopesTrace to reject it at the read.
