@@ -40,6 +40,11 @@
 // At the end of every input: synchronize, drop every handle, sweep: the
 // graph must be empty (R4).
 //
+// With TAINTPOOL_TRACE_OUT set (a directory, or a scopes_<name>.tla file),
+// each input's run is also written as a ScopesTrace module (proofs/TRACES.md)
+// by fuzz/common/device_trace.hpp; an input that plans a late failure
+// (check, fail late) leaves that format and writes none.
+//
 // # How the input is decoded (fuzz/common/byte_reader.hpp: past the end,
 // # every byte reads as 0)
 //
@@ -75,6 +80,7 @@
 #include "common/alloc_faults.hpp"
 #include "common/byte_reader.hpp"
 #include "common/check.hpp"
+#include "common/device_trace.hpp"
 
 namespace {
 
@@ -239,8 +245,10 @@ struct Ending {
 
 class Harness {
  public:
-  Harness()
-      : storage_(16)
+  explicit Harness(std::optional<std::filesystem::path> trace_path)
+      : trace_path_(std::move(trace_path))
+      , trace_(trace_path_.has_value())
+      , storage_(16)
       , backend_(storage_, config())
       , device_(backend_)
       , checker_("device_fuzzer") {
@@ -442,6 +450,7 @@ class Harness {
         device_.sweep();
       }
       model_.sweep();
+      trace_.called(device_);
       break;
     }
   }
@@ -475,6 +484,7 @@ class Harness {
       check_id(slots_[slot].id(), model_.create(size));
     }
     ids_.push_back(slots_[slot].id());
+    trace_.created(device_, slots_[slot].id(), with_bytes);
   }
 
   void check_id(AllocationId core, AllocationId model) const {
@@ -621,6 +631,8 @@ class Harness {
     const std::uint64_t number = model_.next_launch();
     const ModelLaunch expected = model_.launch(kernel, reads, writes, plan, choice);
     compare_launch(ending, result, expected, text);
+    trace_.launched(device_, reads, writes, traced(ending), result, plan.written,
+                    plan.kind == BodyKind::check || plan.kind == BodyKind::fail_late);
     if (numbered && *numbered != number) {
       // Late failures name launches by number: a launch refused for a bad
       // binding must not use one (P3), every other launch uses the next.
@@ -644,6 +656,7 @@ class Harness {
     LaunchResult result;
     const Ending ending = call([&] { result = device_.write(into, bytes); });
     compare_launch(ending, result, model_.write(into, bytes), text);
+    trace_.host_written(device_, into, traced(ending), result, mismatch);
   }
 
   void read(ByteReader& in, bool copy) {
@@ -662,6 +675,7 @@ class Harness {
         reports = device_.stale_reports(from);
       }
     });
+    trace_.read(device_, from, ending.how == Ending::How::returned, reports);
     const ModelRead expected = copy ? model_.read(from, size) : model_.stale_reports(from);
     if (!expected.binding_errors.empty()) {
       expect_binding_error(ending, expected.binding_errors, text.c_str());
@@ -707,6 +721,7 @@ class Harness {
     }
     const Ending ending = call([&] { device_.synchronize(); });
     expect_returned(ending, "synchronize");
+    trace_.called(device_);
     bool discovered = false;
     if (!dropped.empty()) {
       discovered = true;
@@ -783,8 +798,22 @@ class Harness {
       fail("R4", "every handle dropped and swept, the graph still holds " +
                      std::to_string(device_.graph().size()) + " failures");
     }
+    trace_.called(device_);
+    if (trace_path_) {
+      trace_.write(*trace_path_, {"Written by device_fuzzer: " + std::to_string(ops_.size()) +
+                                  " ops, " + std::to_string(trace_.events()) + " events."});
+    }
   }
 
+  static taintpool::fuzz::tla::DeviceTrace::Ending traced(const Ending& ending) {
+    using Traced = taintpool::fuzz::tla::DeviceTrace::Ending;
+    return ending.how == Ending::How::body_exception        ? Traced::body_threw
+           : ending.how == Ending::How::taintpool_exception ? Traced::refused
+                                                            : Traced::returned;
+  }
+
+  std::optional<std::filesystem::path> trace_path_;
+  taintpool::fuzz::tla::DeviceTrace trace_; ///< Records nothing unless tracing.
   HostStorage storage_;
   DeferredHostBackend backend_;
   Device device_;
@@ -800,7 +829,7 @@ class Harness {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   ByteReader in(data, size);
-  Harness harness;
+  Harness harness(taintpool::fuzz::tla::trace_path(data, size, "scopes_"));
   harness.run(in);
   return 0;
 }

@@ -1358,6 +1358,9 @@ class Harness {
     case Kind::graph_move:
       break; // Nothing TaintTrace models (TRACES.md).
     }
+    // TaintTrace needs every id the trace names (TraceMaxId), dead or never
+    // minted ones included; the others are below the graph's next id.
+    max_failure_named_ = std::max(max_failure_named_, op.failure);
     for (std::size_t at = 0; at < events.size(); ++at) {
       auto& [e, alloc] = events[at];
       if (alloc) {
@@ -1399,7 +1402,15 @@ class Harness {
     if (!stopped.empty()) {
       comments.push_back("A check failed at " + stopped + "; these are the events before it.");
     }
-    trace_->write(*trace_path_, comments);
+    tla::Trace trace = *trace_;
+    std::vector<tla::Value> allocations;
+    for (std::size_t at = 1; at <= kAllocations; ++at) {
+      allocations.push_back(tla::Value::number(at));
+    }
+    trace.define("TraceAllocs", tla::Value::set(std::move(allocations)));
+    trace.define("TraceMaxId", tla::Value::number(std::max<std::uint64_t>(
+                                   {1, graph_.next_id().raw() - 1, max_failure_named_})));
+    trace.write(*trace_path_, comments);
   }
 
   // -- comparison -----------------------------------------------------------
@@ -1688,6 +1699,7 @@ class Harness {
   std::optional<std::filesystem::path> trace_path_;
   std::size_t input_size_;
   std::optional<tla::Trace> trace_;
+  std::uint64_t max_failure_named_ = 1; ///< The largest id an event named (TraceMaxId).
   // The graph outlives the taints (declared first, destroyed last).
   ErrorGraph graph_;
   std::array<Taint, kAllocations> taints_;

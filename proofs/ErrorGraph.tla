@@ -24,21 +24,37 @@
 (*   Taint(a,r,f) any live failure claims r of a (a scope's provisional,   *)
 (*               or a skip's root, S1)                                     *)
 (*   Written(a,r), Clear(a)   T2 and T4 on one allocation                  *)
-(*   Replace(f)  G4: the real error replaces the provisional one           *)
+(*   Replace(f)  G4: a real error replaces f's; a gone f is ignored        *)
 (*   Close(f)    the scope ends: release the hold, then prune (G5)         *)
 (*   Fail(a,r)   insert a real failure and claim r with it at once (e.g.   *)
 (*               an allocation for the launch failed)                      *)
-(*   Prune(f)    G5 by anyone but the holder                               *)
+(*   Prune(f)    G5 by anyone, holder or not: the graph knows no holds, so *)
+(*               a prune removes a held provisional that has no tag yet    *)
+(*               (or no more), and its holder's later replace and prune    *)
+(*               find nothing and ignore it (G4, G5)                       *)
+(*                                                                         *)
+(* R3 is stated as the code keeps it: a node exists only while it has a    *)
+(* tag or an operation holds it, and a tagged node always exists.  The     *)
+(* converse "held => node" does NOT hold: a hold does not keep a node      *)
+(* alive (a held provisional whose last carrier goes is removed then, G3,  *)
+(* or pruned by anyone, G5).  See proofs/README.md for the DESIGN wording  *)
+(* proposed for R3.                                                        *)
 (*                                                                         *)
 (* What it abstracts away                                                  *)
 (*   Byte-range structure (Taint.tla), skip records and reports            *)
 (*   (Scopes.tla), slices and pools (Lifecycle.tla), the hot slot and the  *)
 (*   table of the C++ graph (one set of ids here), 64-bit id overflow.     *)
 (*                                                                         *)
-(* Bounds (ErrorGraph.cfg): 2 allocations x 2 bytes, ids 1..3.  Covers a   *)
-(* failure carried by two allocations, two failures in one allocation, an  *)
-(* open scope whose provisional loses its last carrier while still held,   *)
-(* interleaved scopes.  Not covered: more than 3 failures in a behaviour.  *)
+(* Bounds: ErrorGraph.cfg: 2 allocations x 2 bytes, ids 1..3, the two      *)
+(* allocations a symmetry set.  ErrorGraphLive.cfg: 2 allocations x 1      *)
+(* byte, ids 1..3, no symmetry (TLC checks liveness without it), the       *)
+(* liveness properties under weak fairness of every scope's close.         *)
+(* ErrorGraphDeep.cfg: 3 allocations x 3 bytes, ids 1..6, by random        *)
+(* simulation for a fixed time.  Exhaustively                              *)
+(* covered: a failure carried by two allocations, two failures in one      *)
+(* allocation, an open scope whose provisional loses its last carrier (or  *)
+(* is pruned) while still held, interleaved scopes.  Not covered           *)
+(* exhaustively: more than 3 failures in a behaviour.                      *)
 (*                                                                         *)
 (* Mutations (proofs/mutants/ErrorGraph_*.cfg):                            *)
 (*   "taint_forgets_untag"  a claim emptied by taint is not untagged       *)
@@ -48,9 +64,9 @@
 (*   "fail_empty_inserts"   Fail over an empty range still inserts a node  *)
 (*   "prune_ignores_tags"   prune removes a node that still has carriers   *)
 (***************************************************************************)
-EXTENDS Naturals, FiniteSets
+EXTENDS Naturals, FiniteSets, TLC
 
-CONSTANTS Allocs,    \* allocation ids
+CONSTANTS Allocs,    \* allocation ids (a symmetry set: any of them may do anything)
           Size,      \* bytes per allocation
           MaxId,     \* ids 1..MaxId may be minted
           Mutation   \* "none", or one of the mutations above
@@ -122,7 +138,6 @@ Clear(a) ==
     /\ UNCHANGED <<kind, nextId, held>>
 
 Replace(f) ==                                        \* G4; a gone f is ignored
-    /\ f \in held
     /\ kind' = IF f \in nodes THEN [kind EXCEPT ![f] = "Launch"] ELSE kind
     /\ UNCHANGED <<owner, nodes, tags, nextId, held, removed>>
 
@@ -152,7 +167,6 @@ Fail(a, r) ==
     /\ UNCHANGED held
 
 Prune(f) ==
-    /\ f \notin held
     /\ PruneNow(f)
     /\ UNCHANGED <<owner, tags, kind, nextId, held>>
 
@@ -172,9 +186,16 @@ Next ==
           \/ Written(a, r)
           \/ Fail(a, r)
     \/ \E a \in Allocs : Clear(a)
-    \/ \E f \in Ids : Replace(f) \/ Close(f) \/ Prune(f)
+    \/ \E f \in held : Replace(f)
+    \/ \E f \in Ids : Close(f) \/ Prune(f)
 
 Spec == Init /\ [][Next]_vars
+
+\* Every open scope eventually closes (the device's scope is a bracket).
+Fairness == \A f \in Ids : WF_vars(Close(f))
+LiveSpec == Spec /\ Fairness
+
+Symmetry == Permutations(Allocs)
 
 (***************************************************************************)
 (* Invariants and properties.                                              *)
@@ -216,13 +237,35 @@ G1_FreshIds ==
     [][ /\ nextId' >= nextId
         /\ \A f \in nodes' \ nodes : f >= nextId /\ f \notin removed ]_vars
 
-\* G3: a node is removed exactly in the step where it ends with no carrier,
-\* having lost its last one then or having been released by its holder.
+\* G3 and G5 (as a step property): a node whose last carrier goes is removed
+\* in that very step (never deferred), and a node is only ever removed once
+\* nothing carries it -- by that untag, by its holder's close, or by a
+\* prune (G5: only a node with no tag).
 G3_RemovedWithLastCarrier ==
     [][ \A f \in nodes :
-          (f \notin nodes') <=>
-             /\ Carriers(owner', f) = {}
-             /\ \/ Carriers(owner, f) # {}
-                \/ f \in held /\ f \notin held' ]_vars
+          /\ (Carriers(owner, f) # {} /\ Carriers(owner', f) = {}) => f \notin nodes'
+          /\ f \notin nodes' => Carriers(owner', f) = {} ]_vars
+
+(***************************************************************************)
+(* Liveness (ErrorGraphLive.cfg, under Fairness).                          *)
+(***************************************************************************)
+NoCarriers == \A a \in Allocs : OwnersOf(owner[a]) = {}
+
+\* R4 for the graph: once no allocation carries anything ever again, the
+\* graph empties and stays empty -- no node outlives its carriers and its
+\* scope.
+R4_GraphDrains == (<>[]NoCarriers) => <>[](nodes = {})
+
+\* Every failure, once it has no carrier and no hold, is gone: a scope's
+\* provisional lives no longer than its scope unless something carries it.
+EventuallyFreed ==
+    \A f \in Ids : (f \in nodes /\ Carriers(owner, f) = {}) ~> (f \notin nodes \/ Carriers(owner, f) # {})
+
+(***************************************************************************)
+(* Reachability witness (proofs/reach/): the config named there must       *)
+(* VIOLATE it, which shows Prune is not dead: someone other than the       *)
+(* holder prunes a held provisional that has no tag.                       *)
+(***************************************************************************)
+NoPruneRemoves == [][\A f \in Ids : Prune(f) => nodes' = nodes]_vars
 
 =============================================================================

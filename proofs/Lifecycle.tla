@@ -40,26 +40,47 @@
 (*   Discovery = "eager"  the C++ MemoryManager: discovery clears and      *)
 (*                        coalesces with free neighbours at once, so free  *)
 (*                        slices are always clean and never adjacent, and  *)
-(*                        sweep() alone empties the graph (R4).            *)
+(*                        sweep() alone empties the graph (R4).  As in the *)
+(*                        C++ (discover_released() at the top of every     *)
+(*                        MemoryManager call), discovery is part of each   *)
+(*                        pool call -- allocate (Allocate), cleanup        *)
+(*                        (SweepPage), reset (Reset), sweep (Sweep) -- and *)
+(*                        takes every drop so far; so a bind may take, and *)
+(*                        a sweep give back, the very slice or page whose  *)
+(*                        taint its own discovery just cleared             *)
+(*                        (reach/LifecycleEager_*_clears.cfg show both).   *)
 (*                                                                         *)
 (* What it abstracts away                                                  *)
 (*   Byte offsets inside a slice, alignment and padding (sizes are in      *)
 (*   alignment units), the exclusive pool (a sliced pool that never        *)
-(*   splits), the manager's routing ladder, size bins (which free slice a  *)
-(*   reserve picks is left open), storage failure (P3: OutOfMemory         *)
-(*   changes nothing), threads (a drop is one atomic step; discovery       *)
-(*   happens at the start of the pool's next call).                        *)
+(*   splits), the manager's routing ladder, size bins and the C++ pool's   *)
+(*   short list of recently released slices (which free slice a reserve    *)
+(*   picks is left open), storage failure (P3: OutOfMemory changes         *)
+(*   nothing), threads (a drop is one atomic step), a launch writing a     *)
+(*   slice whose last handle another thread dropped during the launch      *)
+(*   (only live allocations are written here).                             *)
 (*                                                                         *)
-(* Bounds: 3 allocations and 2 failures over a behaviour, 1 handle per     *)
-(* allocation (a second handle only delays the drop that matters), and     *)
-(*   Lifecycle.cfg       Discovery "any",   2 pages of 2 units             *)
+(* Bounds: 3 allocations and 2 failures over a behaviour, and              *)
+(*   Lifecycle.cfg       Discovery "any",   2 pages of 2 units, 2 handles  *)
 (*   LifecycleWide.cfg   Discovery "any",   1 page of 3 units              *)
 (*   LifecycleEager.cfg  Discovery "eager", 2 pages of 3 units             *)
-(* Together: a page swept while another holds allocations, three-slice     *)
-(* pages (a middle slice coalescing both ways), a failure carried by two   *)
-(* slices, reset with handles outstanding, dropped slices whose taint      *)
-(* waits for each later P1 point.  Not covered: more than 3 allocations or *)
-(* 2 failures in a behaviour, larger pages, several handles at once.       *)
+(*   LifecycleLive.cfg   Discovery "any",   1 page of 3 units, liveness    *)
+(*   LifecycleEagerLive.cfg  "eager",       2 pages of 2 units, liveness   *)
+(*   LifecycleDeep.cfg   Discovery "any", 2 pages of 4 units, 6            *)
+(*                       allocations, 4 failures, 2 handles: random        *)
+(*                       simulation for a fixed time                       *)
+(* (1 handle per allocation where not said: a second handle only delays    *)
+(* the drop that matters.)  Together: a page swept while another holds     *)
+(* allocations, three-slice pages (a middle slice coalescing both ways), a *)
+(* failure carried by two slices, reset with handles outstanding, dropped  *)
+(* slices whose taint waits for each later P1 point, a cloned handle whose *)
+(* drop is not the last.  Not covered exhaustively: more than 3           *)
+(* allocations or 2 failures in a behaviour, larger pages.                 *)
+(*                                                                         *)
+(* Liveness (LiveSpec = Spec /\ Fairness: weak fairness of discovery, and  *)
+(* when discovery is lazy of every page's sweep): EventuallyFreed (eager:  *)
+(* a failure whose carriers are all dropped is eventually gone) and        *)
+(* R4_EventuallyEmpty (once no handle is held again, the graph empties).   *)
 (*                                                                         *)
 (* Mutations (proofs/mutants/Lifecycle_*.cfg):                             *)
 (*   "bind_keeps_taint"        bind does not clear the reused slice        *)
@@ -72,6 +93,9 @@
 (*   "destroy_forgets_free"    reset/destruction drops the free slices'    *)
 (*                             claims without untags                       *)
 (*   "discovery_keeps_taint"   eager discovery frees the slice uncleared   *)
+(*   "discovery_skips_tainted" discovery never takes a drop whose slice is *)
+(*                             tainted: every invariant holds, only the    *)
+(*                             liveness properties reject it               *)
 (***************************************************************************)
 EXTENDS Naturals, Sequences, FiniteSets
 
@@ -116,10 +140,15 @@ Retag(t, gained, lost) ==
     [f \in FailIds |-> t[f] + (IF f \in gained THEN 1 ELSE 0) - CountIn(lost, f)]
 ClaimsOf(recs) == [i \in DOMAIN recs |-> recs[i].claims]
 
-\* Every record on every page, page by page.
-RECURSIVE RecordsUpTo(_)
-RecordsUpTo(k) == IF k = 0 THEN <<>> ELSE RecordsUpTo(k - 1) \o layout[k]
-AllRecords == RecordsUpTo(NumPages)
+\* Every record on every page of layout `lay`, page by page.
+RECURSIVE RecordsUpTo(_, _)
+RecordsUpTo(lay, k) == IF k = 0 THEN <<>> ELSE RecordsUpTo(lay, k - 1) \o lay[k]
+AllRecordsIn(lay) == RecordsUpTo(lay, NumPages)
+
+\* The slot of allocation a in layout `lay` (it must be bound there).
+SlotsIn(lay) == UNION {{<<p, i>> : i \in DOMAIN lay[p]} : p \in Pages}
+SlotIn(lay, a) ==
+    CHOOSE s \in SlotsIn(lay) : lay[s[1]][s[2]].state = "bound" /\ lay[s[1]][s[2]].alloc = a
 
 Init ==
     /\ layout = [p \in Pages |-> <<>>]
@@ -131,44 +160,10 @@ Init ==
     /\ nextFail = 1
 
 (***************************************************************************)
-(* Memory.                                                                 *)
+(* Discovery, as a function of the pool's state [layout, tombs, tags], so  *)
+(* that a pool call can discover before it does its own work.             *)
 (***************************************************************************)
-NewPage(p) ==
-    /\ layout[p] = <<>>
-    /\ layout' = [layout EXCEPT ![p] = << Rec(PageSize, "free", 0, {}) >>]
-    /\ UNCHANGED <<tombs, handles, pending, nextAlloc, tags, nextFail>>
-
-\* Reserve-then-bind n units on free slice i of page p: split off the rest
-\* (a fresh record, clean), bind the front to a fresh allocation id and
-\* clear whatever the old slice still carried (P1 on bind).
-Allocate(p, i, n) ==
-    /\ nextAlloc <= MaxAllocs
-    /\ i \in DOMAIN layout[p]
-    /\ LET r == layout[p][i]
-           a == nextAlloc
-           keep == Mutation = "bind_keeps_taint"
-           restClaims == IF Mutation = "split_remainder_keeps" THEN r.claims ELSE {}
-           front == Rec(n, "bound", a, IF keep THEN r.claims ELSE {})
-           rest  == IF r.size > n /\ Mutation # "split_loses_remainder"
-                    THEN << Rec(r.size - n, "free", 0, restClaims) >> ELSE <<>>
-       IN /\ r.state = "free"
-          /\ n <= r.size
-          /\ layout' = [layout EXCEPT ![p] = Replace(layout[p], i, <<front>> \o rest)]
-          /\ tags' = IF keep THEN tags ELSE Retag(tags, {}, << r.claims >>)
-    /\ handles' = [handles EXCEPT ![nextAlloc] = 1]
-    /\ nextAlloc' = nextAlloc + 1
-    /\ UNCHANGED <<tombs, pending, nextFail>>
-
-Clone(a) ==
-    /\ handles[a] \in 1..(MaxHandles - 1)
-    /\ handles' = [handles EXCEPT ![a] = @ + 1]
-    /\ UNCHANGED <<layout, tombs, pending, nextAlloc, tags, nextFail>>
-
-DropHandle(a) ==
-    /\ handles[a] > 0
-    /\ handles' = [handles EXCEPT ![a] = @ - 1]
-    /\ pending' = IF handles[a] = 1 THEN pending \cup {a} ELSE pending
-    /\ UNCHANGED <<layout, tombs, nextAlloc, tags, nextFail>>
+PoolState == [layout |-> layout, tombs |-> tombs, tags |-> tags]
 
 \* Coalescing free records j and j+1 of a page (both free): the merged record
 \* starts clean and both records' claims are untagged (P1 on coalesce).
@@ -196,30 +191,118 @@ FreeAndMerge(recs, i) ==
         l2   == IF hasR THEN MergeLost(s1, k) ELSE <<>>
     IN  [recs |-> s2, lost |-> l1 \o l2]
 
-\* The pool discovers that allocation a's last handle is gone.
+\* The pool, in state st, discovers that allocation a's last handle is gone;
+\* clearNow: its taint is cleared at once (always, when eager).
+DiscoverIn(st, a, clearNow) ==
+    IF \E t \in st.tombs : t.alloc = a
+    THEN \* The record itself is recycled; it was cleared when tombstoned.
+         LET t == CHOOSE t \in st.tombs : t.alloc = a
+         IN  [layout |-> st.layout, tombs |-> st.tombs \ {t},
+              tags |-> Retag(st.tags, {}, << t.claims >>)]
+    ELSE LET s       == SlotIn(st.layout, a)
+             r       == st.layout[s[1]][s[2]]
+             cleared == clearNow /\ Mutation # "discovery_keeps_taint"
+             \* a cleared record no longer remembers its allocation
+             freed   == IF cleared THEN Rec(r.size, "free", 0, {})
+                        ELSE Rec(r.size, "free", a, r.claims)
+             recs    == [st.layout[s[1]] EXCEPT ![s[2]] = freed]
+             res     == IF Eager THEN FreeAndMerge(recs, s[2])
+                        ELSE [recs |-> recs, lost |-> <<>>]
+         IN  [layout |-> [st.layout EXCEPT ![s[1]] = res.recs],
+              tombs  |-> st.tombs,
+              tags   |-> Retag(st.tags, {},
+                               (IF cleared THEN << r.claims >> ELSE <<>>) \o res.lost)]
+
+\* Whether discovery takes a's drop.  The broken variant
+\* "discovery_skips_tainted" leaves a dropped allocation whose slice still
+\* carries claims pending for ever: every invariant still holds (they all
+\* wait for pending = {}), only the liveness properties see it.
+\* (IF, not \/: TLC explores every disjunct of an action.)
+Discoverable(st, a) ==
+    IF Mutation # "discovery_skips_tainted" \/ \E t \in st.tombs : t.alloc = a
+    THEN TRUE
+    ELSE LET s == SlotIn(st.layout, a) IN st.layout[s[1]][s[2]].claims = {}
+
+\* Every discoverable drop in `as`, in ascending order (the C++ takes the
+\* whole inbox at once; the order does not change the result).
+RECURSIVE DiscoverAllIn(_, _)
+DiscoverAllIn(st, as) ==
+    IF as = {} THEN st
+    ELSE LET a == CHOOSE x \in as : \A y \in as : x <= y
+         IN  DiscoverAllIn(IF Discoverable(st, a) THEN DiscoverIn(st, a, TRUE) ELSE st,
+                           as \ {a})
+
+\* What a pool call works on.  Eager (the C++ MemoryManager): every call --
+\* allocate, cleanup, reset, sweep -- first discovers every drop so far
+\* (discover_released()), so its own work sees their slices freed, cleared
+\* and merged.  Lazy ("any"): discovery is a step of its own.
+Called == IF Eager THEN DiscoverAllIn(PoolState, pending) ELSE PoolState
+CalledPending ==
+    IF Eager THEN {a \in pending : ~Discoverable(PoolState, a)} ELSE pending
+SetPool(st) == layout' = st.layout /\ tombs' = st.tombs /\ tags' = st.tags
+
+(***************************************************************************)
+(* Memory.                                                                 *)
+(***************************************************************************)
+NewPage(p) ==
+    /\ layout[p] = <<>>
+    /\ layout' = [layout EXCEPT ![p] = << Rec(PageSize, "free", 0, {}) >>]
+    /\ UNCHANGED <<tombs, handles, pending, nextAlloc, tags, nextFail>>
+
+\* allocate(): (eager: discover,) then reserve-then-bind n units on free
+\* slice i of page p: split off the rest (a fresh record, clean), bind the
+\* front to a fresh allocation id and clear whatever the old slice still
+\* carried (P1 on bind).
+Allocate(p, i, n) ==
+    /\ nextAlloc <= MaxAllocs
+    /\ LET st == Called
+           lay == st.layout
+       IN  /\ i \in DOMAIN lay[p]
+           /\ LET r == lay[p][i]
+                  a == nextAlloc
+                  keep == Mutation = "bind_keeps_taint"
+                  restClaims == IF Mutation = "split_remainder_keeps" THEN r.claims ELSE {}
+                  front == Rec(n, "bound", a, IF keep THEN r.claims ELSE {})
+                  rest  == IF r.size > n /\ Mutation # "split_loses_remainder"
+                           THEN << Rec(r.size - n, "free", 0, restClaims) >> ELSE <<>>
+              IN  /\ r.state = "free"
+                  /\ n <= r.size
+                  /\ layout' = [lay EXCEPT ![p] = Replace(lay[p], i, <<front>> \o rest)]
+                  /\ tags' = IF keep THEN st.tags ELSE Retag(st.tags, {}, << r.claims >>)
+                  /\ tombs' = st.tombs
+    /\ pending' = CalledPending
+    /\ handles' = [handles EXCEPT ![nextAlloc] = 1]
+    /\ nextAlloc' = nextAlloc + 1
+    /\ UNCHANGED nextFail
+
+Clone(a) ==
+    /\ handles[a] \in 1..(MaxHandles - 1)
+    /\ handles' = [handles EXCEPT ![a] = @ + 1]
+    /\ UNCHANGED <<layout, tombs, pending, nextAlloc, tags, nextFail>>
+
+DropHandle(a) ==
+    /\ handles[a] > 0
+    /\ handles' = [handles EXCEPT ![a] = @ - 1]
+    /\ pending' = IF handles[a] = 1 THEN pending \cup {a} ELSE pending
+    /\ UNCHANGED <<layout, tombs, nextAlloc, tags, nextFail>>
+
+\* Lazy: the pool discovers that allocation a's last handle is gone, and
+\* may clear its taint now or leave it to a later P1 point.
 Discover(a) ==
+    /\ ~Eager
     /\ a \in pending
+    /\ Discoverable(PoolState, a)
+    /\ \E clearNow \in BOOLEAN : SetPool(DiscoverIn(PoolState, a, clearNow))
     /\ pending' = pending \ {a}
-    /\ IF Tombstoned(a)
-       THEN \* The record itself is recycled; it was cleared when tombstoned.
-            LET t == CHOOSE t \in tombs : t.alloc = a
-            IN  /\ tombs' = tombs \ {t}
-                /\ tags' = Retag(tags, {}, << t.claims >>)
-                /\ UNCHANGED layout
-       ELSE LET s  == SlotOf(a)
-                r  == At(s)
-            IN  \E clearNow \in (IF Eager THEN {TRUE} ELSE BOOLEAN) :
-                  LET cleared == clearNow /\ Mutation # "discovery_keeps_taint"
-                      \* a cleared record no longer remembers its allocation
-                      freed == IF cleared THEN Rec(r.size, "free", 0, {})
-                               ELSE Rec(r.size, "free", a, r.claims)
-                      recs  == [layout[s[1]] EXCEPT ![s[2]] = freed]
-                      res   == IF Eager THEN FreeAndMerge(recs, s[2])
-                               ELSE [recs |-> recs, lost |-> <<>>]
-                  IN  /\ layout' = [layout EXCEPT ![s[1]] = res.recs]
-                      /\ tags' = Retag(tags, {},
-                                       (IF cleared THEN << r.claims >> ELSE <<>>) \o res.lost)
-                      /\ UNCHANGED tombs
+    /\ UNCHANGED <<handles, nextAlloc, nextFail>>
+
+\* Eager: sweep() (the device calls it at the start of every launch, write
+\* and read) discovers every drop so far.
+Sweep ==
+    /\ Eager
+    /\ \E a \in pending : Discoverable(PoolState, a)
+    /\ SetPool(Called)
+    /\ pending' = CalledPending
     /\ UNCHANGED <<handles, nextAlloc, nextFail>>
 
 \* Coalesce two free neighbours (a step of its own when discovery is lazy).
@@ -231,34 +314,42 @@ Coalesce(p, j) ==
     /\ tags' = Retag(tags, {}, MergeLost(layout[p], j))
     /\ UNCHANGED <<tombs, handles, pending, nextAlloc, nextFail>>
 
-\* cleanup(): give back a page that holds no allocation; every record on it
-\* is cleared (P1 on page sweep).
+\* cleanup(): (eager: discover,) then give back a page that holds no
+\* allocation; every record on it is cleared (P1 on page sweep).
 SweepPage(p) ==
-    /\ layout[p] # <<>>
-    /\ \A i \in DOMAIN layout[p] : layout[p][i].state = "free"
-    /\ layout' = [layout EXCEPT ![p] = <<>>]
-    /\ tags' = IF Mutation = "sweep_forgets_untag" THEN tags
-               ELSE Retag(tags, {}, ClaimsOf(layout[p]))
-    /\ UNCHANGED <<tombs, handles, pending, nextAlloc, nextFail>>
+    /\ LET st == Called
+           lay == st.layout
+       IN  /\ lay[p] # <<>>
+           /\ \A i \in DOMAIN lay[p] : lay[p][i].state = "free"
+           /\ layout' = [lay EXCEPT ![p] = <<>>]
+           /\ tags' = IF Mutation = "sweep_forgets_untag" THEN st.tags
+                      ELSE Retag(st.tags, {}, ClaimsOf(lay[p]))
+           /\ tombs' = st.tombs
+    /\ pending' = CalledPending
+    /\ UNCHANGED <<handles, nextAlloc, nextFail>>
 
-\* reset() / the manager's destructor: discover what was dropped (here:
+\* reset() / the manager's destructor: discover what was dropped (lazy:
 \* nothing may be pending), tombstone every live allocation -- its taint is
 \* cleared (P1 on tombstone) and its handles live on, seeing NotFound -- and
 \* give every page back, clearing every free record (P1 on destruction).
 Reset ==
-    /\ pending = {}
-    /\ LET live == {s \in Slots : At(s).state = "bound"}
+    /\ ~Eager => pending = {}
+    /\ LET st == Called
+           lay == st.layout
+           live == {s \in SlotsIn(lay) : lay[s[1]][s[2]].state = "bound"}
            keep == Mutation = "tombstone_keeps_taint"
-           newTombs == {[alloc |-> At(s).alloc, claims |-> IF keep THEN At(s).claims ELSE {}]
-                          : s \in live}
-           lostRecs == CASE keep -> SelectSeq(AllRecords, LAMBDA r : r.state = "free")
+           newTombs == {[alloc |-> lay[s[1]][s[2]].alloc,
+                         claims |-> IF keep THEN lay[s[1]][s[2]].claims ELSE {}] : s \in live}
+           all == AllRecordsIn(lay)
+           lostRecs == CASE keep -> SelectSeq(all, LAMBDA r : r.state = "free")
                          [] Mutation = "destroy_forgets_free" ->
-                              SelectSeq(AllRecords, LAMBDA r : r.state = "bound")
-                         [] OTHER -> AllRecords
-       IN /\ tombs' = tombs \cup newTombs
-          /\ tags' = Retag(tags, {}, ClaimsOf(lostRecs))
+                              SelectSeq(all, LAMBDA r : r.state = "bound")
+                         [] OTHER -> all
+       IN /\ tombs' = st.tombs \cup newTombs
+          /\ tags' = Retag(st.tags, {}, ClaimsOf(lostRecs))
     /\ layout' = [p \in Pages |-> <<>>]
-    /\ UNCHANGED <<handles, pending, nextAlloc, nextFail>>
+    /\ pending' = CalledPending
+    /\ UNCHANGED <<handles, nextAlloc, nextFail>>
 
 (***************************************************************************)
 (* Taint on live allocations (the device's T1/T2 calls, abstracted).       *)
@@ -284,9 +375,10 @@ Fail(a, keep) ==
     /\ nextFail' = nextFail + 1
     /\ UNCHANGED <<tombs, handles, pending, nextAlloc>>
 
-\* A skipped launch claims bytes of a for a live root failure f (S1).
+\* A skipped launch claims bytes of a for the root failure f of the bytes it
+\* read (S1): some live allocation carries f.
 Spread(a, f, keep) ==
-    /\ tags[f] > 0
+    /\ \E b \in AllocIds : Live(b) /\ f \in Fails(At(SlotOf(b)).claims)
     /\ SetClaims(a, keep, f)
     /\ UNCHANGED <<tombs, handles, pending, nextAlloc, nextFail>>
 
@@ -300,6 +392,7 @@ Next ==
     \/ \E p \in Pages, i \in 1..PageSize, n \in 1..PageSize : Allocate(p, i, n)
     \/ \E p \in Pages, j \in 1..PageSize : Coalesce(p, j)
     \/ \E a \in AllocIds : Clone(a) \/ DropHandle(a) \/ Discover(a)
+    \/ Sweep
     \/ Reset
     \/ \E a \in AllocIds : Live(a) /\
           LET mine == At(SlotOf(a)).claims IN
@@ -309,6 +402,16 @@ Next ==
              \/ \E f \in FailIds : Spread(a, f, keep)
 
 Spec == Init /\ [][Next]_vars
+
+\* Fairness for the liveness properties.  Discovery is never put off for
+\* ever (lazy: each drop; eager: the device's sweep()).  Lazy discovery may
+\* leave a slice's taint to a later P1 point, so a page holding no
+\* allocation is also swept eventually (per page).
+Fairness ==
+    /\ \A a \in AllocIds : WF_vars(Discover(a))
+    /\ WF_vars(Sweep)
+    /\ ~Eager => \A p \in Pages : WF_vars(SweepPage(p))
+LiveSpec == Spec /\ Fairness
 
 (***************************************************************************)
 (* Invariants.                                                             *)
@@ -371,5 +474,40 @@ R4_EmptyWhenDrained ==
 \* drop discovered), the graph is empty even before pages go back.
 R4_EmptyAfterSweep ==
     (NoHandles /\ pending = {}) => GraphEmpty
+
+(***************************************************************************)
+(* Liveness (under Fairness): the promise the refcount design exists for.  *)
+(***************************************************************************)
+\* Some allocation a caller can still reach (a handle, bound on a page)
+\* carries f: only such a carrier can spread f further (S1 reads it).
+LiveCarrier(f) == \E a \in AllocIds : Live(a) /\ f \in Fails(At(SlotOf(a)).claims)
+
+\* Once every carrier of a failure is gone (its handles dropped), the
+\* failure is eventually gone too.  Holds when discovery clears (eager, the
+\* C++ pool) under weak fairness of discovery alone; with lazy discovery a
+\* dropped slice's taint may wait for a P1 point that a neighbour living
+\* for ever postpones, so there only R4_EventuallyEmpty is promised.
+EventuallyFreed ==
+    \A f \in FailIds : (tags[f] > 0 /\ ~LiveCarrier(f)) ~> tags[f] = 0
+
+\* R4 as liveness: once no handle is ever held again, the graph empties and
+\* stays empty.
+R4_EventuallyEmpty == (<>[]NoHandles) => <>[]GraphEmpty
+
+(***************************************************************************)
+(* Reachability witnesses (proofs/reach/): each says that something never *)
+(* happens; the config named there must VIOLATE it, which shows the       *)
+(* config reaches it, so the invariants above are not checked vacuously.  *)
+(***************************************************************************)
+\* A pool call that binds never drops a tag (eager: the drops its
+\* discovery clears; lazy: the slice's own leftover taint).
+NoBindClears ==
+    [][\A p \in Pages, i \in 1..PageSize, n \in 1..PageSize :
+          Allocate(p, i, n) => \A f \in FailIds : tags'[f] >= tags[f]]_vars
+\* A pool call that gives a page back never drops a tag.
+NoSweepClears ==
+    [][\A p \in Pages : SweepPage(p) => \A f \in FailIds : tags'[f] >= tags[f]]_vars
+\* No allocation ever has two handles (Clone never runs).
+NoClone == \A a \in AllocIds : handles[a] <= 1
 
 =============================================================================

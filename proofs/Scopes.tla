@@ -10,8 +10,11 @@
 (*   taint[a]      each allocation's claims (TaintOps.tla: the same T1/T2  *)
 (*                 the engine runs)                                        *)
 (*   nodes, tags, kind, records, nextId                                    *)
-(*                 the graph: live ids, tag counts, error kind, and the    *)
-(*                 skip records kept on each root (G7)                     *)
+(*                 the graph: live ids, tag counts, the kind of each       *)
+(*                 failure's error ("TornDown" for a provisional or a body *)
+(*                 that threw, S3; the body's own error kind once G4       *)
+(*                 replaced it, S1/S2), and the skip records kept on each  *)
+(*                 root (G7)                                               *)
 (*   scope         the open write scope: launch number k, provisional p,   *)
 (*                 write set; k = 0 when none is open                      *)
 (*   launches      launches started (host writes are launches too: a scope *)
@@ -29,7 +32,11 @@
 (*   reach[f]      the allocations f can reach by dataflow: direct[f],     *)
 (*                 then the outputs of any launch reading an allocation    *)
 (*                 already in reach[f]                                     *)
-(*   mintedBy[f]   the launch that minted f; skippedL the skipped launches *)
+(*   ended[f]      how f's launch ended, as its body told it: "TornDown"   *)
+(*                 while it runs or when it threw (S3), else the kind of   *)
+(*                 the error the body returned (S1/S2).  Set from the      *)
+(*                 outcome alone, never from the graph, so G4 (the graph's *)
+(*                 kind) is checked against it.                            *)
 (*                                                                         *)
 (* A launch is two steps: Launch (S1: decide; skip, or enter and claim     *)
 (* the write set with the provisional failure) and Close (the body's       *)
@@ -42,16 +49,24 @@
 (*   most MaxLaunches records exist here), error messages, bad bindings    *)
 (*   (P3: rejected before anything is claimed), asynchronous backends and  *)
 (*   late failures (Device::synchronize), out-of-memory while claiming.    *)
-(*   In Next (model checking), a launch reads at most one binding and      *)
-(*   writes nothing, one binding, or two whole allocations, and a partial  *)
-(*   failure reports one range; the actions themselves take any sequences  *)
-(*   of bindings and ranges, which is what ScopesTrace.tla feeds them.     *)
+(*   In Next (model checking), a launch reads nothing, one binding, or two *)
+(*   whole allocations (either order), writes nothing, one                 *)
+(*   binding, or two whole allocations; a failing body returns a "Launch"  *)
+(*   error; a partial failure reports one range.  The actions themselves   *)
+(*   take any sequences of bindings and ranges and any error kind, which   *)
+(*   is what ScopesTrace.tla feeds them.                                   *)
 (*                                                                         *)
-(* Bounds (Scopes.cfg): allocations of 2, 1 and 1 bytes, 3 launches (host *)
-(* writes included).                                                       *)
-(* Covers skip chains of length 2 (A -> B -> C), read-write               *)
-(* bindings, byte-precise reads next to stale bytes, repairs by relaunch   *)
-(* and host write.  Not covered: longer chains, more failures than 3.      *)
+(* Bounds: Scopes.cfg: allocations of 3, 1 and 1 bytes (a claim can split  *)
+(* in two around a write), 3 launches (host writes included).              *)
+(* ScopesDeep.cfg: allocations of 4, 2 and 1 bytes and 6 launches, by     *)
+(* random simulation for a fixed time (4 launches alone are 11x the       *)
+(* states, too many to enumerate on the development machine).             *)
+(* The mutants run on allocations of 2, 1 and 1 bytes (SmallSizes).        *)
+(* Covers skip chains of length 2 (A -> B -> C), a skip decided by the     *)
+(* second of two read bindings, read-write bindings, byte-precise reads    *)
+(* next to stale bytes, a claim split by a partial write, repairs by       *)
+(* relaunch and host write.  Not covered exhaustively: longer chains,      *)
+(* more failures than 3.                                                   *)
 (*                                                                         *)
 (* Mutations (proofs/mutants/Scopes_*.cfg), besides TaintOps' own:         *)
 (*   "skip_mints"          a skip mints a new failure for its outputs (S4) *)
@@ -66,15 +81,31 @@
 (*                         nothing claims or prunes (S1, R3)               *)
 (*   "sticky_error"        any live failure skips every later launch (D2)  *)
 (*   "record_wrong_needed" a skip record names an output as `needed` (G8)  *)
+(*   "needed_other_read"   a skip record names a read binding other than   *)
+(*                         the one whose stale bytes decided (G8)          *)
+(*   "skip_spends_id"      a skip mints nothing but spends an id (S4)      *)
+(*   "fail_keeps_torndown" a failing body's error does not replace the     *)
+(*                         provisional TornDown (G4)                       *)
+(*   "throw_replaces"      a throwing body's provisional is replaced by a  *)
+(*                         real error (G4, S3)                             *)
+(*   "read_reports_one"    a read over several failures reports one (G9)   *)
 (***************************************************************************)
 EXTENDS TaintOps
 
 CONSTANTS Sizes,        \* Sizes[a]: bytes of allocation a; allocations 1..Len(Sizes)
           MaxLaunches   \* launches (and so failures) over a behaviour
 
-\* The sizes Scopes.cfg checks (a cfg file cannot write a tuple):
-\* one allocation with two bytes for byte precision, two with one.
+\* The sizes the cfgs check (a cfg file cannot write a tuple): one allocation
+\* of three bytes, so a write in its middle splits a claim in two, and two of
+\* one byte; the mutants use two bytes, enough for each of them.
+ScopesSizes == <<3, 1, 1>>
 SmallSizes == <<2, 1, 1>>
+DeepSizes == <<4, 2, 1>>      \* ScopesDeep.cfg (simulation)
+
+\* The error kinds a body may fail with ("Launch" in model checking; a trace
+\* names the kind the C++ body returned) and the provisional's.
+ErrorKinds == {"Launch", "OutOfMemory", "Generic", "TornDown", "Unwritten", "NotFound",
+               "InvalidBinding", "BufferTooBig"}
 
 Allocs  == DOMAIN Sizes
 Offsets(a) == 0..(Sizes[a] - 1)
@@ -85,16 +116,19 @@ Proper  == {w \in Binds : w[2] < w[3]}
 Whole(a) == <<a, 0, Sizes[a]>>
 MaxSize == CHOOSE n \in {Sizes[a] : a \in Allocs} : \A a \in Allocs : Sizes[a] <= n
 
+\* Two read bindings are two whole allocations (either order: the first one
+\* with stale bytes decides, S1); any one binding may be read alone.
 ReadSets  == {<<>>} \cup {<<r>> : r \in Proper}
+             \cup {<<Whole(x[1]), Whole(x[2])>> : x \in {y \in Allocs \X Allocs : y[1] # y[2]}}
 WriteSets == {<<>>} \cup {<<w>> : w \in Proper}
              \cup {<<Whole(x[1]), Whole(x[2])>> : x \in {y \in Allocs \X Allocs : y[1] # y[2]}}
 
 NoScope == [k |-> 0, p |-> 0, writes |-> <<>>, ghostRoot |-> 0]
 
 VARIABLES taint, nodes, tags, kind, records, nextId, launches, scope,
-          why, direct, reach, mintedBy, skippedL
+          why, direct, reach, ended
 vars == <<taint, nodes, tags, kind, records, nextId, launches, scope,
-          why, direct, reach, mintedBy, skippedL>>
+          why, direct, reach, ended>>
 
 AllocsOf(ws) == {ws[i][1] : i \in DOMAIN ws}
 BindBytes(w) == w[2]..(w[3] - 1)
@@ -153,8 +187,7 @@ Init ==
     /\ why = [a \in Allocs |-> [b \in Offsets(a) |-> 0]]
     /\ direct = [f \in Ids |-> {}]
     /\ reach = [f \in Ids |-> {}]
-    /\ mintedBy = [f \in Ids |-> 0]
-    /\ skippedL = {}
+    /\ ended = [f \in Ids |-> "none"]
 
 (***************************************************************************)
 (* S1: Launch(reads, writes).                                              *)
@@ -181,7 +214,11 @@ Launch(reads, ws) ==
            sticky  == Mutation = "sticky_error" /\ nodes # {}
            skips   == hits # {} \/ sticky
            roots   == IF hits # {} THEN hits ELSE nodes
-           needed  == IF hits # {} THEN checked[firstHit][1]
+           \* needed_other_read: the record names another read binding
+           other   == IF firstHit = 1 THEN 2 ELSE 1
+           needed  == IF hits # {}
+                      THEN IF Mutation = "needed_other_read" /\ Len(checked) > 1
+                           THEN checked[other][1] ELSE checked[firstHit][1]
                       ELSE IF reads # <<>> THEN reads[1][1] ELSE CHOOSE a \in Allocs : TRUE
            \* The oracle's decision: would the launch read garbage?
            whyRead == UNION {{why[r[1]][b] : b \in BindBytes(r)} : r \in Elems(reads)} \ {0}
@@ -203,15 +240,15 @@ Launch(reads, ws) ==
                           ELSE IF root \in whyRead THEN root ELSE Bad
              IN /\ SetEngine(S2)
                 /\ records' = [records EXCEPT ![root] = Append(@, rec)]     \* G7
-                /\ nextId' = IF minted THEN nextId + 1 ELSE nextId
+                /\ nextId' = IF minted \/ Mutation = "skip_spends_id" THEN nextId + 1
+                             ELSE nextId
                 /\ kind' = IF Mutation = "skip_mints" THEN [kind EXCEPT ![p] = "Skipped"]
                            ELSE IF early THEN [kind EXCEPT ![p] = "TornDown"] ELSE kind
-                /\ mintedBy' = IF minted THEN [mintedBy EXCEPT ![p] = k] ELSE mintedBy
+                /\ ended' = IF minted THEN [ended EXCEPT ![p] = "TornDown"] ELSE ended
                 /\ direct' = IF minted THEN [direct EXCEPT ![p] = AllocsOf(ws)] ELSE direct
                 /\ reach' = LET r1 == Flow(reach, reads, ws)
                             IN  IF minted THEN [r1 EXCEPT ![p] = AllocsOf(ws)] ELSE r1
                 /\ why' = WhyWrite(why, ws, gRoot)
-                /\ skippedL' = skippedL \cup {k}
                 /\ UNCHANGED scope
        \/ /\ ~skips
           /\ ws = <<>>
@@ -222,11 +259,11 @@ Launch(reads, ws) ==
                   /\ tags' = [tags EXCEPT ![p] = 0]
                   /\ nextId' = nextId + 1
                   /\ kind' = [kind EXCEPT ![p] = "TornDown"]
-                  /\ mintedBy' = [mintedBy EXCEPT ![p] = k]
+                  /\ ended' = [ended EXCEPT ![p] = "TornDown"]
                   /\ UNCHANGED <<taint, direct>>
-             ELSE UNCHANGED <<taint, nodes, tags, nextId, kind, mintedBy, direct>>
+             ELSE UNCHANGED <<taint, nodes, tags, nextId, kind, ended, direct>>
           /\ reach' = Flow(reach, reads, ws)
-          /\ UNCHANGED <<records, why, scope, skippedL>>
+          /\ UNCHANGED <<records, why, scope>>
        \/ /\ ~skips
           /\ ws # <<>>
           \* enter: the provisional TornDown failure claims the write set
@@ -238,41 +275,47 @@ Launch(reads, ws) ==
              IN /\ SetEngine(S1)
                 /\ nextId' = nextId + 1
                 /\ kind' = [kind EXCEPT ![p] = "TornDown"]
-                /\ mintedBy' = [mintedBy EXCEPT ![p] = k]
+                /\ ended' = [ended EXCEPT ![p] = "TornDown"]
                 /\ direct' = [direct EXCEPT ![p] = AllocsOf(ws)]
                 /\ reach' = [Flow(reach, reads, ws) EXCEPT ![p] = AllocsOf(ws)]
                 /\ why' = WhyWrite(why, ws, IF gRoot = 0 THEN p ELSE gRoot)
                 /\ scope' = [k |-> k, p |-> p, writes |-> ws, ghostRoot |-> gRoot]
-                /\ UNCHANGED <<records, skippedL>>
+                /\ UNCHANGED records
     /\ launches' = launches + 1
 
 (***************************************************************************)
 (* Close: the body's outcome.                                              *)
 (***************************************************************************)
-CloseWith(S, released, newKind) ==
+CloseWith(S, released, newKind, how) ==
     /\ SetEngine(Prune(S, scope.p))
     /\ kind' = newKind
     \* the oracle: what the body wrote has a successful writer -- unless the
     \* oracle knows the launch should never have run
     /\ why' = IF scope.ghostRoot # 0 THEN why ELSE WhyWrite(why, released, 0)
+    /\ ended' = [ended EXCEPT ![scope.p] = how]
     /\ scope' = NoScope
-    /\ UNCHANGED <<records, nextId, launches, direct, reach, mintedBy, skippedL>>
+    /\ UNCHANGED <<records, nextId, launches, direct, reach>>
 
-Replaced == IF scope.p \in nodes THEN [kind EXCEPT ![scope.p] = "Launch"] ELSE kind   \* G4
+\* G4: the body's error replaces the provisional one; a gone id is ignored.
+Replaced(err) ==
+    IF scope.p \in nodes /\ Mutation # "fail_keeps_torndown"
+    THEN [kind EXCEPT ![scope.p] = err] ELSE kind
 
 Succeed ==
     /\ scope.k # 0
-    /\ CloseWith(WrittenSeq(Engine, scope.writes), scope.writes, kind)
+    /\ CloseWith(WrittenSeq(Engine, scope.writes), scope.writes, kind, "TornDown")
 
-Fail ==
+\* S1: the body failed with an error of kind err.
+Fail(err) ==
     /\ scope.k # 0
     /\ IF Mutation = "fail_prunes"
        THEN /\ SetEngine([Engine EXCEPT !.nodes = @ \ {scope.p}])
-            /\ kind' = Replaced
+            /\ kind' = Replaced(err)
             /\ why' = why
+            /\ ended' = [ended EXCEPT ![scope.p] = err]
             /\ scope' = NoScope
-            /\ UNCHANGED <<records, nextId, launches, direct, reach, mintedBy, skippedL>>
-       ELSE CloseWith(Engine, <<>>, Replaced)
+            /\ UNCHANGED <<records, nextId, launches, direct, reach>>
+       ELSE CloseWith(Engine, <<>>, Replaced(err), err)
 
 \* S2: the body reported `parts` written before failing: a sequence of
 \* <<i, lo, hi>>, bytes [lo, hi) of write binding i.  Reported ranges are
@@ -282,17 +325,12 @@ ValidPart(pt) ==
     /\ pt[2] <= pt[3]
     /\ scope.writes[pt[1]][2] + pt[3] <= scope.writes[pt[1]][3]
 Absolute(pt) == LET w == scope.writes[pt[1]] IN <<w[1], w[2] + pt[2], w[2] + pt[3]>>
-PartialFail(parts) ==
+PartialFail(parts, err) ==
     /\ scope.k # 0
     /\ LET part == [j \in DOMAIN SelectSeq(parts, ValidPart) |->
                       Absolute(SelectSeq(parts, ValidPart)[j])]
            released == IF Mutation = "partial_releases_all" THEN scope.writes ELSE part
-           S == WrittenSeq(Engine, released)
-       IN  /\ SetEngine(Prune(S, scope.p))
-           /\ kind' = Replaced
-           /\ why' = IF scope.ghostRoot # 0 THEN why ELSE WhyWrite(why, part, 0)
-           /\ scope' = NoScope
-           /\ UNCHANGED <<records, nextId, launches, direct, reach, mintedBy, skippedL>>
+       IN  CloseWith(WrittenSeq(Engine, released), part, Replaced(err), err)
 
 \* S3: the body throws; the write set stays claimed by TornDown.
 Throw ==
@@ -301,15 +339,18 @@ Throw ==
        THEN /\ SetEngine(Prune(WrittenSeq(Engine, scope.writes), scope.p))
             /\ kind' = kind
             /\ why' = why
+            /\ ended' = ended
             /\ scope' = NoScope
-            /\ UNCHANGED <<records, nextId, launches, direct, reach, mintedBy, skippedL>>
-       ELSE CloseWith(Engine, <<>>, kind)
+            /\ UNCHANGED <<records, nextId, launches, direct, reach>>
+       ELSE CloseWith(Engine, <<>>,
+                      IF Mutation = "throw_replaces" THEN Replaced("Launch") ELSE kind,
+                      "TornDown")
 
 Next ==
     \/ \E r \in ReadSets, ws \in WriteSets : Launch(r, ws)
-    \/ Succeed \/ Fail \/ Throw
+    \/ Succeed \/ Fail("Launch") \/ Throw
     \/ \E i \in 1..2, lo \in 0..MaxSize, hi \in 0..MaxSize :
-          lo < hi /\ ValidPart(<<i, lo, hi>>) /\ PartialFail(<< <<i, lo, hi>> >>)
+          lo < hi /\ ValidPart(<<i, lo, hi>>) /\ PartialFail(<< <<i, lo, hi>> >>, "Launch")
 
 Spec == Init /\ [][Next]_vars
 
@@ -332,7 +373,9 @@ Report(f, a) ==
 \* D1: what a read of binding r returns -- the bytes, or one report per
 \* distinct failure (G9).
 ReadOutcome(r) ==
-    LET fs == FailuresIn(taint[r[1]], r[2], r[3])
+    LET all == FailuresIn(taint[r[1]], r[2], r[3])
+        fs  == IF Mutation = "read_reports_one" /\ all # {}
+               THEN {CHOOSE f \in all : \A g \in all : f <= g} ELSE all
     IN  IF fs = {} THEN [ok |-> TRUE, reports |-> {}]
         ELSE [ok |-> FALSE, reports |-> {Report(f, r[1]) : f \in fs}]
 
@@ -343,6 +386,7 @@ TypeOK ==
     /\ \A a \in Allocs : Shape(taint[a])
     /\ nodes \subseteq Ids
     /\ tags \in [Ids -> Nat]
+    /\ kind \in [Ids -> ErrorKinds \cup {"none", "Skipped"}]
     /\ \A a \in Allocs : why[a] \in [Offsets(a) -> 0..Bad]
 
 Carriers(f) == {a \in Allocs : Carries(taint[a], f)}
@@ -355,10 +399,26 @@ R3_NodeIffTaggedOrHeld ==
     \A f \in nodes : tags[f] > 0 \/ f = scope.p
 
 \* D1: a read succeeds iff every byte it returns was last written by work
-\* that succeeded (the oracle); otherwise it reports.
+\* that succeeded (the oracle); otherwise it reports.  Stated per byte: a
+\* read of r fails iff one of its bytes is claimed (T3), so this is D1 for
+\* every binding, at a cost linear in the bytes (traces have large buffers).
 D1_ReadOracle ==
+    \A a \in Allocs : \A b \in Offsets(a) : (OwnerAt(taint[a], b) = 0) <=> (why[a][b] = 0)
+
+\* G9 (with D1, G8, G4): what every read returns, as the device computes it
+\* (ReadOutcome), against the oracle: the bytes iff no byte of the range has
+\* a failed root; otherwise exactly one report per distinct root of its
+\* bytes, each walking back to an allocation the root's own launch claimed
+\* and naming the error its body ended with.
+G9_ReadOutcome ==
     \A r \in Proper :
-        (FailuresIn(taint[r[1]], r[2], r[3]) = {}) <=> \A b \in BindBytes(r) : why[r[1]][b] = 0
+        LET out   == ReadOutcome(r)
+            roots == {why[r[1]][b] : b \in BindBytes(r)} \ {0}
+        IN  /\ out.ok <=> roots = {}
+            /\ {rep.failure : rep \in out.reports} = roots
+            /\ Cardinality(out.reports) = Cardinality(roots)
+            /\ \A rep \in out.reports : /\ rep.origin \in direct[rep.failure]
+                                        /\ rep.kind = ended[rep.failure]
 
 \* D1/G8/G9: the failure a read names for each stale byte is the oracle's
 \* root, and its report walks back to an allocation the root's own launch
@@ -368,16 +428,27 @@ G8_ReportNamesRoot ==
     \* a report depends on the failure and the allocation read, not the range
     /\ \A a \in Allocs : \A f \in ClaimedFailures(taint[a]) :
           LET rep == Report(f, a)
-          IN  /\ rep.origin \in direct[f]
-              /\ rep.kind \in {"TornDown", "Launch"}
+          IN  rep.origin \in direct[f]
+
+\* G4 (S1, S2, S3): a failure's error is the one its body ended with -- the
+\* body's own error once it failed (replace), TornDown while it runs or when
+\* it threw.
+G4_ErrorIsTheBodys == \A f \in nodes : kind[f] = ended[f]
 
 \* D2: a failure only ever claims bytes of allocations its dataflow reaches:
 \* work that shares no allocation with a failure is never affected by it.
 D2_Isolation ==
     \A a \in Allocs : \A f \in ClaimedFailures(taint[a]) : a \in reach[f]
 
-\* S4: a skip mints nothing: every failure was minted by a launch that ran.
+\* S4 (with S1): an id is spent, and a node minted, only by a launch that
+\* enters with a non-empty write set, and it is that scope's provisional.
+\* A skip, an empty write set, a close or a read mints and spends nothing.
+\* A step property over the graph's own state (no ghost).
 S4_SkipMintsNothing ==
-    \A f \in 1..(nextId - 1) : mintedBy[f] \notin skippedL
+    [][ (nextId' # nextId \/ nodes' \ nodes # {}) =>
+           /\ scope.k = 0 /\ scope'.k # 0
+           /\ nextId' = nextId + 1
+           /\ nodes' \ nodes = {nextId}
+           /\ scope'.p = nextId ]_vars
 
 =============================================================================

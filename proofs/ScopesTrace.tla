@@ -7,8 +7,10 @@
 (* through this spec.                                                      *)
 (*                                                                         *)
 (* The spec is Scopes.tla itself (its Launch, Succeed, Fail, PartialFail,  *)
-(* Throw, Report), with the allocation sizes and the launch bound taken    *)
-(* from the trace, plus what Scopes leaves to Lifecycle: a buffer is       *)
+(* Throw, Report), with the allocation sizes and the launch bound written  *)
+(* as literals in the trace module (TraceSizes, TraceLaunches: computing   *)
+(* them from a long trace costs TLC minutes), plus what Scopes leaves to   *)
+(* Lifecycle: a buffer is                                                  *)
 (* created fresh (its bytes count as written, D1) and dropped (its claims  *)
 (* are cleared, P1).  Every state of the trace is also checked against     *)
 (* Scopes' invariants (D1, D2, S4, G8, R1-R3): the oracle runs alongside   *)
@@ -23,12 +25,15 @@
 (*              "skipped"  root, needed?: S1 skip onto root; S4: no mint   *)
 (*              "entered"  p?: the provisional id (absent or 0 when the    *)
 (*                         write set is empty: nothing is minted)          *)
-(*   close    outcome "ok" | "fail" | "throw" (S1-S3), written? for a      *)
-(*            failure: <<i, lo, hi>> ranges of write binding i (S2).       *)
+(*   close    outcome "ok" | "fail" | "throw" (S1-S3); a failure names    *)
+(*            its error kind (error, G4) and maybe written?: <<i, lo, hi>> *)
+(*            ranges of write binding i (S2).                              *)
 (*            Follows every entered launch; a no-op for an empty write set *)
 (*   read     alloc, lo, hi, ok (D1), failures? (G9, one per distinct      *)
-(*            failure), reports? (G8: [f, origin, path] with path the      *)
-(*            `needed` allocations of the skip records, newest first)      *)
+(*            failure), reports? (G8: [f, origin?, path?, kind?] with path *)
+(*            the `needed` allocations of the skip records, newest first,  *)
+(*            and kind the root error's kind, G4; origin and path are left *)
+(*            out when G7's cap may have cut the walk short)               *)
 (*   any event: graph? = every live node with its tags; claims? = every    *)
 (*            claim of every buffer as <<alloc, f, lo, hi>>.               *)
 (***************************************************************************)
@@ -38,14 +43,6 @@ CONSTANT TraceLog
 
 Has(e, field) == field \in DOMAIN e
 TEvents == {TraceLog[j] : j \in DOMAIN TraceLog}
-
-\* The constants Scopes needs, from the trace.
-Creates == {e \in TEvents : e.op = "create"}
-TraceSizes == [a \in 1..Cardinality(Creates) |-> (CHOOSE e \in Creates : e.alloc = a).size]
-TraceLaunchCount ==
-    LET n == Cardinality({j \in DOMAIN TraceLog :
-                            TraceLog[j].op = "launch" /\ TraceLog[j].status # "refused"})
-    IN  IF n = 0 THEN 1 ELSE n
 
 VARIABLES i, alive, created,
           closing   \* an entered launch awaits its close event
@@ -82,8 +79,7 @@ Drop(e) ==
        IN  SetEngine(S)
     /\ why' = [why EXCEPT ![e.alloc] = [b \in Offsets(e.alloc) |-> 0]]
     /\ alive' = alive \ {e.alloc}
-    /\ UNCHANGED <<kind, records, nextId, launches, scope, direct, reach, mintedBy,
-                   skippedL, created>>
+    /\ UNCHANGED <<kind, records, nextId, launches, scope, direct, reach, ended, created>>
 
 Last(s) == s[Len(s)]
 Bindings(e) == Elems(e.reads) \cup Elems(e.writes)
@@ -96,12 +92,12 @@ TLaunch(e) ==
          /\ \A j \in DOMAIN e.writes : ValidBinding(e.writes[j])
          /\ Launch(e.reads, e.writes)
          /\ CASE e.status = "skipped" ->
-                   /\ launches + 1 \in skippedL'
+                   /\ scope'.k = 0
                    /\ e.root \in Ids
                    /\ Len(records'[e.root]) = Len(records[e.root]) + 1
                    /\ Has(e, "needed") => Last(records'[e.root]).needed = e.needed
               [] e.status = "entered" ->
-                   /\ launches + 1 \notin skippedL'
+                   /\ records' = records
                    /\ Has(e, "p") /\ e.p # 0 => scope'.p = e.p
                    /\ (~Has(e, "p") \/ e.p = 0) => e.writes = <<>>
               [] OTHER -> FALSE
@@ -112,7 +108,7 @@ TClose(e) ==
        THEN UNCHANGED vars          \* the launch had an empty write set
        ELSE CASE e.outcome = "ok" -> Succeed
               [] e.outcome = "fail" ->
-                   IF Has(e, "written") THEN PartialFail(e.written) ELSE Fail
+                   IF Has(e, "written") THEN PartialFail(e.written, e.error) ELSE Fail(e.error)
               [] e.outcome = "throw" -> Throw
               [] OTHER -> FALSE
     /\ UNCHANGED <<alive, created>>
@@ -127,7 +123,8 @@ TRead(e) ==
                  /\ {rp.f : rp \in Elems(e.reports)} = fs
                  /\ \A rp \in Elems(e.reports) :                           \* G8
                       LET w == WalkFrom(records[rp.f], e.alloc, Len(records[rp.f]) + 1)
-                      IN  /\ rp.origin = w.origin
+                      IN  /\ Has(rp, "origin") => rp.origin = w.origin
+                          /\ Has(rp, "kind") => rp.kind = kind[rp.f]              \* G4
                           /\ Has(rp, "path") =>
                                 rp.path = [j \in DOMAIN w.path |->
                                              (CHOOSE r \in Elems(records[rp.f]) :
@@ -152,11 +149,12 @@ TNext ==
 
 TSpec == TInit /\ [][TNext]_tvars
 
-\* Accepted iff the behaviour reached the last event.
+\* Accepted iff the behaviour reached the last event; otherwise says where
+\* it stopped (proofs/check compares that with the trace's expect line).
 TraceAccepted ==
     LET d == TLCGet("stats").diameter
     IN  IF d - 1 = Len(TraceLog) THEN TRUE
-        ELSE Print(<<"ScopesTrace: no behaviour of the spec matches event", d, TraceLog[d]>>,
-                   FALSE)
+        ELSE /\ Print("trace rejected at event " \o ToString(d), TRUE)
+             /\ Print(TraceLog[d], FALSE)
 
 =============================================================================

@@ -130,8 +130,15 @@ T3_FailureQuery ==
     \A r \in Ranges :
         FailuresIn(claims, r[1], r[2]) = {owner[b] : b \in Bytes(r)} \ {NoFailure}
 
-\* T4: clear() untags every claim exactly once and leaves the taint clean.
+\* T4: clear() leaves no byte owned by anyone, takes no tag, and untags
+\* exactly the failures that owned a byte here -- the owner map, not the
+\* claim structure, says which -- so that afterwards this allocation holds
+\* no tag at all.
 T4_ClearReleasesAll ==
-    ClearOp(claims) = [claims |-> {}, tag |-> {}, untag |-> ClaimedFailures(claims)]
+    LET res == ClearOp(claims)
+    IN  /\ OwnerMap(res.claims, Size) = [b \in Offsets |-> NoFailure]
+        /\ res.tag = {}
+        /\ res.untag = {owner[b] : b \in Offsets} \ {NoFailure}
+        /\ ApplyTags(tags, res) = [g \in Failures |-> 0]
 
 =============================================================================

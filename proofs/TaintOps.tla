@@ -39,6 +39,7 @@
 (*   "write_too_much"    T2: written(r) also releases the byte after r     *)
 (*   "query_touching"    T3: a claim merely touching r is reported         *)
 (*   "clear_keeps_one"   T4: clear() forgets to release the newest claim   *)
+(*   "clear_keeps_claims" T4: clear() untags every claim but keeps them    *)
 (***************************************************************************)
 EXTENDS Naturals, Sequences, FiniteSets
 
@@ -178,6 +179,7 @@ ClearOp(C) ==
     IF Mutation = "clear_keeps_one" /\ C # {}
     THEN LET newest == CHOOSE c \in C : \A d \in C : d.f <= c.f
          IN  [claims |-> {}, tag |-> {}, untag |-> ClaimedFailures(C) \ {newest.f}]
-    ELSE [claims |-> {}, tag |-> {}, untag |-> ClaimedFailures(C)]
+    ELSE [claims |-> IF Mutation = "clear_keeps_claims" THEN C ELSE {},
+          tag |-> {}, untag |-> ClaimedFailures(C)]
 
 =============================================================================

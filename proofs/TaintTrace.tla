@@ -5,18 +5,33 @@
 (* design?  The format is in proofs/TRACES.md; proofs/check runs every     *)
 (* proofs/traces/taint_*.tla through this spec.                            *)
 (*                                                                         *)
-(* State: the claims of every allocation the trace names (TaintOps.tla:    *)
-(* the same T1-T4 Taint.tla model-checks), and the graph (live ids, tag    *)
-(* counts, the next id).  Each trace event is one step: the spec performs  *)
-(* the operation the event names, and every result the event records must  *)
-(* equal what the spec computes.  A trace is accepted iff every event      *)
-(* matches (POSTCONDITION TraceAccepted: the behaviour reaches the end).   *)
-(* Every state of the trace is also checked against T5 and R1-R3.          *)
+(* Two specs run side by side on every event, and must agree:              *)
+(*   claims   each allocation's claim structure under TaintOps' T1-T4 --   *)
+(*            the same operators Taint.tla model-checks, the structure the *)
+(*            code keeps;                                                  *)
+(*   EG       ErrorGraph.tla itself (INSTANCE), over the trace's           *)
+(*            allocations, offsets and ids: its per-byte owner map and its *)
+(*            graph (nodes, tags, kinds, holds, G1-G5, R1-R3) take the     *)
+(*            step the event names -- Open for an insert, Taint, Written,  *)
+(*            Clear, Replace, Prune, or Close when the inserter prunes.    *)
+(* At every step the claims must refine EG's owner map                     *)
+(* (ClaimsRefineOwner), and the tags TaintOps says the operation takes and *)
+(* releases must be exactly EG's (TagsAgree).  Every result the event      *)
+(* records must equal what the specs compute.  A trace is accepted iff     *)
+(* every event matches (POSTCONDITION TraceAccepted).                      *)
+(*                                                                         *)
+(* An inserted node counts as held by the caller that inserted it until    *)
+(* that caller prunes it (R3: "an operation in progress holds it"), which  *)
+(* is how the Device uses insert and prune.  What ErrorGraph does not      *)
+(* model is done here, on its variables: a move of a taint between         *)
+(* allocations (the owner rows move, no tag changes) and tags taken and    *)
+(* dropped by hand through tag/untag (counted in `hand`, so R1 becomes     *)
+(* tags = carriers + hand tags).                                           *)
 (*                                                                         *)
 (* What is checked per event (fields marked ? are optional observations):  *)
 (*   insert   f = the next id (G1)                                         *)
 (*   taint    T1 on alloc's claims; threw? iff f has no node (G2)          *)
-(*   written  T2;  clear: T4;  prune f: G5;  replace f: G4 (no state)      *)
+(*   written  T2;  clear: T4;  prune f: G5;  replace f: G4                 *)
 (*   query    T3: fs = failures(r) exactly; one? is in fs, or 0 iff empty  *)
 (*   skipped  G7: f must be live (threw? otherwise)                        *)
 (*   move     alloc -> to: the claims (and tags) move; refused (threw?)    *)
@@ -28,45 +43,51 @@
 (*              graph? = every live node with its tags after it.           *)
 (* Contract violations the engine must refuse (a dead failure, an untag    *)
 (* with no tag) are events with threw |-> TRUE: the state must not change. *)
+(*                                                                         *)
+(* The trace module defines, as literals (TRACES.md): TraceAllocs (the     *)
+(* allocations it names), TraceOffsets (offsets are 0..TraceOffsets) and   *)
+(* TraceMaxId (the largest failure id it names).                           *)
 (***************************************************************************)
 EXTENDS TaintOps, TLC
 
-CONSTANT TraceLog   \* the trace: a sequence of event records (TRACES.md)
+CONSTANTS TraceLog,      \* the trace: a sequence of event records (TRACES.md)
+          TAllocs, TOffsets, TMaxId
+
+VARIABLES i, claims,
+          hand,          \* tags the trace took by hand (tag/untag events)
+          owner, nodes, tags, kind, nextId, held, removed   \* ErrorGraph's
+vars == <<i, claims, hand, owner, nodes, tags, kind, nextId, held, removed>>
+egvars == <<owner, nodes, tags, kind, nextId, held, removed>>
+
+EG == INSTANCE ErrorGraph WITH Allocs <- TAllocs, Size <- TOffsets, MaxId <- TMaxId
 
 Has(e, field) == field \in DOMAIN e
-Events == {TraceLog[j] : j \in DOMAIN TraceLog}
-
-TraceAllocs == {e.alloc : e \in {x \in Events : Has(x, "alloc")}}
-               \cup {e.to : e \in {x \in Events : Has(x, "to")}}
-TraceIds ==
-    LET named == {e.f : e \in {x \in Events : Has(x, "f")}}
-    IN  1..(IF named = {} THEN 1
-            ELSE CHOOSE m \in named : \A n \in named : n <= m)
-
-VARIABLES i, claims, nodes, tags, nextId,
-          hand   \* tags the trace took by hand (tag/untag events), not by a claim
-vars == <<i, claims, nodes, tags, nextId, hand>>
+Ids == 1..TMaxId
 
 Init ==
     /\ i = 0
-    /\ claims = [a \in TraceAllocs |-> {}]
-    /\ nodes = {}
-    /\ tags = [f \in TraceIds |-> 0]
-    /\ nextId = 1
-    /\ hand = [f \in TraceIds |-> 0]
+    /\ claims = [a \in TAllocs |-> {}]
+    /\ hand = [f \in Ids |-> 0]
+    /\ EG!Init
 
-\* Apply a TaintOps result to allocation a: tags move, an untag to 0
-\* removes the node (G3).
-ApplyOn(a, res) ==
-    LET t2 == [g \in TraceIds |-> tags[g] + (IF g \in res.tag THEN 1 ELSE 0)
-                                          - (IF g \in res.untag THEN 1 ELSE 0)]
-    IN  /\ claims' = [claims EXCEPT ![a] = res.claims]
-        /\ tags' = t2
-        /\ nodes' = nodes \ {g \in res.untag : t2[g] = 0}
-        /\ UNCHANGED <<nextId, hand>>
-
-Refused == UNCHANGED <<claims, nodes, tags, nextId, hand>>
+Refused == UNCHANGED <<claims, hand, egvars>>
 Threw(e) == Has(e, "threw") /\ e.threw
+
+\* The tags and nodes a TaintOps result implies (an untag to 0 removes the
+\* node, G3) are the ones ErrorGraph's step computed from the owner map.
+TagsAgree(res) ==
+    LET t2 == [g \in Ids |-> tags[g] + (IF g \in res.tag THEN 1 ELSE 0)
+                                     - (IF g \in res.untag THEN 1 ELSE 0)]
+    IN  /\ tags' = t2
+        /\ nodes' = nodes \ {g \in res.untag : t2[g] = 0}
+
+\* An operation on allocation a: TaintOps on its claims, ErrorGraph's action
+\* on its owner row and the graph, in agreement.
+OnAlloc(a, res, egStep) ==
+    /\ claims' = [claims EXCEPT ![a] = res.claims]
+    /\ egStep
+    /\ TagsAgree(res)
+    /\ UNCHANGED hand
 
 \* The observations an event may carry, checked against the state after it.
 IsSorted(seq) == \A j \in 1..(Len(seq) - 1) : seq[j][2] < seq[j + 1][2]
@@ -82,18 +103,21 @@ Observed(e) ==
 Step(e) ==
     CASE e.op = "insert" ->
             /\ e.f = nextId                                          \* G1
-            /\ nodes' = nodes \cup {e.f}
-            /\ tags' = [tags EXCEPT ![e.f] = 0]
-            /\ nextId' = nextId + 1
+            /\ EG!Open
             /\ UNCHANGED <<claims, hand>>
       [] e.op = "taint" ->
-            IF e.hi > e.lo /\ e.f \notin nodes                       \* G2
-            THEN Threw(e) /\ Refused
-            ELSE ~Threw(e) /\ ApplyOn(e.alloc, TaintOp(claims[e.alloc], e.lo, e.hi, e.f))
+            IF e.hi <= e.lo THEN ~Threw(e) /\ Refused                \* T1: nothing
+            ELSE IF e.f \notin nodes THEN Threw(e) /\ Refused         \* G2
+            ELSE /\ ~Threw(e)
+                 /\ OnAlloc(e.alloc, TaintOp(claims[e.alloc], e.lo, e.hi, e.f),
+                            EG!Taint(e.alloc, <<e.lo, e.hi>>, e.f))
       [] e.op = "written" ->
-            ~Threw(e) /\ ApplyOn(e.alloc, WrittenOp(claims[e.alloc], e.lo, e.hi))
+            /\ ~Threw(e)
+            /\ IF e.hi <= e.lo THEN Refused
+               ELSE OnAlloc(e.alloc, WrittenOp(claims[e.alloc], e.lo, e.hi),
+                            EG!Written(e.alloc, <<e.lo, e.hi>>))
       [] e.op = "clear" ->
-            ~Threw(e) /\ ApplyOn(e.alloc, ClearOp(claims[e.alloc]))
+            ~Threw(e) /\ OnAlloc(e.alloc, ClearOp(claims[e.alloc]), EG!Clear(e.alloc))
       [] e.op = "query" ->
             LET fs == FailuresIn(claims[e.alloc], e.lo, e.hi)
             IN  /\ Elems(e.fs) = fs /\ Len(e.fs) = Cardinality(fs)       \* T3
@@ -106,30 +130,36 @@ Step(e) ==
             IF claims[e.to] # {} /\ e.to # e.alloc
             THEN Threw(e) /\ Refused
             ELSE /\ ~Threw(e)
-                 /\ claims' = IF e.to = e.alloc THEN claims
-                              ELSE [claims EXCEPT ![e.to] = claims[e.alloc], ![e.alloc] = {}]
-                 /\ UNCHANGED <<nodes, tags, nextId, hand>>
+                 /\ IF e.to = e.alloc THEN Refused
+                    ELSE /\ claims' = [claims EXCEPT ![e.to] = claims[e.alloc], ![e.alloc] = {}]
+                         /\ owner' = [owner EXCEPT ![e.to] = owner[e.alloc],
+                                                   ![e.alloc] = [b \in EG!Offsets |-> 0]]
+                         /\ UNCHANGED <<hand, nodes, tags, kind, nextId, held, removed>>
       [] e.op = "prune" ->
+            \* G5; the inserter's prune also ends its hold (R3)
             /\ ~Threw(e)
-            /\ nodes' = IF e.f \in nodes /\ tags[e.f] = 0 THEN nodes \ {e.f} ELSE nodes
-            /\ UNCHANGED <<claims, tags, nextId, hand>>
-      [] e.op = "replace" -> ~Threw(e) /\ Refused                     \* G4
-      [] e.op = "skipped" ->
+            /\ IF e.f \in held THEN EG!Close(e.f) ELSE EG!Prune(e.f)
+            /\ UNCHANGED <<claims, hand>>
+      [] e.op = "replace" ->
+            ~Threw(e) /\ EG!Replace(e.f) /\ UNCHANGED <<claims, hand>>      \* G4
+      [] e.op = "skipped" ->                                                \* G7
             IF e.f \in nodes THEN ~Threw(e) /\ Refused ELSE Threw(e) /\ Refused
       [] e.op = "untag" ->
             IF e.f \in nodes /\ tags[e.f] > 0      \* the engine refuses only these
             THEN /\ ~Threw(e)
                  /\ tags' = [tags EXCEPT ![e.f] = @ - 1]
                  /\ hand' = [hand EXCEPT ![e.f] = @ - 1]
-                 /\ nodes' = IF tags[e.f] = 1 THEN nodes \ {e.f} ELSE nodes
-                 /\ UNCHANGED <<claims, nextId>>
+                 /\ IF tags[e.f] = 1                                        \* G3
+                    THEN nodes' = nodes \ {e.f} /\ removed' = removed \cup {e.f}
+                    ELSE UNCHANGED <<nodes, removed>>
+                 /\ UNCHANGED <<claims, owner, kind, nextId, held>>
             ELSE Threw(e) /\ Refused
       [] e.op = "tag" ->
             IF e.f \in nodes
             THEN /\ ~Threw(e)
                  /\ tags' = [tags EXCEPT ![e.f] = @ + 1]
                  /\ hand' = [hand EXCEPT ![e.f] = @ + 1]
-                 /\ UNCHANGED <<claims, nodes, nextId>>
+                 /\ UNCHANGED <<claims, owner, nodes, kind, nextId, held, removed>>
             ELSE Threw(e) /\ Refused
       [] OTHER -> FALSE
 
@@ -142,18 +172,23 @@ Next ==
 Spec == Init /\ [][Next]_vars
 
 (***************************************************************************)
-(* Checked on every state of the trace.                                    *)
+(* Checked on every state of the trace (with ErrorGraph's R2, R3, G1).     *)
 (***************************************************************************)
-T5_Shape == \A a \in TraceAllocs : Shape(claims[a])
+T5_Shape == \A a \in TAllocs : Shape(claims[a])
+\* T1, T2, T4 on the real trace: the claim structure means EG's owner map.
+ClaimsRefineOwner == \A a \in TAllocs : OwnerMap(claims[a], TOffsets) = owner[a]
 R1_TagsEqualCarriers ==
-    \A f \in nodes : tags[f] = Cardinality({a \in TraceAllocs : Carries(claims[a], f)}) + hand[f]
-R2_ClaimedHaveNodes == \A a \in TraceAllocs : ClaimedFailures(claims[a]) \subseteq nodes
+    \A f \in nodes : tags[f] = Cardinality({a \in TAllocs : Carries(claims[a], f)}) + hand[f]
+R2_ClaimedHaveNodes == EG!R2_ClaimedHaveNodes
+R3_NodeIffTaggedOrHeld == EG!R3_NodeIffTaggedOrHeld
+G1_IdsNeverReused == EG!G1_IdsNeverReused
 
-\* Accepted iff the behaviour reached the last event.
+\* Accepted iff the behaviour reached the last event; otherwise says where
+\* it stopped (proofs/check compares that with the trace's expect line).
 TraceAccepted ==
     LET d == TLCGet("stats").diameter
     IN  IF d - 1 = Len(TraceLog) THEN TRUE
-        ELSE Print(<<"TaintTrace: no behaviour of the spec matches event", d, TraceLog[d]>>,
-                   FALSE)
+        ELSE /\ Print("trace rejected at event " \o ToString(d), TRUE)
+             /\ Print(TraceLog[d], FALSE)
 
 =============================================================================

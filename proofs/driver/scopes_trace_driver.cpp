@@ -1,78 +1,265 @@
 // scopes_trace_driver: runs a seeded random program on a real Device (host
-// backend) — buffers created and dropped, launches with random read and
-// write bindings whose bodies succeed, fail, fail part-way or throw, host
-// writes, reads — and writes what it did and saw as a ScopesTrace module
+// backend) and writes what it did and saw as a ScopesTrace module
 // (proofs/TRACES.md), so TLC can confirm the C++ run is a behaviour of
-// Scopes.tla and that every read agrees with its oracle. A stand-in until the
-// device fuzzer emits traces itself; not part of the CMake build:
+// Scopes.tla and that every read agrees with its oracle. proofs/check builds
+// it and checks freshly generated traces on every run; by hand:
 //
-//   c++ -std=c++20 -O1 -I core/include proofs/driver/scopes_trace_driver.cpp \
-//       core/src/engine/*.cpp core/src/pool/*.cpp core/src/device/*.cpp \
-//       core/src/host/*.cpp -o /tmp/scopes_trace_driver
+//   c++ -std=c++20 -O1 -I core/include -I fuzz -o /tmp/scopes_trace_driver
+//       proofs/driver/scopes_trace_driver.cpp core/src/engine/*.cpp
+//       core/src/pool/*.cpp core/src/device/*.cpp core/src/host/*.cpp
 //   /tmp/scopes_trace_driver SEED OPS proofs/traces/scopes_device_SEED.tla
 //
-// Buffers are 1..6 bytes (Scopes' oracle is per byte). Every event records
-// the graph and every claim after it. Drops are followed by sweep(), so the
-// pool discovers them at once (the trace's `drop` is the discovery).
+// The program is shaped to be rich in what the device rules are about, not
+// in filler: a handful of small buffers (0..8 bytes; Scopes' oracle is per
+// byte) so launches share them; reads and read bindings that prefer buffers
+// holding stale bytes, so skips chain (S1, G7, G8) and reads report (D1, G9);
+// bodies that succeed, fail with one of three error kinds (G4), fail part-way
+// with reported ranges some of which reach past their output (S2), or throw
+// (S3); host writes that repair (S5), read-write bindings (S5), bindings to
+// dropped buffers and past the end (P3), and drops of tainted buffers (P1).
+// The trace itself is written by fuzz/common/device_trace.hpp, the recorder
+// device_fuzzer uses too. At the end every buffer is dropped and the graph
+// must be empty (R4).
 #include <taintpool/device/device.hpp>
 #include <taintpool/host/host_backend.hpp>
 
-#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "common/device_trace.hpp"
+
 namespace {
 
 using namespace taintpool;
+using Trace = fuzz::tla::DeviceTrace;
 
-std::string tuple(std::initializer_list<std::uint64_t> values) {
-  std::string out = "<<";
-  bool first = true;
-  for (const std::uint64_t value : values) {
-    out += first ? "" : ", ";
-    out += std::to_string(value);
-    first = false;
+class Program {
+ public:
+  explicit Program(std::uint64_t seed)
+      : rng_(seed)
+      , device_(backend_) {}
+
+  void run(std::size_t ops) {
+    create();
+    create();
+    create();
+    for (std::size_t step = 0; step < ops; ++step) {
+      const std::uint64_t roll = pick(100);
+      if (roll < 8 || live_.size() < 2) {
+        create();
+      } else if (roll < 14) {
+        drop();
+      } else if (roll < 24) {
+        host_write();
+      } else if (roll < 74) {
+        launch();
+      } else if (roll < 95) {
+        read();
+      } else {
+        if (pick(2) == 0) {
+          device_.sweep();
+        } else {
+          device_.cleanup();
+        }
+        trace_.called(device_);
+      }
+    }
+    while (!live_.empty()) {
+      live_.erase(live_.begin());
+    }
+    device_.sweep();
+    trace_.called(device_);
   }
-  return out + ">>";
-}
 
-std::string seq(const std::vector<std::string>& items) {
-  std::string out = "<< ";
-  for (std::size_t at = 0; at < items.size(); ++at) {
-    out += (at == 0 ? "" : ", ") + items[at];
+  [[nodiscard]] bool drained() { return device_.graph().empty(); }
+  [[nodiscard]] const Trace& trace() const { return trace_; }
+
+ private:
+  std::uint64_t pick(std::uint64_t below) {
+    return std::uniform_int_distribution<std::uint64_t>(0, below - 1)(rng_);
   }
-  return out + " >>";
-}
 
-std::string binding(const Binding& b) {
-  return tuple({b.allocation.raw(), b.range.begin(), b.range.end()});
-}
-
-std::string observed(Device& device) {
-  std::vector<std::string> nodes;
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> sorted;
-  device.graph().for_each([&](FailureId f, const Error&, std::uint64_t tags) {
-    sorted.emplace_back(f.raw(), tags);
-  });
-  std::sort(sorted.begin(), sorted.end());
-  for (const auto& [f, tags] : sorted) {
-    nodes.push_back(tuple({f, tags}));
-  }
-  std::vector<std::string> claims;
-  device.memory().for_each_allocation([&](const AllocationInfo& info) {
-    info.taint->for_each_claim([&](FailureId f, ByteRange r) {
-      claims.push_back(tuple({info.id.raw(), f.raw(), r.begin(), r.end()}));
+  bool stale(std::uint64_t id) {
+    bool found = false;
+    device_.memory().for_each_allocation([&](const AllocationInfo& info) {
+      if (info.id.raw() == id && !info.taint->is_clean()) {
+        found = true;
+      }
     });
-  });
-  return ",\n   graph |-> " + seq(nodes) + ", claims |-> " + seq(claims);
-}
+    return found;
+  }
+
+  void create() {
+    const std::uint64_t size = pick(12) == 0 ? 0 : 1 + pick(8);
+    const bool with_bytes = pick(3) == 0;
+    Allocation buffer = with_bytes
+                            ? device_.create_buffer(std::vector<std::byte>(size, std::byte{3}))
+                            : device_.create_buffer(size);
+    const AllocationId id = buffer.id();
+    sizes_[id.raw()] = size;
+    live_.emplace(id.raw(), std::move(buffer));
+    trace_.created(device_, id, with_bytes);
+  }
+
+  void drop() {
+    // Prefer a buffer holding stale bytes: its discovery must release them (P1).
+    auto it = live_.begin();
+    std::advance(it, static_cast<std::ptrdiff_t>(pick(live_.size())));
+    for (auto other = live_.begin(); other != live_.end() && pick(2) == 0; ++other) {
+      if (stale(other->first)) {
+        it = other;
+        break;
+      }
+    }
+    live_.erase(it); // Discovered at the device's next call.
+  }
+
+  /// A live buffer, preferring one with stale bytes when `stale_first`; now
+  /// and then a dropped one (P3).
+  std::uint64_t some_buffer(bool stale_first) {
+    if (sizes_.size() > live_.size() && pick(25) == 0) {
+      std::vector<std::uint64_t> dead;
+      for (const auto& [id, size] : sizes_) {
+        if (live_.count(id) == 0) {
+          dead.push_back(id);
+        }
+      }
+      return dead[pick(dead.size())];
+    }
+    std::vector<std::uint64_t> candidates;
+    for (const auto& [id, handle] : live_) {
+      if (!stale_first || stale(id)) {
+        candidates.push_back(id);
+      }
+    }
+    if (candidates.empty() || pick(3) == 0) {
+      candidates.clear();
+      for (const auto& [id, handle] : live_) {
+        candidates.push_back(id);
+      }
+    }
+    return candidates[pick(candidates.size())];
+  }
+
+  Binding some_binding(bool stale_first) {
+    const std::uint64_t id = some_buffer(stale_first);
+    const std::uint64_t size = sizes_[id];
+    if (pick(2) == 0) {
+      return Binding{AllocationId::from_raw(id), ByteRange::of(0, size)};
+    }
+    std::uint64_t a = pick(size + 1);
+    std::uint64_t b = pick(size + 1);
+    if (a > b) {
+      std::swap(a, b);
+    }
+    if (pick(30) == 0) {
+      b = size + 1 + pick(2); // Past the end (P3).
+    }
+    return Binding{AllocationId::from_raw(id), ByteRange::of(a, b)};
+  }
+
+  void host_write() {
+    const Binding into = some_binding(true);
+    const bool mismatch = pick(20) == 0;
+    const std::vector<std::byte> bytes(into.range.size() + (mismatch ? 1 : 0), std::byte{9});
+    LaunchResult result;
+    Trace::Ending ending = Trace::Ending::returned;
+    try {
+      result = device_.write(into, bytes);
+    } catch (const Exception&) {
+      ending = Trace::Ending::refused;
+    }
+    trace_.host_written(device_, into, ending, result, mismatch);
+  }
+
+  void launch() {
+    std::vector<Binding> reads;
+    std::vector<Binding> writes;
+    const std::uint64_t nreads = pick(3);
+    const std::uint64_t nwrites = pick(3);
+    for (std::uint64_t k = 0; k < nreads; ++k) {
+      reads.push_back(some_binding(true));
+    }
+    for (std::uint64_t k = 0; k < nwrites; ++k) {
+      writes.push_back(!reads.empty() && pick(5) == 0 ? reads[pick(reads.size())]
+                                                      : some_binding(false));
+    }
+    const std::uint64_t plan = pick(20); // 0-8 ok, 9-12 fail, 13-17 partial, 18-19 throw
+    constexpr ErrorKind kinds[] = {ErrorKind::Launch, ErrorKind::OutOfMemory, ErrorKind::Generic};
+    const Error error(kinds[pick(3)], "driver");
+    std::vector<WrittenRange> written;
+    if (plan >= 13 && plan <= 17) {
+      const std::uint64_t count = 1 + pick(2);
+      for (std::uint64_t k = 0; k < count && !writes.empty(); ++k) {
+        const auto output = static_cast<std::uint32_t>(pick(writes.size() + (pick(6) == 0)));
+        const std::uint64_t span = output < writes.size() ? writes[output].range.size() : 2;
+        std::uint64_t a = pick(span + 1);
+        std::uint64_t b = pick(span + (pick(6) == 0 ? 3 : 1)); // Sometimes past the output.
+        if (a > b) {
+          std::swap(a, b);
+        }
+        written.push_back(WrittenRange{output, ByteRange::of(a, b)});
+      }
+    }
+    LaunchResult result;
+    Trace::Ending ending = Trace::Ending::returned;
+    try {
+      result = device_.launch("k", reads, writes, [&](const KernelContext&) -> LaunchOutcome {
+        if (plan >= 18) {
+          throw std::runtime_error("body threw");
+        }
+        if (plan >= 13) {
+          return LaunchOutcome::partial(error, written);
+        }
+        if (plan >= 9) {
+          return LaunchOutcome::failure(error);
+        }
+        return LaunchOutcome::success();
+      });
+    } catch (const Exception&) {
+      ending = Trace::Ending::refused;
+    } catch (const std::runtime_error&) {
+      ending = Trace::Ending::body_threw;
+    }
+    trace_.launched(device_, reads, writes, ending, result, written);
+  }
+
+  void read() {
+    const Binding from = some_binding(true);
+    if (live_.count(from.allocation.raw()) == 0 ||
+        from.range.end() > sizes_[from.allocation.raw()]) {
+      // A bad binding: not in the format, but the call may discover drops.
+      try {
+        (void)device_.stale_reports(from);
+      } catch (const Exception&) {
+      }
+      trace_.called(device_);
+      return;
+    }
+    std::vector<Report> reports;
+    if (pick(2) == 0) {
+      reports = device_.stale_reports(from);
+    } else {
+      std::vector<std::byte> bytes(from.range.size());
+      reports = device_.read(from, bytes).reports;
+    }
+    trace_.read(device_, from, true, reports);
+  }
+
+  std::mt19937_64 rng_;
+  HostBackend backend_;
+  Device device_;
+  Trace trace_;
+  std::map<std::uint64_t, Allocation> live_;     ///< id -> handle
+  std::map<std::uint64_t, std::uint64_t> sizes_; ///< every id ever created
+};
 
 } // namespace
 
@@ -83,227 +270,16 @@ int main(int argc, char** argv) {
   }
   const std::uint64_t seed = std::strtoull(argv[1], nullptr, 10);
   const std::size_t ops = std::strtoull(argv[2], nullptr, 10);
-  const std::string path = argv[3];
-  std::string module = path.substr(path.find_last_of('/') + 1);
-  module = module.substr(0, module.rfind(".tla"));
-
-  std::mt19937_64 rng(seed);
-  auto pick = [&](std::uint64_t below) {
-    return std::uniform_int_distribution<std::uint64_t>(0, below - 1)(rng);
-  };
-
-  HostBackend backend;
-  Device device(backend);
-  std::map<std::uint64_t, Allocation> live;   // id -> handle
-  std::map<std::uint64_t, std::uint64_t> sizes; // every id ever created
-  std::vector<std::string> events;
-
-  auto create = [&]() {
-    const std::uint64_t size = 1 + pick(6);
-    Allocation buffer = device.create_buffer(size);
-    const std::uint64_t id = buffer.id().raw();
-    live.emplace(id, std::move(buffer));
-    sizes[id] = size;
-    events.push_back("[op |-> \"create\", alloc |-> " + std::to_string(id) +
-                     ", size |-> " + std::to_string(size) + "]");
-  };
-  // A binding inside a live buffer; now and then one of a dropped buffer.
-  auto some_binding = [&]() -> Binding {
-    std::uint64_t id;
-    if (live.empty() || (sizes.size() > live.size() && pick(12) == 0)) {
-      std::vector<std::uint64_t> dead;
-      for (const auto& [d, size] : sizes) {
-        if (live.count(d) == 0) {
-          dead.push_back(d);
-        }
-      }
-      id = dead.empty() ? sizes.begin()->first : dead[pick(dead.size())];
-    } else {
-      auto it = live.begin();
-      std::advance(it, pick(live.size()));
-      id = it->first;
-    }
-    const std::uint64_t size = sizes[id];
-    std::uint64_t a = pick(size + 1);
-    std::uint64_t b = pick(size + 1);
-    if (a > b) {
-      std::swap(a, b);
-    }
-    if (a == b && pick(2) == 0) {
-      a = 0;
-      b = size; // prefer whole bindings over empty ones
-    }
-    return Binding{AllocationId::from_raw(id), ByteRange::of(a, b)};
-  };
-
-  create();
-  create();
-  for (std::size_t step = 0; step < ops; ++step) {
-    const std::uint64_t roll = pick(100);
-    if (roll < 10 || live.empty()) {
-      create();
-    } else if (roll < 16 && live.size() > 1) {
-      auto it = live.begin();
-      std::advance(it, pick(live.size()));
-      const std::uint64_t id = it->first;
-      live.erase(it);
-      device.sweep();
-      events.push_back("[op |-> \"drop\", alloc |-> " + std::to_string(id) + observed(device) +
-                       "]");
-    } else if (roll < 30) {
-      const Binding where = some_binding();
-      const bool valid = live.count(where.allocation.raw()) != 0;
-      std::vector<std::byte> bytes(where.range.size(), std::byte{7});
-      const std::uint64_t p = device.graph().next_id().raw();
-      try {
-        device.write(where, bytes);
-      } catch (const Exception&) {
-        if (valid) {
-          throw;
-        }
-      }
-      if (!valid) {
-        events.push_back("[op |-> \"launch\", reads |-> << >>, writes |-> << " + binding(where) +
-                         " >>, status |-> \"refused\"" + observed(device) + "]");
-        continue;
-      }
-      events.push_back("[op |-> \"launch\", reads |-> << >>, writes |-> << " + binding(where) +
-                       " >>, status |-> \"entered\", p |-> " + std::to_string(p) + "]");
-      events.push_back("[op |-> \"close\", outcome |-> \"ok\"" + observed(device) + "]");
-    } else if (roll < 80) {
-      std::vector<Binding> reads;
-      std::vector<Binding> writes;
-      const std::size_t nreads = pick(3);
-      const std::size_t nwrites = pick(3);
-      for (std::size_t k = 0; k < nreads; ++k) {
-        reads.push_back(some_binding());
-      }
-      for (std::size_t k = 0; k < nwrites; ++k) {
-        writes.push_back(pick(5) == 0 && !reads.empty() ? reads[0] : some_binding());
-      }
-      const std::uint64_t plan = pick(10); // 0-4 ok, 5-6 fail, 7-8 partial, 9 throw
-      std::vector<WrittenRange> written;
-      if (plan == 7 || plan == 8) {
-        const std::size_t count = 1 + pick(2);
-        for (std::size_t k = 0; k < count && !writes.empty(); ++k) {
-          const auto output = static_cast<std::uint32_t>(pick(writes.size() + 1)); // may be out of range
-          const std::uint64_t span = output < writes.size() ? writes[output].range.size() : 2;
-          std::uint64_t a = pick(span + 2);
-          std::uint64_t b = pick(span + 2); // may reach past the output
-          if (a > b) {
-            std::swap(a, b);
-          }
-          written.push_back(WrittenRange{output, ByteRange::of(a, b)});
-        }
-      }
-      const std::uint64_t p = device.graph().next_id().raw();
-      std::string status;
-      std::string extra;
-      try {
-        const LaunchResult result = device.launch(
-            "k", reads, writes, [&](const KernelContext&) -> LaunchOutcome {
-              if (plan == 9) {
-                throw std::runtime_error("body threw");
-              }
-              if (plan >= 7) {
-                return LaunchOutcome::partial(Error::launch("partial"), written);
-              }
-              if (plan >= 5) {
-                return LaunchOutcome::failure(Error::launch("failed"));
-              }
-              return LaunchOutcome::success();
-            });
-        if (result.status == LaunchStatus::Skipped) {
-          status = "skipped";
-          extra = ", root |-> " + std::to_string(result.failure->raw()) +
-                  ", needed |-> " + std::to_string(result.needed->raw());
-        } else {
-          status = "entered";
-        }
-      } catch (const Exception&) {
-        status = "refused"; // a binding error, before anything was claimed
-      } catch (const std::runtime_error&) {
-        status = "entered"; // S3: the body's exception came back
-      }
-      std::vector<std::string> r;
-      std::vector<std::string> w;
-      for (const Binding& b : reads) {
-        r.push_back(binding(b));
-      }
-      for (const Binding& b : writes) {
-        w.push_back(binding(b));
-      }
-      std::string launch = "[op |-> \"launch\", reads |-> " + seq(r) + ", writes |-> " + seq(w) +
-                           ", status |-> \"" + status + "\"" + extra;
-      if (status == "entered" && !writes.empty()) {
-        launch += ", p |-> " + std::to_string(p);
-      }
-      if (status != "entered") {
-        events.push_back(launch + observed(device) + "]");
-        continue;
-      }
-      events.push_back(launch + "]");
-      std::string close = "[op |-> \"close\", outcome |-> ";
-      if (plan == 9) {
-        close += "\"throw\"";
-      } else if (plan >= 7) {
-        std::vector<std::string> parts;
-        for (const WrittenRange& part : written) {
-          parts.push_back(tuple({part.output + 1ull, part.range.begin(), part.range.end()}));
-        }
-        close += "\"fail\", written |-> " + seq(parts);
-      } else if (plan >= 5) {
-        close += "\"fail\"";
-      } else {
-        close += "\"ok\"";
-      }
-      events.push_back(close + observed(device) + "]");
-    } else {
-      Binding from = some_binding();
-      if (live.count(from.allocation.raw()) == 0) {
-        continue; // a read of a dropped buffer is not in the trace format
-      }
-      const std::vector<Report> reports = device.stale_reports(from);
-      std::vector<std::string> failures;
-      std::vector<std::string> described;
-      for (const Report& report : reports) {
-        failures.push_back(std::to_string(report.failure.raw()));
-        std::vector<std::string> needed;
-        for (const SkipRecord& record : report.path) {
-          needed.push_back(std::to_string(record.needed.raw()));
-        }
-        described.push_back("[f |-> " + std::to_string(report.failure.raw()) + ", origin |-> " +
-                            std::to_string(report.origin.raw()) + ", path |-> " + seq(needed) +
-                            "]");
-      }
-      events.push_back("[op |-> \"read\", alloc |-> " + std::to_string(from.allocation.raw()) +
-                       ", lo |-> " + std::to_string(from.range.begin()) + ", hi |-> " +
-                       std::to_string(from.range.end()) + ", ok |-> " +
-                       (reports.empty() ? "TRUE" : "FALSE") + ", failures |-> " + seq(failures) +
-                       ", reports |-> " + seq(described) + "]");
-    }
-  }
-  // R4: drop every buffer; the graph must end empty.
-  while (!live.empty()) {
-    const std::uint64_t id = live.begin()->first;
-    live.erase(live.begin());
-    device.sweep();
-    events.push_back("[op |-> \"drop\", alloc |-> " + std::to_string(id) + observed(device) + "]");
-  }
-  if (!device.graph().empty()) {
+  Program program(seed);
+  program.run(ops);
+  if (!program.drained()) {
     std::cerr << "scopes_trace_driver: the graph is not empty at the end (R4)\n";
     return 1;
   }
-
-  std::ofstream out(path);
-  out << "---- MODULE " << module << " ----\n"
-      << "\\* expect: accepted\n"
-      << "\\* Written by proofs/driver/scopes_trace_driver.cpp (seed " << seed << ", " << ops
-      << " random steps on a real Device, host backend).\n"
-      << "Trace == <<\n";
-  for (std::size_t at = 0; at < events.size(); ++at) {
-    out << "  " << events[at] << (at + 1 < events.size() ? ",\n" : "\n");
-  }
-  out << ">>\n====\n";
-  return out ? 0 : 1;
+  const std::string note =
+      "Written by proofs/driver/scopes_trace_driver.cpp (seed " + std::to_string(seed) + ", " +
+      std::to_string(ops) +
+      " random steps on a real Device, host backend): " + std::to_string(program.trace().events()) +
+      " events.";
+  return program.trace().write(argv[3], {note}) ? 0 : 1;
 }

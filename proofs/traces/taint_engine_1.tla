@@ -1,6 +1,9 @@
 ---- MODULE taint_engine_1 ----
 \* expect: accepted
 \* Written by proofs/driver/taint_trace_driver.cpp (seed 1, 120 random ops on the real engine).
+TraceAllocs == {1, 2, 3}
+TraceOffsets == 16
+TraceMaxId == 23
 Trace == <<
   [op |-> "insert", f |-> 1, graph |-> << <<1, 0>> >>],
   [op |-> "insert", f |-> 2, graph |-> << <<1, 0>>, <<2, 0>> >>],

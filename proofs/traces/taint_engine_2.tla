@@ -1,6 +1,9 @@
 ---- MODULE taint_engine_2 ----
 \* expect: accepted
 \* Written by proofs/driver/taint_trace_driver.cpp (seed 2, 120 random ops on the real engine).
+TraceAllocs == {1, 2, 3}
+TraceOffsets == 16
+TraceMaxId == 30
 Trace == <<
   [op |-> "query", alloc |-> 3, lo |-> 13, hi |-> 15, fs |-> <<>>, one |-> 0],
   [op |-> "insert", f |-> 1, graph |-> << <<1, 0>> >>],

@@ -2,6 +2,9 @@
 \* expect: accepted
 \* Written by taint_fuzzer from an input of 228 bytes: 68 ops, 626 events.
 \* Offsets are ranks among the offsets the trace uses (TRACES.md); allocations 1..4 are the fuzzer's four taints.
+TraceAllocs == {1, 2, 3, 4}
+TraceOffsets == 11
+TraceMaxId == 302
 Trace == <<
   [op |-> "written", alloc |-> 3, lo |-> 4, hi |-> 7, claims |-> << >>, graph |-> << >>],
   [op |-> "written", alloc |-> 2, lo |-> 3, hi |-> 5, claims |-> << >>, graph |-> << >>],

@@ -2,6 +2,9 @@
 \* expect: accepted
 \* Written by taint_fuzzer_spill from an input of 124 bytes: 43 ops, 229 events.
 \* Offsets are ranks among the offsets the trace uses (TRACES.md); allocations 1..4 are the fuzzer's four taints.
+TraceAllocs == {1, 2, 3, 4}
+TraceOffsets == 11
+TraceMaxId == 108
 Trace == <<
   [op |-> "insert", f |-> 1],
   [op |-> "insert", f |-> 2],

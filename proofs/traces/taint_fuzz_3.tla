@@ -2,6 +2,9 @@
 \* expect: accepted
 \* Written by taint_fuzzer from an input of 116 bytes: 19 ops, 323 events.
 \* Offsets are ranks among the offsets the trace uses (TRACES.md); allocations 1..4 are the fuzzer's four taints.
+TraceAllocs == {1, 2, 3, 4}
+TraceOffsets == 3
+TraceMaxId == 28
 Trace == <<
   [op |-> "written", alloc |-> 3, lo |-> 2, hi |-> 3, claims |-> << >>, graph |-> << >>],
   [op |-> "insert", f |-> 1, graph |-> << << 1, 0 >> >>],

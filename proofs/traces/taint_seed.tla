@@ -5,6 +5,9 @@
 \* failures, a new failure takes the bytes it claims, re-tainting counts once,
 \* adjacent claims fuse, clear releases every claim, an empty range claims
 \* nothing. Every event records the claims and the graph it left.
+TraceAllocs == {1, 2}
+TraceOffsets == 100
+TraceMaxId == 3
 Trace == <<
   [op |-> "insert", f |-> 1, graph |-> << <<1, 0>> >>],
   [op |-> "taint", alloc |-> 1, lo |-> 0, hi |-> 100, f |-> 1,
