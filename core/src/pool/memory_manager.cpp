@@ -34,18 +34,9 @@ MemoryManager::MemoryManager(Storage& storage, ErrorGraph& graph, MemoryConfig c
   inbox_ = new detail::ReleaseInbox(); // NOLINT(cppcoreguidelines-prefer-member-initializer)
   try {
     cache_ = std::make_unique<detail::SliceCache>(*inbox_);
-    for (const SlicedPoolConfig& pool : config_.sliced) {
-      pools_.push_back(std::make_unique<detail::SlicedPool>(storage_, *cache_, stats_,
-                                                            config_.alignment, pool.page_size));
-    }
-    pools_.push_back(std::make_unique<detail::ExclusivePool>(
-        storage_, *cache_, stats_, config_.alignment, config_.exclusive_reuse_slack_eighths,
-        config_.exclusive_release_after));
-    for (std::uint32_t index = 0; index < pools_.size(); ++index) {
-      pools_[index]->set_index(index);
-    }
+    lanes_.resize(max_lanes);
   } catch (...) {
-    pools_.clear();
+    lanes_.clear();
     cache_.reset();
     inbox_->release();
     throw;
@@ -67,7 +58,7 @@ MemoryManager::~MemoryManager() {
     slice = next;
   }
   tombstoned_ = nullptr;
-  pools_.clear();
+  lanes_.clear();
   cache_.reset();
   inbox_->release();
 }
@@ -120,51 +111,109 @@ std::uint32_t MemoryManager::route(std::uint64_t size) const noexcept {
   return static_cast<std::uint32_t>(config_.sliced.size());
 }
 
-void MemoryManager::throw_out_of_memory(std::uint64_t size, const std::string& cause) {
+std::vector<std::unique_ptr<detail::Pool>>& MemoryManager::open_lane(std::uint32_t lane) {
+  if (lane >= max_lanes) {
+    throw std::invalid_argument("MemoryManager: lane " + std::to_string(lane) +
+                                " is not one of the " + std::to_string(max_lanes) +
+                                " lanes a manager serves (0 to " + std::to_string(max_lanes - 1) +
+                                ")");
+  }
+  std::vector<std::unique_ptr<detail::Pool>> pools;
+  for (const SlicedPoolConfig& pool : config_.sliced) {
+    pools.push_back(std::make_unique<detail::SlicedPool>(storage_, *cache_, stats_,
+                                                         config_.alignment, pool.page_size));
+  }
+  pools.push_back(
+      std::make_unique<detail::ArenaPool>(storage_, *cache_, stats_, config_.alignment, config_));
+  for (std::uint32_t index = 0; index < pools.size(); ++index) {
+    pools[index]->place(index, lane);
+  }
+  lanes_[lane] = std::move(pools);
+  return lanes_[lane];
+}
+
+std::uint32_t MemoryManager::lane_count() const noexcept {
+  std::uint32_t count = 0;
+  for (const auto& lane : lanes_) {
+    count += lane.empty() ? 0u : 1u;
+  }
+  return count;
+}
+
+detail::Released MemoryManager::release_free_memory() {
+  detail::Released total;
+  for (auto& lane : lanes_) {
+    for (auto& pool : lane) {
+      const detail::Released released = pool->release_free_pages();
+      total.bytes += released.bytes;
+      total.blocks += released.blocks;
+    }
+  }
+  return total;
+}
+
+void MemoryManager::throw_out_of_memory(std::uint64_t size, const std::string& cause,
+                                        const detail::Released& released) {
   const MemoryStats now = stats();
   throw Exception(Error::out_of_memory(
       "cannot allocate " + bytes(size) + " from " + storage_.name() + ": in use " +
       bytes(now.in_use) + ", reserved " + bytes(now.reserved) + " in " + std::to_string(now.pages) +
-      " pages, largest free block " + bytes(now.largest_free_block) + " (" + cause + ")"));
+      " pages, largest free block " + bytes(now.largest_free_block) + "; gave back " +
+      bytes(released.bytes) + " in " + std::to_string(released.blocks) +
+      " pages of cached free memory first (" + cause + ")"));
 }
 
-Slice* MemoryManager::reserve_or_throw(std::uint32_t pool, std::uint64_t size,
+Slice* MemoryManager::reserve_or_throw(detail::Pool& pool, std::uint64_t size,
                                        std::uint64_t extent) {
   try {
-    return pools_[pool]->reserve(extent);
+    return pool.reserve(extent);
   } catch (const StorageExhausted& first) {
-    // Memory cached in free pages is memory the storage could give us: hand
-    // it back and try once more before calling it out of memory.
-    const std::uint64_t before = stats_.reserved;
-    for (auto& each : pools_) {
-      each->release_free_pages();
+    // Out of memory is the last resort: memory every lane caches free is
+    // memory the storage could give us. Hand it back and try once more.
+    detail::Released released;
+    try {
+      released = release_free_memory();
+    } catch (const std::bad_alloc&) {
+      throw_out_of_memory(size, first.what(), released);
     }
-    if (stats_.reserved == before) {
-      throw_out_of_memory(size, first.what());
+    if (released.bytes == 0) {
+      throw_out_of_memory(size, first.what(), released);
     }
     try {
-      return pools_[pool]->reserve(extent);
+      return pool.reserve(extent);
     } catch (const StorageExhausted& second) {
-      throw_out_of_memory(size, second.what());
+      throw_out_of_memory(size, second.what(), released);
+    } catch (const std::bad_alloc&) {
+      throw_out_of_memory(size, "the host could not allocate the pool's own records", released);
     }
   } catch (const std::bad_alloc&) {
-    throw_out_of_memory(size, "the host could not allocate the pool's own records");
+    throw_out_of_memory(size, "the host could not allocate the pool's own records", {});
   }
 }
 
-Allocation MemoryManager::allocate(std::uint64_t size) {
+Allocation MemoryManager::allocate(std::uint64_t size, std::uint32_t lane) {
   discover_released();
   if (size > config_.max_allocation) {
     throw Exception(
         Error::buffer_too_big("cannot allocate " + bytes(size) + ": no pool holds more than " +
                               bytes(config_.max_allocation) + " (MemoryConfig::max_allocation)"));
   }
+  std::vector<std::unique_ptr<detail::Pool>>* pools = nullptr;
+  if (lane < lanes_.size() && !lanes_[lane].empty()) [[likely]] {
+    pools = &lanes_[lane];
+  } else {
+    try {
+      pools = &open_lane(lane);
+    } catch (const std::bad_alloc&) {
+      throw_out_of_memory(size, "the host could not allocate the lane's pools", {});
+    }
+  }
   const std::uint64_t extent = size == 0 ? config_.alignment : round_up(size, config_.alignment);
-  const std::uint32_t pool = route(size);
+  detail::Pool& pool = *(*pools)[route(size)];
   try {
     live_.reserve_one();
   } catch (const std::bad_alloc&) {
-    throw_out_of_memory(size, "the host could not grow the allocation table");
+    throw_out_of_memory(size, "the host could not grow the allocation table", {});
   }
   Slice* slice = reserve_or_throw(pool, size, extent);
 
@@ -229,14 +278,14 @@ bool MemoryManager::contains(AllocationId allocation) {
   return live_.find(allocation.raw()) != nullptr;
 }
 
-std::uint32_t MemoryManager::pool_index(const Slice* slice) noexcept {
-  return slice->page->pool_index;
-}
-
 AllocationInfo MemoryManager::describe(const Slice* slice) noexcept {
-  return AllocationInfo{
-      AllocationId::from_raw(slice->allocation), slice->size,       slice->extent,
-      slice->page->base + slice->offset,         pool_index(slice), &slice->taint};
+  return AllocationInfo{AllocationId::from_raw(slice->allocation),
+                        slice->size,
+                        slice->extent,
+                        slice->page->base + slice->offset,
+                        slice->page->pool_index,
+                        slice->page->lane,
+                        &slice->taint};
 }
 
 std::vector<const Taint*> MemoryManager::carriers() const {
@@ -253,9 +302,7 @@ std::vector<const Taint*> MemoryManager::carriers() const {
 
 void MemoryManager::cleanup() {
   discover_released();
-  for (auto& pool : pools_) {
-    pool->release_free_pages();
-  }
+  static_cast<void>(release_free_memory());
 }
 
 void MemoryManager::tombstone_all() noexcept {
@@ -281,21 +328,23 @@ void MemoryManager::tombstone_all() noexcept {
 void MemoryManager::reset() {
   discover_released();
   tombstone_all();
-  for (auto& pool : pools_) {
-    pool->release_all_pages();
+  for (auto& lane : lanes_) {
+    for (auto& pool : lane) {
+      pool->release_all_pages();
+    }
   }
 }
 
 MemoryStats MemoryManager::stats() {
   discover_released();
-  for (auto& pool : pools_) {
-    pool->consolidate(); // The largest free block is what merging would give.
-  }
   MemoryStats now = stats_;
   now.largest_free_block = 0;
-  for (const auto& pool : pools_) {
-    const std::uint64_t largest = pool->largest_free();
-    now.largest_free_block = largest > now.largest_free_block ? largest : now.largest_free_block;
+  for (auto& lane : lanes_) {
+    for (auto& pool : lane) {
+      pool->consolidate(); // The largest free block is what merging would give.
+      const std::uint64_t largest = pool->largest_free();
+      now.largest_free_block = largest > now.largest_free_block ? largest : now.largest_free_block;
+    }
   }
   return now;
 }
@@ -303,9 +352,7 @@ MemoryStats MemoryManager::stats() {
 void MemoryManager::check_invariants() const {
   auto fail = [](const std::string& what) { throw std::logic_error("MemoryManager: " + what); };
   MemoryStats seen;
-  for (const auto& pool : pools_) {
-    pool->check_invariants(seen);
-  }
+  for_each_pool([&](const detail::Pool& pool) { pool.check_invariants(seen); });
   live_.check_invariants("MemoryManager allocation table");
   if (live_.size() != seen.allocations) {
     fail(std::to_string(seen.allocations) + " bound slices but " + std::to_string(live_.size()) +

@@ -8,8 +8,42 @@
 
 namespace taintpool::detail {
 
-SizeBins::SizeBins(std::uint64_t unit) noexcept
-    : unit_log2_(static_cast<std::uint64_t>(std::countr_zero(unit))) {
+SizeBins::SizeBins(std::uint64_t unit, Fit fit) noexcept
+    : unit_log2_(static_cast<std::uint64_t>(std::countr_zero(unit)))
+    , fit_(fit) {
+}
+
+namespace {
+
+/// The better of two fitting blocks: smaller, then lower address.
+bool better(const Slice* candidate, const Slice* best) noexcept {
+  if (best == nullptr || candidate->extent != best->extent) {
+    return best == nullptr || candidate->extent < best->extent;
+  }
+  return candidate->page->base + candidate->offset < best->page->base + best->offset;
+}
+
+/// The best block of one bin's list that fits, walking at most `walk`.
+Slice* best_in(Slice* head, std::uint64_t extent, unsigned walk) noexcept {
+  Slice* best = nullptr;
+  for (Slice* slice = head; slice != nullptr && walk != 0; slice = slice->bin_next, --walk) {
+    if (slice->extent >= extent && better(slice, best)) {
+      best = slice;
+    }
+  }
+  return best;
+}
+
+} // namespace
+
+Slice* SizeBins::best_fit(std::uint64_t extent, std::uint64_t units) const noexcept {
+  const std::uint32_t own = bin_of(units);
+  if (Slice* best = best_in(heads_[own], extent, best_fit_walk); best != nullptr) {
+    return best;
+  }
+  // Every block of a larger bin fits; the first non-empty one holds the best.
+  Slice* first = first_nonempty_from(own + 1);
+  return first == nullptr ? nullptr : best_in(heads_[first->bin], extent, best_fit_walk);
 }
 
 std::uint32_t SizeBins::bin_of(std::uint64_t units) noexcept {
@@ -93,12 +127,26 @@ void SizeBins::remove(Slice* slice) noexcept {
 
 Slice* SizeBins::find(std::uint64_t extent) const noexcept {
   const std::uint64_t units = extent >> unit_log2_;
+  if (fit_ == Fit::Best) {
+    return best_fit(extent, units);
+  }
   // The request's own bin may hold a block that fits exactly; try its head.
   const std::uint32_t own = bin_of(units);
   if (Slice* head = heads_[own]; head != nullptr && head->extent >= extent) {
     return head;
   }
-  return first_nonempty_from(bin_at_least(units));
+  if (Slice* larger = first_nonempty_from(bin_at_least(units)); larger != nullptr) {
+    return larger;
+  }
+  // Nothing in a larger bin: a block behind the head of the request's own
+  // bin may still fit. Rare (the pool is about to grow otherwise), so a walk
+  // is fine, and it keeps a fitting free block from costing new memory.
+  for (Slice* slice = heads_[own]; slice != nullptr; slice = slice->bin_next) {
+    if (slice->extent >= extent) {
+      return slice;
+    }
+  }
+  return nullptr;
 }
 
 std::uint64_t SizeBins::largest() const noexcept {

@@ -14,6 +14,15 @@
 // Extents are multiples of the pool's unit (its alignment) and are indexed
 // in units: the first row holds 1..15 units one bin each; row r ≥ 1 holds
 // [2^(r+3), 2^(r+4)) units in 16 equal bins.
+//
+// Two ways to pick, chosen per pool:
+//   Good  the head of the request's own bin if it fits, else the head of the
+//         first non-empty larger bin: O(1), within 1/16 of best. The small
+//         pools, where speed matters most and waste is bounded by a page.
+//   Best  the smallest fitting block, lowest address among equals: the
+//         request's own bin and then the first non-empty larger bin are
+//         walked (at most best_fit_walk blocks each). The arena, where
+//         memory goes: on real traces best fit holds 3-9% less than good fit.
 #pragma once
 
 #include <array>
@@ -24,15 +33,24 @@ namespace taintpool::detail {
 
 struct Slice;
 
+/// How a SizeBins picks among fitting blocks (see above).
+enum class Fit : std::uint8_t { Good, Best };
+
 class SizeBins {
  public:
-  explicit SizeBins(std::uint64_t unit) noexcept;
+  /// Blocks a best-fit search walks per bin at most, so a bin crowded with
+  /// near-equal blocks cannot make reserve linear.
+  static constexpr unsigned best_fit_walk = 64;
+
+  SizeBins(std::uint64_t unit, Fit fit) noexcept;
 
   void insert(Slice* slice) noexcept;
   void remove(Slice* slice) noexcept;
 
-  /// A free slice with extent >= `extent`, good fit, or null. Does not
-  /// remove it.
+  /// A free slice with extent >= `extent` picked as the Fit says, or null
+  /// when none is free. Good fit is O(1), except that before answering null
+  /// it walks the request's own bin; best fit walks two bins (bounded). Does
+  /// not remove it.
   [[nodiscard]] Slice* find(std::uint64_t extent) const noexcept;
 
   /// The largest extent held, or 0. Scans one bin.
@@ -56,8 +74,10 @@ class SizeBins {
   /// The first bin whose every block holds at least `units`.
   [[nodiscard]] static std::uint32_t bin_at_least(std::uint64_t units) noexcept;
   [[nodiscard]] Slice* first_nonempty_from(std::uint32_t bin) const noexcept;
+  [[nodiscard]] Slice* best_fit(std::uint64_t extent, std::uint64_t units) const noexcept;
 
   std::uint64_t unit_log2_;
+  Fit fit_;
   std::uint64_t row_map_ = 0;
   std::array<std::uint16_t, rows> column_maps_{};
   std::array<Slice*, std::size_t{rows} * columns> heads_{};

@@ -2,10 +2,13 @@
 // public only so the manager's binding lookup can be inline on the launch
 // path; nothing outside taintpool should name these.
 //
-// A Page is one block from storage. Slices tile it exactly — offsets run from
-// 0 with no gap, extents sum to the page size (P2) — and each slice is Free,
-// Bound to one allocation, or Tombstoned (its allocation was ended by the
-// manager while handles still pointed at it, and its page is gone).
+// A Page is one block from storage: a page of memory, or a reservation of
+// address space (virtual_memory.hpp) parts of which are backed by mapped
+// chunks. Slices tile it exactly — offsets run from 0 with no gap, extents
+// sum to the page size (P2) — and each slice is Free, Recent, Bound to one
+// allocation, Unmapped (address space of a reservation with no memory
+// behind it), or Tombstoned (its allocation was ended by the manager while
+// handles still pointed at it, and its page is gone).
 //
 // A Slice outlives many allocations: it is the record a handle points at, so
 // it is where the handle count lives, and it is recycled rather than freed
@@ -26,6 +29,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace taintpool::detail {
 
@@ -35,10 +39,11 @@ class Pool;
 
 /// Where a slice record is in its life. Leaving Bound is a P1 clear point.
 enum class SliceState : std::uint8_t {
-  Free,      ///< In its pool's free index (SizeBins), merged with free neighbours.
-  Recent,    ///< Freed moments ago and parked unmerged for exact-size reuse (SlicedPool).
-  Bound,     ///< Holds a live allocation.
-  Tombstoned ///< Its allocation was ended while handles remained; its page is gone.
+  Free,       ///< In its pool's free index (SizeBins), merged with free neighbours.
+  Recent,     ///< Freed moments ago and parked unmerged for exact-size reuse (SlicedPool).
+  Bound,      ///< Holds a live allocation.
+  Tombstoned, ///< Its allocation was ended while handles remained; its page is gone.
+  Unmapped    ///< Reserved address space with no memory behind it (ArenaPool); always clean.
 };
 
 /// One region of a page, and the record every handle to its allocation
@@ -72,19 +77,29 @@ struct Slice {
   Taint taint; ///< The bound allocation's stale bytes (allocation-relative).
 };
 
+/// One mapped chunk of a reservation: what VirtualMemory::map gave.
+struct MappedChunk {
+  std::uint64_t offset = 0; ///< From the reservation's base.
+  std::uint64_t size = 0;
+  StorageHandle handle; ///< For unmap.
+};
+
 /// One block from storage, tiled exactly by its slices (P2).
 struct Page {
-  StorageHandle handle;         ///< What the storage gave.
+  StorageHandle handle;         ///< What the storage gave: a page, or a reservation.
   std::byte* base = nullptr;    ///< storage.resolve(handle).
-  std::uint64_t size = 0;       ///< Bytes asked of the storage.
+  std::uint64_t size = 0;       ///< Bytes asked of the storage (a reservation's address space).
   Pool* pool = nullptr;         ///< The pool that owns it.
   std::uint32_t pool_index = 0; ///< The pool's place in its manager's ladder.
+  std::uint32_t lane = 0;       ///< The lane whose pool owns it.
   Slice* first = nullptr;       ///< Lowest-offset slice.
   Page* prev = nullptr;         ///< The owning pool's list of pages.
   Page* next = nullptr;
-  Page* idle_prev = nullptr; ///< Exclusive pool: free pages, oldest first.
-  Page* idle_next = nullptr;
-  std::uint64_t idle_since = 0; ///< Exclusive pool: reserve count when it became free.
+  /// A reservation (true): only `chunks` hold memory, and Unmapped slices
+  /// tile the rest. A page (false): all of it is memory.
+  bool reservation = false;
+  std::vector<MappedChunk> chunks; ///< A reservation's mapped chunks, by offset.
+  std::uint64_t mapped = 0;        ///< Bytes of memory held: the chunks' sum, or `size`.
 };
 
 /// Where handles on any thread hand ended allocations to the manager's
