@@ -47,6 +47,57 @@ HostStorage::HostStorage(HostStorageOptions options)
   }
 }
 
+#if TAINTPOOL_HOST_HAS_MMAP
+
+namespace {
+
+/// An anonymous mapping of `size` bytes aligned to `alignment`, or null.
+/// Where the alignment exceeds what mmap gives, more is mapped and the
+/// unaligned head and the tail are trimmed.
+void* map_aligned(std::uint64_t size, std::uint64_t alignment, int protection, int flags) {
+  const std::uint64_t slack = alignment > system_page_size() ? alignment : std::uint64_t{0};
+  if (size == 0 || size > static_cast<std::uint64_t>(PTRDIFF_MAX) - slack) {
+    return nullptr;
+  }
+  void* raw = ::mmap(nullptr, static_cast<std::size_t>(size + slack), protection,
+                     MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
+  if (raw == MAP_FAILED) {
+    return nullptr;
+  }
+  const auto start = reinterpret_cast<std::uintptr_t>(raw);
+  const std::uintptr_t base =
+      slack == 0 ? start : (start + slack - 1) & ~(static_cast<std::uintptr_t>(slack) - 1);
+  if (slack != 0) {
+    if (base > start) {
+      ::munmap(raw, base - start);
+    }
+    const std::uintptr_t end = start + size + slack;
+    if (end > base + size) {
+      ::munmap(reinterpret_cast<void*>(base + size), end - (base + size));
+    }
+  }
+  return reinterpret_cast<void*>(base);
+}
+
+} // namespace
+
+StorageHandle HostStorage::allocate(std::uint64_t size) {
+  // One mapping per page: the system commits it as it is touched, and a
+  // page given back is unmapped at once (a stray access faults), with no
+  // allocator or sanitizer bookkeeping over bytes the pool carves itself.
+  void* page = map_aligned(size, options_.alignment, PROT_READ | PROT_WRITE, 0);
+  if (page == nullptr) {
+    throw StorageExhausted("host: the system refused a page of " + std::to_string(size) + " bytes");
+  }
+  return StorageHandle{reinterpret_cast<std::uintptr_t>(page)};
+}
+
+void HostStorage::deallocate(StorageHandle handle, std::uint64_t size) noexcept {
+  ::munmap(resolve(handle), static_cast<std::size_t>(size));
+}
+
+#else
+
 StorageHandle HostStorage::allocate(std::uint64_t size) {
   if (size == 0 || size > static_cast<std::uint64_t>(PTRDIFF_MAX)) {
     throw StorageExhausted("host: cannot allocate a page of " + std::to_string(size) + " bytes");
@@ -62,6 +113,8 @@ StorageHandle HostStorage::allocate(std::uint64_t size) {
 void HostStorage::deallocate(StorageHandle handle, std::uint64_t /*size*/) noexcept {
   ::operator delete (resolve(handle), std::align_val_t{options_.alignment});
 }
+
+#endif
 
 void* HostStorage::resolve(StorageHandle handle) const noexcept {
   return reinterpret_cast<void*>(static_cast<std::uintptr_t>(handle.value));
@@ -83,32 +136,12 @@ void HostStorage::check_granular(const char* call, std::uint64_t value) const {
 
 StorageHandle HostStorage::reserve(std::uint64_t size) {
   check_granular("reserve", size);
-  // Room to align the base when the alignment exceeds what mmap gives.
-  const std::uint64_t slack =
-      options_.alignment > system_page_size() ? options_.alignment : std::uint64_t{0};
-  if (size == 0 || size > static_cast<std::uint64_t>(PTRDIFF_MAX) - slack) {
-    throw StorageExhausted("host: cannot reserve " + std::to_string(size) + " bytes");
-  }
-  void* raw = ::mmap(nullptr, static_cast<std::size_t>(size + slack), PROT_NONE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (raw == MAP_FAILED) {
+  void* base = map_aligned(size, options_.alignment, PROT_NONE, MAP_NORESERVE);
+  if (base == nullptr) {
     throw StorageExhausted("host: the system refused to reserve " + std::to_string(size) +
                            " bytes of address space");
   }
-  const auto start = reinterpret_cast<std::uintptr_t>(raw);
-  const std::uintptr_t base =
-      slack == 0 ? start : (start + slack - 1) & ~(static_cast<std::uintptr_t>(slack) - 1);
-  if (slack != 0) {
-    // Trim the unaligned head and the tail beyond the reservation.
-    if (base > start) {
-      ::munmap(raw, base - start);
-    }
-    const std::uintptr_t end = start + size + slack;
-    if (end > base + size) {
-      ::munmap(reinterpret_cast<void*>(base + size), end - (base + size));
-    }
-  }
-  return StorageHandle{static_cast<std::uint64_t>(base)};
+  return StorageHandle{reinterpret_cast<std::uintptr_t>(base)};
 }
 
 void HostStorage::unreserve(StorageHandle reservation, std::uint64_t size) noexcept {

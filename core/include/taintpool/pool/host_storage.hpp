@@ -1,9 +1,13 @@
 // HostStorage: pages of aligned host memory — the embedded default backend,
 // and the storage every CPU test, fuzzer and benchmark runs on.
 //
-// A page is one aligned operator new; its handle is its address. Nothing is
-// cached here: pooling is the pool's job, and a storage that also cached
-// would hide the pool's own reuse from the benchmarks.
+// A page is one anonymous mmap (one aligned operator new where the system has
+// no mmap); its handle is its address. The system commits a page as it is
+// touched and takes it back at once when it is freed, so a pool that holds
+// address space it never touches costs no memory, and a stray access to a
+// page given back faults. Nothing is cached here: pooling is the pool's job,
+// and a storage that also cached would hide the pool's own reuse from the
+// benchmarks.
 //
 // Virtual memory (virtual_memory.hpp), on by default where the system has
 // mmap: reserve() is an inaccessible, unbacked mmap; map() replaces a range
@@ -32,8 +36,8 @@ struct HostStorageOptions {
   std::uint64_t granularity = std::uint64_t{2} << 20;
 };
 
-/// Aligned host pages (see above); one operator new per page, no cache; one
-/// mmap per reserve, map, unmap and unreserve.
+/// Aligned host pages (see above); one mmap per page, reserve, map, unmap
+/// and unreserve; no cache.
 class HostStorage final : public Storage, public VirtualMemory {
  public:
   /// Pages aligned to `alignment` (a power of two, at least 8), virtual
@@ -45,10 +49,10 @@ class HostStorage final : public Storage, public VirtualMemory {
 
   /// The constructor's alignment.
   [[nodiscard]] std::uint64_t alignment() const noexcept override { return options_.alignment; }
-  /// One aligned, nothrow operator new. Throws StorageExhausted for size 0,
-  /// a size beyond PTRDIFF_MAX, or a refusal by the system.
+  /// One mmap (aligned). Throws StorageExhausted for size 0, a size beyond
+  /// PTRDIFF_MAX, or a refusal by the system.
   [[nodiscard]] StorageHandle allocate(std::uint64_t size) override;
-  /// The matching aligned operator delete.
+  /// The matching munmap.
   void deallocate(StorageHandle handle, std::uint64_t size) noexcept override;
   /// The handle is the address: no lookup.
   [[nodiscard]] void* resolve(StorageHandle handle) const noexcept override;
