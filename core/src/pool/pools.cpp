@@ -32,12 +32,12 @@ std::uint64_t blocks_of(const Page* page) noexcept {
 
 // ---------------------------------------------------------------- Pool
 
-Pool::Pool(Storage& storage, SliceCache& cache, MemoryStats& stats, std::uint64_t unit,
-           Fit fit) noexcept
+Pool::Pool(Storage& storage, SliceCache& cache, MemoryStats& stats, std::uint64_t unit, Fit fit,
+           std::uint64_t max_extent)
     : storage_(storage)
     , cache_(cache)
     , stats_(stats)
-    , bins_(unit, fit)
+    , bins_(unit, fit, max_extent)
     , unit_(unit) {
 }
 
@@ -212,10 +212,10 @@ void Pool::check_invariants(MemoryStats& seen) const {
 // ---------------------------------------------------------------- SlicedPool
 
 SlicedPool::SlicedPool(Storage& storage, SliceCache& cache, MemoryStats& stats, std::uint64_t unit,
-                       std::uint64_t page_size, Fit fit) noexcept
-    : Pool(storage, cache, stats, unit, fit)
+                       std::uint64_t page_size, Fit fit)
+    : Pool(storage, cache, stats, unit, fit, page_size != 0 ? page_size : UINT64_MAX)
     , page_size_(page_size)
-    , kept_(fit == Fit::Best ? 0 : kept_recent) {
+    , kept_(fit == Fit::Best ? 1 : kept_recent) {
 }
 
 Slice* SlicedPool::grow(std::uint64_t /*extent*/) {
@@ -234,6 +234,10 @@ Slice* SlicedPool::reserve(std::uint64_t extent) {
     }
   }
   cache_.ensure(spares_for_reserve());
+  if (kept_ == 1) {
+    // Best fit: a parked slice takes part in the choice like any free range.
+    consolidate();
+  }
   Slice* slice = bins_.find(extent);
   if (slice == nullptr && recent_count_ != 0) {
     consolidate(); // Parked slices may merge into room: no new memory for them.
@@ -364,7 +368,7 @@ void SlicedPool::check_invariants(MemoryStats& seen) const {
 // ---------------------------------------------------------------- ArenaPool
 
 ArenaPool::ArenaPool(Storage& storage, SliceCache& cache, MemoryStats& stats, std::uint64_t unit,
-                     const MemoryConfig& config) noexcept
+                     const MemoryConfig& config)
     : SlicedPool(storage, cache, stats, unit, 0, Fit::Best)
     , address_space_(config.arena_address_space)
     , growth_divisor_(config.arena_growth_divisor)

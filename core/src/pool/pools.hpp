@@ -40,8 +40,9 @@ struct Released {
 
 class Pool {
  public:
-  Pool(Storage& storage, SliceCache& cache, MemoryStats& stats, std::uint64_t unit,
-       Fit fit) noexcept;
+  /// Throws std::bad_alloc (the free index's bins).
+  Pool(Storage& storage, SliceCache& cache, MemoryStats& stats, std::uint64_t unit, Fit fit,
+       std::uint64_t max_extent);
   virtual ~Pool();
   Pool(const Pool&) = delete;
   Pool& operator=(const Pool&) = delete;
@@ -119,15 +120,18 @@ class Pool {
 /// with no index work at all. The oldest is merged when the list is full,
 /// the whole list before the pool would ask storage for memory (so parking
 /// never costs memory), and before stats or cleanup look at free space.
-/// A best-fit pool keeps none: parking a slice unmerged changes which free
-/// range later requests land in, and on real traces that costs more memory
-/// than the recent list saves time (the arena's pairs are cheap anyway).
+/// A best-fit pool keeps one, for exact-size reuse only: any other request
+/// merges it first, so it takes part in the best fit like any free range
+/// (parking slices unmerged past the next request changes where later
+/// requests land, and on real traces that costs memory).
 class SlicedPool : public Pool {
  public:
   static constexpr std::uint32_t kept_recent = 8;
 
+  /// Pages of `page_size` (0: the subclass grows otherwise, and its free
+  /// blocks may be of any size). Throws std::bad_alloc.
   SlicedPool(Storage& storage, SliceCache& cache, MemoryStats& stats, std::uint64_t unit,
-             std::uint64_t page_size, Fit fit = Fit::Good) noexcept;
+             std::uint64_t page_size, Fit fit = Fit::Good);
 
   [[nodiscard]] Slice* reserve(std::uint64_t extent) final;
   void release(Slice* slice) noexcept final;
@@ -167,8 +171,9 @@ class SlicedPool : public Pool {
 /// first large-enough bin leaves splinters that cost up to 10% more memory.
 class ArenaPool final : public SlicedPool {
  public:
+  /// Throws std::bad_alloc.
   ArenaPool(Storage& storage, SliceCache& cache, MemoryStats& stats, std::uint64_t unit,
-            const MemoryConfig& config) noexcept;
+            const MemoryConfig& config);
 
   Released release_free_pages() override;
   void check_invariants(MemoryStats& seen) const override;

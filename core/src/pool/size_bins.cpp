@@ -8,9 +8,11 @@
 
 namespace taintpool::detail {
 
-SizeBins::SizeBins(std::uint64_t unit, Fit fit) noexcept
+SizeBins::SizeBins(std::uint64_t unit, Fit fit, std::uint64_t max_extent)
     : unit_log2_(static_cast<std::uint64_t>(std::countr_zero(unit)))
-    , fit_(fit) {
+    , fit_(fit)
+    , rows_(bin_of(max_extent >> unit_log2_) / columns + 1)
+    , heads_(std::make_unique<Slice*[]>(std::size_t{rows_} * columns)) {
 }
 
 namespace {
@@ -69,7 +71,7 @@ std::uint32_t SizeBins::bin_at_least(std::uint64_t units) noexcept {
 
 Slice* SizeBins::first_nonempty_from(std::uint32_t bin) const noexcept {
   std::uint32_t row = bin / columns;
-  if (row >= rows) {
+  if (row >= rows_) {
     return nullptr;
   }
   const std::uint32_t column = bin % columns;
@@ -77,7 +79,7 @@ Slice* SizeBins::first_nonempty_from(std::uint32_t bin) const noexcept {
   if (in_row != 0) {
     return heads_[row * columns + static_cast<std::uint32_t>(std::countr_zero(in_row))];
   }
-  if (row + 1 >= rows) {
+  if (row + 1 >= rows_) {
     return nullptr;
   }
   const std::uint64_t later_rows = row_map_ & (~std::uint64_t{0} << (row + 1));
@@ -165,31 +167,36 @@ std::uint64_t SizeBins::largest() const noexcept {
 }
 
 void SizeBins::check_invariants() const {
+  // Only the rows the row map names are walked: a list hanging off a bin the
+  // maps call empty would hold blocks not walked, and the count catches it.
   std::uint64_t seen = 0;
-  for (std::uint32_t bin = 0; bin < rows * columns; ++bin) {
-    const bool mapped = ((column_maps_[bin / columns] >> (bin % columns)) & 1u) != 0;
-    if (mapped != (heads_[bin] != nullptr)) {
-      throw std::logic_error("size bins: bitmap and list disagree for bin " + std::to_string(bin));
-    }
-    const Slice* previous = nullptr;
-    for (const Slice* slice = heads_[bin]; slice != nullptr; slice = slice->bin_next) {
-      ++seen;
-      if (slice->state != SliceState::Free) {
-        throw std::logic_error("size bins: a filed slice is not free");
-      }
-      if (slice->bin != bin || bin_of(slice->extent >> unit_log2_) != bin) {
-        throw std::logic_error("size bins: a slice of extent " + std::to_string(slice->extent) +
-                               " is filed in the wrong bin");
-      }
-      if (slice->bin_prev != previous) {
-        throw std::logic_error("size bins: broken back link in bin " + std::to_string(bin));
-      }
-      previous = slice;
-    }
-  }
-  for (std::uint32_t row = 0; row < rows; ++row) {
-    if (((row_map_ >> row) & 1u) != (column_maps_[row] != 0 ? 1u : 0u)) {
+  for (std::uint32_t row = 0; row < max_rows; ++row) {
+    const bool listed = ((row_map_ >> row) & 1u) != 0;
+    if (listed != (column_maps_[row] != 0) || (listed && row >= rows_)) {
       throw std::logic_error("size bins: row bitmap disagrees for row " + std::to_string(row));
+    }
+    for (std::uint32_t column = 0; listed && column < columns; ++column) {
+      const std::uint32_t bin = row * columns + column;
+      const bool mapped = ((column_maps_[row] >> column) & 1u) != 0;
+      if (mapped != (heads_[bin] != nullptr)) {
+        throw std::logic_error("size bins: bitmap and list disagree for bin " +
+                               std::to_string(bin));
+      }
+      const Slice* previous = nullptr;
+      for (const Slice* slice = heads_[bin]; slice != nullptr; slice = slice->bin_next) {
+        ++seen;
+        if (slice->state != SliceState::Free) {
+          throw std::logic_error("size bins: a filed slice is not free");
+        }
+        if (slice->bin != bin || bin_of(slice->extent >> unit_log2_) != bin) {
+          throw std::logic_error("size bins: a slice of extent " + std::to_string(slice->extent) +
+                                 " is filed in the wrong bin");
+        }
+        if (slice->bin_prev != previous) {
+          throw std::logic_error("size bins: broken back link in bin " + std::to_string(bin));
+        }
+        previous = slice;
+      }
     }
   }
   if (seen != count_) {

@@ -28,6 +28,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 namespace taintpool::detail {
 
@@ -42,7 +43,11 @@ class SizeBins {
   /// near-equal blocks cannot make reserve linear.
   static constexpr unsigned best_fit_walk = 64;
 
-  SizeBins(std::uint64_t unit, Fit fit) noexcept;
+  /// Bins for free blocks of up to `max_extent` bytes (larger ones are a
+  /// caller's bug): only the rows of bins that can hold one are allocated,
+  /// so a pool of 2 MiB pages indexes 11 rows (1.4 KiB), not 64 (8 KiB).
+  /// Throws std::bad_alloc.
+  SizeBins(std::uint64_t unit, Fit fit, std::uint64_t max_extent);
 
   void insert(Slice* slice) noexcept;
   void remove(Slice* slice) noexcept;
@@ -67,7 +72,7 @@ class SizeBins {
  private:
   static constexpr unsigned columns_log2 = 4;
   static constexpr unsigned columns = 1u << columns_log2;
-  static constexpr unsigned rows = 64;
+  static constexpr unsigned max_rows = 64;
 
   /// The bin holding blocks of `units` (rounded down).
   [[nodiscard]] static std::uint32_t bin_of(std::uint64_t units) noexcept;
@@ -78,9 +83,10 @@ class SizeBins {
 
   std::uint64_t unit_log2_;
   Fit fit_;
+  std::uint32_t rows_; ///< Rows of heads_ allocated: enough for max_extent.
   std::uint64_t row_map_ = 0;
-  std::array<std::uint16_t, rows> column_maps_{};
-  std::array<Slice*, std::size_t{rows} * columns> heads_{};
+  std::array<std::uint16_t, max_rows> column_maps_{};
+  std::unique_ptr<Slice*[]> heads_; ///< rows_ * columns list heads.
   std::uint64_t count_ = 0;
 };
 
