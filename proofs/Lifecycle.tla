@@ -9,8 +9,13 @@
 (*                                                                         *)
 (* What it models                                                          *)
 (*   layout[p]   the slice records tiling page p, in address order, each   *)
-(*               [size, state "free"/"bound", alloc, claims]; <<>> = no    *)
-(*               page.  `alloc` is the bound allocation, or for a free     *)
+(*               [size, state "free"/"bound"/"unmapped", alloc, claims];   *)
+(*               <<>> = no page.  A page is memory, or a reservation of    *)
+(*               address space (the arena's, virtual_memory.hpp) whose     *)
+(*               "unmapped" records have no memory behind them: mapping    *)
+(*               turns the front of one into a fresh free record, and      *)
+(*               unmapping a free record gives its memory back (a P1       *)
+(*               clear point).  `alloc` is the bound allocation, or for a free     *)
 (*               record the allocation it last held (0 for a record that   *)
 (*               never held one: a split remainder, a merged slice, a new  *)
 (*               page).                                                    *)
@@ -72,6 +77,7 @@
 (*   "destroy_forgets_free"    reset/destruction drops the free slices'    *)
 (*                             claims without untags                       *)
 (*   "discovery_keeps_taint"   eager discovery frees the slice uncleared   *)
+(*   "unmap_keeps_taint"       unmapping a free record keeps its claims    *)
 (***************************************************************************)
 EXTENDS Naturals, Sequences, FiniteSets
 
@@ -86,6 +92,10 @@ CONSTANTS NumPages,     \* page slots 1..NumPages
 ASSUME Discovery \in {"any", "eager"}
 
 Pages    == 1..NumPages
+\* The last page slot is the arena's reservation (address space mapped on
+\* demand); the others are pages of memory.  A one-page configuration
+\* models a reservation alone.
+ReservationPages == {NumPages}
 AllocIds == 1..MaxAllocs
 FailIds  == 1..MaxFailures
 Eager    == Discovery = "eager"
@@ -134,8 +144,16 @@ Init ==
 (* Memory.                                                                 *)
 (***************************************************************************)
 NewPage(p) ==
+    /\ p \notin ReservationPages
     /\ layout[p] = <<>>
     /\ layout' = [layout EXCEPT ![p] = << Rec(PageSize, "free", 0, {}) >>]
+    /\ UNCHANGED <<tombs, handles, pending, nextAlloc, tags, nextFail>>
+
+\* A reservation: address space only, one unmapped record.
+NewReservation(p) ==
+    /\ p \in ReservationPages
+    /\ layout[p] = <<>>
+    /\ layout' = [layout EXCEPT ![p] = << Rec(PageSize, "unmapped", 0, {}) >>]
     /\ UNCHANGED <<tombs, handles, pending, nextAlloc, tags, nextFail>>
 
 \* Reserve-then-bind n units on free slice i of page p: split off the rest
@@ -235,10 +253,40 @@ Coalesce(p, j) ==
 \* is cleared (P1 on page sweep).
 SweepPage(p) ==
     /\ layout[p] # <<>>
-    /\ \A i \in DOMAIN layout[p] : layout[p][i].state = "free"
+    /\ \A i \in DOMAIN layout[p] : layout[p][i].state \in {"free", "unmapped"}
     /\ layout' = [layout EXCEPT ![p] = <<>>]
     /\ tags' = IF Mutation = "sweep_forgets_untag" THEN tags
                ELSE Retag(tags, {}, ClaimsOf(layout[p]))
+    /\ UNCHANGED <<tombs, handles, pending, nextAlloc, nextFail>>
+
+\* The arena grows: the front n units of unmapped record i get memory and
+\* become a fresh free record (clean); the rest stays unmapped.  Eager: the
+\* new record merges with a free neighbour at once (ArenaPool::grow_mapped).
+MapRange(p, i, n) ==
+    /\ p \in ReservationPages
+    /\ i \in DOMAIN layout[p]
+    /\ layout[p][i].state = "unmapped"
+    /\ n <= layout[p][i].size
+    /\ LET r     == layout[p][i]
+           fresh == Rec(n, "free", 0, {})
+           rest  == IF r.size > n THEN << Rec(r.size - n, "unmapped", 0, {}) >> ELSE <<>>
+           recs  == Replace(layout[p], i, << fresh >> \o rest)
+           res   == IF Eager THEN FreeAndMerge(recs, i) ELSE [recs |-> recs, lost |-> <<>>]
+       IN /\ layout' = [layout EXCEPT ![p] = res.recs]
+          /\ tags' = Retag(tags, {}, res.lost)
+    /\ UNCHANGED <<tombs, handles, pending, nextAlloc, nextFail>>
+
+\* cleanup() or out of memory: a free record's memory goes back to storage
+\* and it becomes unmapped (P1 on unmap: its claims go, untagged).
+UnmapRecord(p, i) ==
+    /\ p \in ReservationPages
+    /\ i \in DOMAIN layout[p]
+    /\ layout[p][i].state = "free"
+    /\ LET r    == layout[p][i]
+           keep == Mutation = "unmap_keeps_taint"
+       IN /\ layout' = [layout EXCEPT ![p][i] =
+                           Rec(r.size, "unmapped", 0, IF keep THEN r.claims ELSE {})]
+          /\ tags' = IF keep THEN tags ELSE Retag(tags, {}, << r.claims >>)
     /\ UNCHANGED <<tombs, handles, pending, nextAlloc, nextFail>>
 
 \* reset() / the manager's destructor: discover what was dropped (here:
@@ -296,7 +344,9 @@ Write(a, keep) ==
     /\ UNCHANGED <<tombs, handles, pending, nextAlloc, nextFail>>
 
 Next ==
-    \/ \E p \in Pages : NewPage(p) \/ SweepPage(p)
+    \/ \E p \in Pages : NewPage(p) \/ NewReservation(p) \/ SweepPage(p)
+    \/ \E p \in Pages, i \in 1..PageSize : UnmapRecord(p, i)
+    \/ \E p \in Pages, i \in 1..PageSize, n \in 1..PageSize : MapRange(p, i, n)
     \/ \E p \in Pages, i \in 1..PageSize, n \in 1..PageSize : Allocate(p, i, n)
     \/ \E p \in Pages, j \in 1..PageSize : Coalesce(p, j)
     \/ \E a \in AllocIds : Clone(a) \/ DropHandle(a) \/ Discover(a)
@@ -319,7 +369,7 @@ CarrierCount(f) ==
     + Cardinality({t \in tombs : f \in Fails(t.claims)})
 
 TypeOK ==
-    /\ \A s \in Slots : At(s).state \in {"free", "bound"}
+    /\ \A s \in Slots : At(s).state \in {"free", "bound", "unmapped"}
                         /\ At(s).claims \subseteq FailIds \X (0..MaxAllocs)
     /\ handles \in [AllocIds -> 0..MaxHandles]
     /\ pending \subseteq AllocIds
@@ -351,6 +401,11 @@ P1_ClaimsBelongToAllocation ==
 
 \* P1: a tombstoned slice is clean.
 P1_TombstonesClean == \A t \in tombs : t.claims = {}
+
+\* P1: address space with no memory behind it carries no taint and names no
+\* allocation (unmapping is a P1 clear point; mapping starts clean).
+P1_UnmappedClean ==
+    \A s \in Slots : At(s).state = "unmapped" => At(s).claims = {} /\ At(s).alloc = 0
 
 \* P1 (the C++ pool, eager discovery): a free slice is clean, and no two
 \* free slices are neighbours.
