@@ -5,7 +5,7 @@
 // Workloads (every "pair" is one reserve+bind and its release, the release
 // discovered by the manager):
 //   SameSize/size        allocate and drop one buffer, repeatedly: 256 B to
-//                        1 GiB (the exclusive pool above 32 MiB).
+//                        1 GiB (the arena above 64 KiB).
 //   Churn/order          keep 64 buffers of mixed sizes; free them in LIFO or
 //                        FIFO order and allocate again.
 //   Random/N             N operations, 73% allocate (size uniform in

@@ -18,6 +18,8 @@
 # TAINTPOOL_TORCH_VERSION, and TAINTPOOL_TORCH_RUNTIME_DIRS (where the
 # libraries libc10_cuda.so needs live).
 
+include_guard(GLOBAL) # Asked by more than one GPU benchmark; torch is looked for once.
+
 set(TAINTPOOL_TORCH AUTO CACHE STRING "Build the c10 baseline of the GPU benchmark: AUTO, ON or OFF")
 set_property(CACHE TAINTPOOL_TORCH PROPERTY STRINGS AUTO ON OFF)
 set(TORCH_DIR "" CACHE PATH "The torch package directory (holding include/ and lib/)")

@@ -1,12 +1,16 @@
 // pool_fuzzer: the MemoryManager against the pool model (DESIGN.md §3.4,
-// P1–P3, R1–R4), with storage failures injected.
+// P1–P4, R1–R4), with storage failures injected, over every configuration
+// of model/pool_configs.hpp — the default one users get and the edges of
+// every knob.
 //
-// Each input is a sequence of operations, decoded one after another with
-// fuzz/common/byte_reader.hpp (every input decodes; a cut-off op reads
-// zeros). The first byte of an op picks it:
+// Each input is a configuration choice (its first byte), then a sequence of
+// operations, decoded one after another with fuzz/common/byte_reader.hpp
+// (every input decodes; a cut-off op reads zeros). The first byte of an op
+// picks it:
 //
-//   allocate   a size from one of six classes (0, tiny, sliced-small,
-//              sliced-large, exclusive, too big for any pool)
+//   allocate   a size from one of the configuration's classes (0, each
+//              sliced pool, the arena, too big for any pool) on a lane
+//              (mostly 0-3, sometimes the last lane or one past it)
 //   drop/copy  one of the handles the harness holds
 //   taint      a binding of a held handle (often valid, sometimes past the
 //              end or of an allocation reset away) with a new or live failure
@@ -18,27 +22,41 @@
 //   failure    insert a failure the harness holds, or prune one
 //   forged     a binding of an id the harness picks (maybe never minted)
 //
-// After every op the harness compares, without calling into the manager
-// (that would discover releases the model has not yet seen): the live and
-// pending allocations (ids, sizes, placements — P2, checked by the model
-// against every live one — and claims), every live failure and its tags
-// (R1, recounted by the model), then core's check_invariants() and
-// check_refcounts (R1–R3, with the failures the harness holds). An op that
-// throws must throw what the model says (BufferTooBig, NotFound,
-// InvalidBinding; OutOfMemory only while a fault is armed) and change
-// nothing the model tracks. At the end every handle is dropped and the
-// manager swept and cleaned up: the graph must be empty (R4) and every page
-// back in storage.
+// The storage is HostStorage under FaultInjectingStorage under the model's
+// ObservedStorage, which reports every storage call that succeeded to the
+// model's storage mirror — so the model predicts pages held, reserved bytes
+// and the largest free block exactly, policy-independently.
+//
+// Checks, by cost:
+//   * after every op, what it touched — an allocation's placement (P2 against
+//     every live allocation and the storage mirror, P4 against every range
+//     released by another lane), lane and claims; the claims and tags of the
+//     failures a taint or write touched; the error an op threw (it must be
+//     what the model says: BufferTooBig, NotFound, InvalidBinding, a bad
+//     lane; OutOfMemory only while a fault is armed); every usage figure,
+//     exactly, on `stats`;
+//   * every 32 ops and at the end, everything — every allocation's claims,
+//     every failure's tags (R1), check_invariants() and check_refcounts
+//     (R1–R3);
+//   * at the end every handle is dropped and the manager cleaned up: the
+//     graph must be empty (R4) and every byte back in storage.
+// The passing path builds no strings: the op log is a ring of small records,
+// rendered only when a check fails.
 #include <taintpool/exception.hpp>
+#include <taintpool/model/observed_storage.hpp>
+#include <taintpool/model/pool_configs.hpp>
 #include <taintpool/model/pool_model.hpp>
 #include <taintpool/pool/fault_injecting_storage.hpp>
 #include <taintpool/pool/host_storage.hpp>
 #include <taintpool/pool/memory_manager.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -48,17 +66,6 @@
 
 namespace taintpool::fuzz {
 namespace {
-
-/// Three pools reached with small sizes, and free exclusive pages that age
-/// out after four reserves, so every path is near.
-MemoryConfig ladder() {
-  MemoryConfig config;
-  config.alignment = 256;
-  config.sliced = {{8 << 10, 1 << 10}, {64 << 10, 16 << 10}};
-  config.max_allocation = 1 << 20;
-  config.exclusive_release_after = 4;
-  return config;
-}
 
 enum Op : std::uint8_t {
   kAllocate,
@@ -84,21 +91,49 @@ const char* op_name(std::uint8_t op) {
   return op < kOpCount ? names[op] : "?";
 }
 
+/// The most ops one input runs (libFuzzer's max_len bounds it too).
+constexpr std::size_t kMaxOps = 200;
+/// Every this many ops, everything is compared.
+constexpr std::size_t kFullCheckEvery = 32;
+
+/// One op as the log keeps it: its kind and up to three numbers.
+struct LoggedOp {
+  std::uint8_t op = 0;
+  std::uint64_t a = 0;
+  std::uint64_t b = 0;
+  std::uint64_t c = 0;
+};
+
+const std::vector<model::PoolSetup>& setups() {
+  static const std::vector<model::PoolSetup> all = model::pool_setups();
+  return all;
+}
+
 class Harness {
  public:
-  Harness()
-      : checker_("pool_fuzzer") {
+  explicit Harness(const model::PoolSetup& setup)
+      : setup_(setup)
+      , checker_("pool_fuzzer")
+      , host_(setup.host)
+      , faults_(host_)
+      , model_(setup.config)
+      , observed_(faults_, model_)
+      , memory_(std::make_unique<MemoryManager>(observed_, graph_, setup.config)) {
     checker_.set_context([this] { return context(); });
   }
 
   void run(ByteReader& in) {
-    while (!in.empty() && ops_ < 400) {
-      const std::uint8_t op = static_cast<std::uint8_t>(in.byte() % kOpCount);
-      last_ = std::string(op_name(op));
-      step(op, in);
+    while (!in.empty() && ops_ < kMaxOps) {
+      const auto op = static_cast<std::uint8_t>(in.byte() % kOpCount);
+      LoggedOp& logged = log_[ops_ % log_.size()];
+      logged = LoggedOp{op, 0, 0, 0};
+      step(op, in, logged);
       ++ops_;
-      compare();
+      if (ops_ % kFullCheckEvery == 0) {
+        compare_everything();
+      }
     }
+    compare_everything();
     finish();
   }
 
@@ -106,31 +141,53 @@ class Harness {
   // ------------------------------------------------------------ decoding
 
   std::uint64_t size(ByteReader& in) {
-    switch (in.below(6)) {
-    case 0:
+    const MemoryConfig& config = setup_.config;
+    const std::size_t sliced = config.sliced.size();
+    // Classes: 0, each sliced pool's range, the arena, too big.
+    const std::uint64_t pick = in.below(sliced + 3);
+    if (pick == 0) {
       return 0;
-    case 1:
-      return in.in(1, 300);
-    case 2:
-      return in.in(301, 1024);
-    case 3:
-      return in.in(1025, 16 << 10);
-    case 4:
-      return in.in((16 << 10) + 1, 300 << 10);
+    }
+    if (pick <= sliced) {
+      const std::uint64_t low = pick == 1 ? 0 : config.sliced[pick - 2].max_slice + 1;
+      return in.in(low, config.sliced[pick - 1].max_slice);
+    }
+    const std::uint64_t arena_low = sliced == 0 ? 1 : config.sliced.back().max_slice + 1;
+    if (pick == sliced + 1) {
+      const std::uint64_t high = std::min(config.max_allocation, setup_.largest_drawn);
+      // Mostly small arena requests, so pages fill and free ranges split.
+      return in.flag() ? in.in(arena_low, std::min(high, arena_low + (64 << 10)))
+                       : in.in(arena_low, high);
+    }
+    return in.in(config.max_allocation + 1, config.max_allocation + (16 << 20));
+  }
+
+  /// Mostly lane 0; lane 1 and the last lane (each its own pools, P4); and
+  /// past the last (a bad argument). Few lanes: each costs its pools.
+  static std::uint32_t lane(ByteReader& in) {
+    switch (in.below(8)) {
+    case 5:
+      return 1;
+    case 6:
+      return MemoryManager::max_lanes - 1;
+    case 7:
+      return in.flag() ? MemoryManager::max_lanes : 1000; // not a lane
     default:
-      return in.in((1 << 20) + 1, 1 << 24);
+      return 0;
     }
   }
 
   /// A binding of a held handle: usually within its allocation, sometimes
   /// reaching past the end.
-  Binding binding(ByteReader& in, std::size_t handle) {
+  Binding binding(ByteReader& in, std::size_t handle, LoggedOp& logged) {
     const AllocationId id = model_handles_[handle];
     const std::uint64_t size = core_handles_[handle].size();
     const std::uint64_t limit = in.flag() ? size : size + 600;
     const std::uint64_t begin = in.in(0, limit);
     const std::uint64_t end = in.in(begin, limit);
-    last_ += " " + show(id) + " " + show(ByteRange::of(begin, end));
+    logged.a = id.raw();
+    logged.b = begin;
+    logged.c = end;
     return Binding{id, ByteRange::of(begin, end)};
   }
 
@@ -147,6 +204,13 @@ class Harness {
     return std::nullopt;
   }
 
+  void expect_error(std::optional<ErrorKind> got, std::optional<ErrorKind> want) {
+    checker_.expect(got == want, "P3", [&] {
+      return "a binding op's error: core " + (got ? show(*got) : std::string("none")) + ", model " +
+             (want ? show(*want) : std::string("none"));
+    });
+  }
+
   /// Runs a binding op on core; it must throw exactly the model's error.
   template <class Fn>
   bool binding_op(const Binding& bytes, Fn&& fn) {
@@ -158,21 +222,28 @@ class Harness {
     } catch (const Exception& error) {
       got = error.kind();
     }
-    checker_.expect_equal("P3", "a binding op's error", got ? show(*got) : std::string("none"),
-                          want ? show(*want) : std::string("none"));
+    expect_error(got, want);
     return !want.has_value();
   }
 
   FailureId failure_for_taint(ByteReader& in) {
-    const std::vector<FailureId> live = model_.engine().live_failures();
-    if (live.empty() || in.flag()) {
+    const std::size_t live = graph_.size();
+    if (live == 0 || in.flag()) {
       const FailureId core = graph_.insert(Error::launch("kernel failed"));
       const FailureId model = model_.engine().insert(Error::launch("kernel failed"));
       checker_.expect_equal("G1", "a new failure's id", core, model);
       fresh_.push_back(core);
       return core;
     }
-    return live[in.below(live.size())];
+    const std::size_t which = in.below(live);
+    std::size_t at = 0;
+    std::optional<FailureId> picked;
+    graph_.for_each([&](FailureId failure, const Error&, std::uint64_t) {
+      if (at++ == which) {
+        picked = failure;
+      }
+    });
+    return *picked;
   }
 
   /// Prunes the failures taint ops minted for themselves (the scope's hold).
@@ -186,15 +257,18 @@ class Harness {
 
   // ------------------------------------------------------------ ops
 
-  void step(std::uint8_t op, ByteReader& in) {
+  void step(std::uint8_t op, ByteReader& in, LoggedOp& logged) {
     const bool have = !core_handles_.empty();
     const std::size_t handle = have ? in.below(core_handles_.size()) : 0;
     switch (op) {
-    case kAllocate:
-      allocate(size(in));
+    case kAllocate: {
+      const std::uint64_t bytes = size(in);
+      allocate(bytes, lane(in), logged);
       break;
+    }
     case kDrop:
       if (have) {
+        logged.a = model_handles_[handle].raw();
         model_.handle_dropped(model_handles_[handle]);
         model_handles_.erase(model_handles_.begin() + static_cast<std::ptrdiff_t>(handle));
         core_handles_.erase(core_handles_.begin() + static_cast<std::ptrdiff_t>(handle));
@@ -202,6 +276,7 @@ class Harness {
       break;
     case kCopy:
       if (have) {
+        logged.a = model_handles_[handle].raw();
         model_.handle_copied(model_handles_[handle]);
         model_handles_.push_back(model_handles_[handle]);
         core_handles_.push_back(core_handles_[handle]);
@@ -209,7 +284,7 @@ class Harness {
       break;
     case kTaint:
       if (have) {
-        const Binding bytes = binding(in, handle);
+        const Binding bytes = binding(in, handle, logged);
         const FailureId failure = failure_for_taint(in);
         taint(bytes, failure);
         release_fresh();
@@ -217,15 +292,20 @@ class Harness {
       break;
     case kWritten:
       if (have) {
-        const Binding bytes = binding(in, handle);
+        const Binding bytes = binding(in, handle, logged);
+        const std::vector<std::pair<FailureId, ByteRange>> before = model_.claims(bytes.allocation);
         if (binding_op(bytes, [&] { memory_->written(bytes); })) {
           model_.written(bytes);
+          compare_allocation(bytes.allocation);
+          for (const auto& claim : before) {
+            compare_failure(claim.first);
+          }
         }
       }
       break;
     case kFailures:
       if (have) {
-        const Binding bytes = binding(in, handle);
+        const Binding bytes = binding(in, handle, logged);
         std::vector<FailureId> found;
         if (binding_op(bytes, [&] { found = memory_->failures(bytes); })) {
           checker_.expect_equal("T3", "failures of a binding", found, model_.failures(bytes));
@@ -236,46 +316,36 @@ class Harness {
       }
       break;
     case kSweep:
-      memory_->sweep();
       model_.manager_called();
+      memory_->sweep();
       break;
     case kCleanup:
-      memory_->cleanup();
       model_.manager_called();
+      memory_->cleanup();
       break;
     case kReset:
       if (in.below(4) == 0) { // rare: it ends everything
+        model_.reset();       // first: the storage hears of it during the call
         memory_->reset();
-        model_.reset();
-        checker_.expect_equal("P1", "pages after reset", memory_->stats().reserved,
-                              std::uint64_t{0});
+        checker_.expect_equal("P1", "bytes held after reset", model_.reserved(), std::uint64_t{0});
+        compare_figures();
       }
       break;
-    case kStats: {
-      const MemoryStats stats = memory_->stats();
+    case kStats:
       model_.manager_called();
-      checker_.expect_equal("P2", "bytes in use", stats.in_use, model_.in_use());
-      checker_.expect_equal("P2", "padding", stats.padding, model_.padding());
-      checker_.expect_equal("P2", "allocations", stats.allocations, model_.allocations());
-      checker_.expect(stats.reserved >= stats.in_use + stats.padding, "P2",
-                      "reserved covers what is used");
-      checker_.expect(stats.largest_free_block <= stats.free(), "P2",
-                      "the largest free block fits in what is free");
-      checker_.expect(stats.peak_in_use >= stats.in_use && stats.peak_reserved >= stats.reserved,
-                      "P2", "peaks are peaks");
+      compare_figures();
       break;
-    }
     case kFaults:
       switch (in.below(3)) {
       case 0:
-        storage_.fail_next(in.in(1, 3));
+        faults_.fail_next(in.in(1, 3));
         break;
       case 1:
-        storage_.limit_capacity(storage_.live_bytes() + in.below(200) * 1024);
+        faults_.limit_capacity(faults_.live_bytes() + in.below(200) * 4096);
         break;
       default:
-        storage_.fail_next(0);
-        storage_.limit_capacity(std::nullopt);
+        faults_.fail_next(0);
+        faults_.limit_capacity(std::nullopt);
         break;
       }
       break;
@@ -289,13 +359,14 @@ class Harness {
         const std::size_t which = in.below(held_.size());
         graph_.prune(held_[which]);
         model_.engine().prune(held_[which]);
+        compare_failure(held_[which]);
         held_.erase(held_.begin() + static_cast<std::ptrdiff_t>(which));
       }
       break;
     case kForged: {
       const AllocationId id = AllocationId::from_raw(in.in(1, model_.next_id().raw() + 2));
       const Binding bytes{id, ByteRange::sized(in.below(300), in.below(300))};
-      last_ += " " + show(id);
+      logged.a = id.raw();
       binding_op(bytes, [&] { (void)memory_->failure(bytes); });
       break;
     }
@@ -312,6 +383,8 @@ class Harness {
     const std::optional<ErrorKind> want = expected(bytes);
     // An empty range claims nothing and so tags nothing (T1): no violation.
     const bool dead = !model_.engine().live(failure) && !bytes.range.empty();
+    const std::vector<std::pair<FailureId, ByteRange>> before =
+        want ? std::vector<std::pair<FailureId, ByteRange>>{} : model_.claims(bytes.allocation);
     std::optional<ErrorKind> got;
     bool violated = false;
     try {
@@ -321,77 +394,116 @@ class Harness {
     } catch (const std::logic_error&) {
       violated = true;
     }
-    checker_.expect_equal("P3", "a binding op's error", got ? show(*got) : std::string("none"),
-                          want ? show(*want) : std::string("none"));
+    expect_error(got, want);
     if (!want) {
-      checker_.expect_equal("R2", "tainting with a failure that is gone throws", violated, dead);
+      checker_.expect(violated == dead, "R2", "tainting with a failure that is gone throws");
       if (!dead) {
         model_.taint(bytes, failure);
+      }
+      compare_allocation(bytes.allocation);
+      compare_failure(failure);
+      for (const auto& claim : before) {
+        compare_failure(claim.first);
       }
     }
   }
 
-  void allocate(std::uint64_t size) {
-    last_ += " " + std::to_string(size);
-    const std::uint64_t injected = storage_.injected_failures();
+  void allocate(std::uint64_t size, std::uint32_t lane, LoggedOp& logged) {
+    logged.a = size;
+    logged.b = lane;
+    const std::uint64_t injected = faults_.injected_failures();
+    model_.manager_called(); // allocate discovers releases first, whatever happens next
     try {
-      Allocation allocation = memory_->allocate(size);
-      model_.manager_called();
+      Allocation allocation = memory_->allocate(size, lane);
       checker_.expect(!model_.too_big(size), "P3", "a size above max_allocation was allocated");
-      const BoundBytes bytes = memory_->resolve(allocation.whole());
-      std::uint64_t extent = 0;
-      memory_->for_each_allocation([&](const AllocationInfo& info) {
-        if (info.id == allocation.id()) {
-          extent = info.extent;
-        }
-      });
+      checker_.expect(lane < MemoryManager::max_lanes, "P4", "a lane past the last was served");
+      checker_.expect_equal("G1", "a new allocation's id", allocation.id(), model_.next_id());
+      const std::optional<AllocationInfo> info = memory_->info(allocation.id());
+      checker_.expect(info.has_value(), "P2", "a new allocation is not in the table");
+      checker_.expect_equal("P4", "a new allocation's lane", info->lane, lane);
       try {
-        model_.allocated(allocation.id(), size, reinterpret_cast<std::uintptr_t>(bytes.data),
-                         extent, bytes.pool);
+        model_.allocated(allocation.id(), size, reinterpret_cast<std::uintptr_t>(info->data),
+                         info->extent, info->pool, lane);
       } catch (const std::logic_error& error) {
-        checker_.fail("P2", error.what());
+        checker_.fail("P2/P4", error.what());
       }
+      checker_.expect(info->taint->is_clean(), "P1", "a new allocation starts clean");
+      logged.c = allocation.id().raw();
       model_handles_.push_back(allocation.id());
       core_handles_.push_back(std::move(allocation));
     } catch (const Exception& error) {
-      model_.manager_called(); // allocate discovered releases before it refused
       if (model_.too_big(size)) {
-        checker_.expect_equal("P3", "the error for a size no pool holds", show(error.kind()),
-                              show(ErrorKind::BufferTooBig));
+        checker_.expect(error.kind() == ErrorKind::BufferTooBig, "P3",
+                        "a size no pool holds is BufferTooBig");
       } else {
         checker_.expect(
-            storage_.injected_failures() > injected && error.kind() == ErrorKind::OutOfMemory, "P3",
+            faults_.injected_failures() > injected && error.kind() == ErrorKind::OutOfMemory, "P3",
             [&] {
               return "an allocation failed with no fault armed: " + std::string(error.what());
             });
-        const std::string message = error.what();
-        checker_.expect(message.find("in use") != std::string::npos &&
-                            message.find("reserved") != std::string::npos &&
-                            message.find("largest free block") != std::string::npos,
+        const std::string_view message = error.what();
+        checker_.expect(message.find("in use") != std::string_view::npos &&
+                            message.find("reserved") != std::string_view::npos &&
+                            message.find("largest free block") != std::string_view::npos &&
+                            message.find("gave back") != std::string_view::npos,
                         "P3", "the out-of-memory message gives the breakdown");
       }
+    } catch (const std::invalid_argument&) {
+      checker_.expect(!model_.too_big(size) && lane >= MemoryManager::max_lanes, "P4",
+                      "only a lane past the last is a bad argument");
     }
   }
 
   // ------------------------------------------------------------ comparison
 
-  void compare() {
-    std::vector<AllocationInfo> infos;
-    memory_->for_each_allocation([&](const AllocationInfo& info) { infos.push_back(info); });
-    checker_.expect_equal("P1", "allocations live or awaiting discovery",
-                          static_cast<std::uint64_t>(infos.size()), model_.allocations());
-    for (const AllocationInfo& info : infos) {
-      std::vector<std::pair<FailureId, ByteRange>> claims;
+  /// One allocation's claims (P1), and that it is still listed.
+  void compare_allocation(AllocationId id) {
+    const std::optional<AllocationInfo> info = memory_->info(id);
+    checker_.expect(info.has_value(), "P1", "a live allocation vanished");
+    claims_.clear();
+    info->taint->for_each_claim(
+        [&](FailureId failure, ByteRange range) { claims_.emplace_back(failure, range); });
+    checker_.expect_equal("P1", "claims of an allocation", claims_, model_.claims(id));
+  }
+
+  /// One failure's liveness and tags (R1).
+  void compare_failure(FailureId failure) {
+    checker_.expect_equal("R1", "whether a failure lives", graph_.contains(failure),
+                          model_.engine().live(failure));
+    checker_.expect_equal("R1", "a failure's tags", graph_.tags(failure),
+                          model_.engine().tags(failure));
+  }
+
+  /// Every usage figure, exactly (P2). stats() discovers releases: the
+  /// caller has brought the model up to date.
+  void compare_figures() {
+    const MemoryStats stats = memory_->stats();
+    checker_.expect_equal("P2", "bytes in use", stats.in_use, model_.in_use());
+    checker_.expect_equal("P2", "padding", stats.padding, model_.padding());
+    checker_.expect_equal("P2", "allocations", stats.allocations, model_.allocations());
+    checker_.expect_equal("P2", "bytes reserved", stats.reserved, model_.reserved());
+    checker_.expect_equal("P2", "pages held", stats.pages, model_.pages());
+    checker_.expect_equal("P2", "the largest free block", stats.largest_free_block,
+                          model_.largest_free_block());
+    checker_.expect_equal("P2", "peak in use", stats.peak_in_use, model_.peak_in_use());
+    checker_.expect_equal("P2", "peak reserved", stats.peak_reserved, model_.peak_reserved());
+  }
+
+  void compare_everything() {
+    std::size_t listed = 0;
+    memory_->for_each_allocation([&](const AllocationInfo& info) {
+      ++listed;
+      claims_.clear();
       info.taint->for_each_claim(
-          [&](FailureId failure, ByteRange range) { claims.emplace_back(failure, range); });
-      checker_.expect_equal(
-          "P1", [&] { return "claims of " + show(info.id); }, claims, model_.claims(info.id));
-    }
+          [&](FailureId failure, ByteRange range) { claims_.emplace_back(failure, range); });
+      checker_.expect_equal("P1", "claims of an allocation", claims_, model_.claims(info.id));
+    });
+    checker_.expect_equal("P1", "allocations live or awaiting discovery",
+                          static_cast<std::uint64_t>(listed), model_.allocations());
     std::vector<FailureId> live;
     graph_.for_each([&](FailureId failure, const Error&, std::uint64_t tags) {
       live.push_back(failure);
-      checker_.expect_equal(
-          "R1", [&] { return "tags of " + show(failure); }, tags, model_.engine().tags(failure));
+      checker_.expect_equal("R1", "tags of a failure", tags, model_.engine().tags(failure));
     });
     std::sort(live.begin(), live.end());
     checker_.expect_equal("R1", "live failures", live, model_.engine().live_failures());
@@ -419,34 +531,50 @@ class Harness {
     for (const FailureId failure : held_) {
       graph_.prune(failure);
     }
-    storage_.fail_next(0);
-    storage_.limit_capacity(std::nullopt);
+    faults_.fail_next(0);
+    faults_.limit_capacity(std::nullopt);
+    model_.manager_called();
     memory_->cleanup();
     checker_.expect(graph_.empty(), "R4",
                     "the graph is empty once every handle is dropped and swept");
-    checker_.expect_equal("P1", "pages left after cleanup", memory_->stats().reserved,
-                          std::uint64_t{0});
+    compare_figures();
+    checker_.expect_equal("P1", "bytes held after cleanup", model_.reserved(), std::uint64_t{0});
+    model_.reset();
+    memory_.reset(); // Gives back what is left (address space): the mirror must agree.
+    checker_.expect_equal("P1", "storage bytes left", faults_.live_bytes(), std::uint64_t{0});
   }
 
   std::string context() const {
-    return "op " + std::to_string(ops_) + ": " + last_ + "\n" +
-           "model: " + std::to_string(model_.allocations()) + " allocations, " +
-           std::to_string(model_.engine().live_failures().size()) + " live failures\n";
+    std::string text = std::string("setup: ") + setup_.name + "\nlast ops (oldest first):\n";
+    const std::size_t shown = std::min(ops_ + 1, log_.size());
+    for (std::size_t back = shown; back-- > 0;) {
+      const std::size_t index = ops_ - back;
+      const LoggedOp& op = log_[index % log_.size()];
+      text += "  op " + std::to_string(index) + ": " + op_name(op.op) + " " + std::to_string(op.a) +
+              " " + std::to_string(op.b) + " " + std::to_string(op.c) + "\n";
+    }
+    text += "model: " + std::to_string(model_.allocations()) + " allocations, " +
+            std::to_string(model_.reserved()) + " bytes reserved in " +
+            std::to_string(model_.pages()) + " pages, " +
+            std::to_string(model_.engine().live_failures().size()) + " live failures\n";
+    return text;
   }
 
+  const model::PoolSetup& setup_;
   Checker checker_;
-  HostStorage host_{256};
-  FaultInjectingStorage storage_{host_};
+  HostStorage host_;
+  FaultInjectingStorage faults_;
   ErrorGraph graph_;
-  std::unique_ptr<MemoryManager> memory_ =
-      std::make_unique<MemoryManager>(storage_, graph_, ladder());
-  model::PoolModel model_{ladder()};
+  model::PoolModel model_;
+  model::ObservedStorage observed_;
+  std::unique_ptr<MemoryManager> memory_;
   std::vector<Allocation> core_handles_;
   std::vector<AllocationId> model_handles_;
   std::vector<FailureId> held_;
   std::vector<FailureId> fresh_;
+  std::vector<std::pair<FailureId, ByteRange>> claims_; ///< Scratch, reused.
+  std::array<LoggedOp, 16> log_{};
   std::size_t ops_ = 0;
-  std::string last_;
 };
 
 } // namespace
@@ -454,7 +582,8 @@ class Harness {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   taintpool::fuzz::ByteReader in(data, size);
-  taintpool::fuzz::Harness harness;
+  const auto& all = taintpool::fuzz::setups();
+  taintpool::fuzz::Harness harness(all[in.below(all.size())]);
   harness.run(in);
   return 0;
 }

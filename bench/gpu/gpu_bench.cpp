@@ -306,7 +306,7 @@ RandomRow random_workload(cudaStream_t stream, std::size_t operations) {
   const int repeats = quick ? 1 : operations >= 100000 ? 3 : 5;
   std::vector<double> ns[4];
   for (int repeat = 0; repeat < repeats; ++repeat) {
-    { // Ours: a fresh manager on cudaMalloc pages.
+    { // Ours: a fresh manager on CudaStorage (its arena maps virtual memory).
       CudaStorage storage;
       ErrorGraph graph;
       MemoryManager memory(storage, graph);

@@ -137,16 +137,19 @@ class StreamRig {
   StreamRig(const StreamRig&) = delete;
   StreamRig& operator=(const StreamRig&) = delete;
 
-  /// The pool ladder: one sliced pool of small pages carved finely, an
-  /// exclusive pool above 64 bytes whose free pages go back to storage soon
-  /// (O3). One sliced pool, not more: every lane builds the whole ladder,
-  /// and each pool's size bins are most of what a fresh Device costs.
+  /// The pool ladder: one sliced pool of small pages carved finely, and the
+  /// arena above 64 bytes growing by small pages of exactly what it needs,
+  /// so the fixed block runs out soon and the out-of-memory path gives free
+  /// memory back to storage, where another lane takes it (O3). One sliced
+  /// pool, not more: every lane builds the whole ladder, and each pool's
+  /// size bins are most of what a fresh Device costs.
   static MemoryConfig config() {
     MemoryConfig config;
     config.alignment = 16;
     config.sliced = {{256, 64}};
     config.max_allocation = 1024;
-    config.exclusive_release_after = 3;
+    config.arena_growth_divisor = 0;
+    config.arena_min_growth = 256;
     return config;
   }
 

@@ -1,5 +1,6 @@
 #include <taintpool/model/pool_model.hpp>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -38,6 +39,130 @@ std::uint64_t PoolModel::aligned_extent(std::uint64_t size) const {
   return (size / unit + (size % unit != 0 ? 1 : 0)) * unit;
 }
 
+// ------------------------------------------------------------ storage mirror
+
+void PoolModel::page_allocated(std::uint64_t address, std::uint64_t size) {
+  forget_released(address, address + size); // fresh memory: nobody released it
+  blocks_.push_back(Block{address, size, false, {}});
+  track_peaks();
+}
+
+void PoolModel::page_freed(std::uint64_t address) {
+  for (auto block = blocks_.begin(); block != blocks_.end(); ++block) {
+    if (!block->reservation && block->address == address) {
+      forget_released(block->address, block->address + block->size);
+      blocks_.erase(block);
+      return;
+    }
+  }
+  violated("a page went back that the storage never gave");
+}
+
+void PoolModel::space_reserved(std::uint64_t address, std::uint64_t size) {
+  blocks_.push_back(Block{address, size, true, {}});
+}
+
+void PoolModel::space_unreserved(std::uint64_t address) {
+  for (auto block = blocks_.begin(); block != blocks_.end(); ++block) {
+    if (block->reservation && block->address == address) {
+      if (!block->chunks.empty()) {
+        violated("a reservation went back with memory still mapped in it");
+      }
+      blocks_.erase(block);
+      return;
+    }
+  }
+  violated("a reservation went back that the storage never made");
+}
+
+void PoolModel::chunk_mapped(std::uint64_t address, std::uint64_t size) {
+  for (Block& block : blocks_) {
+    if (block.reservation && block.address <= address &&
+        address + size <= block.address + block.size) {
+      for (const auto& [begin, bytes] : block.chunks) {
+        if (address < begin + bytes && begin < address + size) {
+          violated("a chunk was mapped over one already mapped");
+        }
+      }
+      forget_released(address, address + size);
+      block.chunks.emplace_back(address, size);
+      track_peaks();
+      return;
+    }
+  }
+  violated("a chunk was mapped outside every reservation");
+}
+
+void PoolModel::chunk_unmapped(std::uint64_t address) {
+  for (Block& block : blocks_) {
+    for (auto chunk = block.chunks.begin(); chunk != block.chunks.end(); ++chunk) {
+      if (chunk->first == address) {
+        for (const Record& record : records_) {
+          if (record.state != State::Ended && record.placed &&
+              record.address < address + chunk->second &&
+              address < record.address + record.extent) {
+            violated("P1/P2: a chunk went back under " + to_string(record.id) +
+                     ", which still occupies it");
+          }
+        }
+        forget_released(address, address + chunk->second);
+        block.chunks.erase(chunk);
+        return;
+      }
+    }
+  }
+  violated("a chunk went back that was never mapped");
+}
+
+void PoolModel::forget_released(std::uint64_t begin, std::uint64_t end) {
+  std::vector<Released> kept;
+  for (const Released& range : released_) {
+    if (range.end <= begin || end <= range.begin) {
+      kept.push_back(range);
+      continue;
+    }
+    if (range.begin < begin) {
+      kept.push_back(Released{range.begin, begin, range.lane});
+    }
+    if (end < range.end) {
+      kept.push_back(Released{end, range.end, range.lane});
+    }
+  }
+  released_ = std::move(kept);
+}
+
+bool PoolModel::in_memory(std::uint64_t begin, std::uint64_t end) const {
+  // Walk the memory runs that cover `begin` onwards, chunk by chunk.
+  std::uint64_t at = begin;
+  bool progressed = true;
+  while (at < end && progressed) {
+    progressed = false;
+    for (const Block& block : blocks_) {
+      if (!block.reservation) {
+        if (block.address <= at && at < block.address + block.size) {
+          at = block.address + block.size;
+          progressed = true;
+        }
+        continue;
+      }
+      for (const auto& [chunk, bytes] : block.chunks) {
+        if (chunk <= at && at < chunk + bytes) {
+          at = chunk + bytes;
+          progressed = true;
+        }
+      }
+    }
+  }
+  return at >= end;
+}
+
+void PoolModel::track_peaks() {
+  peak_reserved_ = std::max(peak_reserved_, reserved());
+  peak_in_use_ = std::max(peak_in_use_, in_use());
+}
+
+// ------------------------------------------------------------ lifecycle
+
 PoolModel::Record* PoolModel::find(AllocationId id) {
   for (Record& record : records_) {
     if (record.id == id) {
@@ -52,7 +177,7 @@ const PoolModel::Record* PoolModel::find(AllocationId id) const {
 }
 
 void PoolModel::allocated(AllocationId id, std::uint64_t size, std::uint64_t address,
-                          std::uint64_t extent, std::uint32_t pool) {
+                          std::uint64_t extent, std::uint32_t pool, std::uint32_t lane) {
   if (!records_.empty() && !(records_.back().id < id)) {
     violated("allocation ids must count up and never repeat; got " + to_string(id) + " after " +
              to_string(records_.back().id));
@@ -68,17 +193,17 @@ void PoolModel::allocated(AllocationId id, std::uint64_t size, std::uint64_t add
     violated("routing: a " + std::to_string(size) + "-byte allocation went to pool " +
              std::to_string(pool) + ", not " + std::to_string(pool_for(size)));
   }
-  const std::uint64_t least = aligned_extent(size);
-  const bool exclusive = pool == config_.sliced.size();
-  const std::uint64_t most =
-      exclusive ? least + least / 8 * config_.exclusive_reuse_slack_eighths : least;
-  if (extent < least || extent > most) {
+  if (extent != aligned_extent(size)) {
     violated("P2: " + to_string(id) + " of " + std::to_string(size) + " bytes occupies " +
-             std::to_string(extent) + " bytes; expected " + std::to_string(least) +
-             (exclusive ? " to " + std::to_string(most) : std::string()));
+             std::to_string(extent) + " bytes; expected exactly " +
+             std::to_string(aligned_extent(size)));
   }
   if (address > UINT64_MAX - extent) {
     violated("P2: an allocation's address + extent overflows");
+  }
+  if (!in_memory(address, address + extent)) {
+    violated("P2: " + to_string(id) + " at [" + std::to_string(address) + ", +" +
+             std::to_string(extent) + ") lies outside the memory the storage gave");
   }
   for (const Record& other : records_) {
     if (other.state == State::Ended || !other.placed) {
@@ -88,17 +213,27 @@ void PoolModel::allocated(AllocationId id, std::uint64_t size, std::uint64_t add
       violated("P2: " + to_string(id) + " overlaps live " + to_string(other.id));
     }
   }
+  for (const Released& range : released_) {
+    if (range.lane != lane && address < range.end && range.begin < address + extent) {
+      violated("P4: " + to_string(id) + " of lane " + std::to_string(lane) +
+               " was given bytes an allocation of lane " + std::to_string(range.lane) +
+               " released, before they went back to storage");
+    }
+  }
+  forget_released(address, address + extent);
   records_.push_back(
-      Record{id, size, address, extent, 1, State::Live, engine_.add_allocation(), true});
+      Record{id, size, address, extent, 1, State::Live, engine_.add_allocation(), true, lane});
+  track_peaks();
 }
 
-void PoolModel::allocated_unplaced(AllocationId id, std::uint64_t size) {
+void PoolModel::allocated_unplaced(AllocationId id, std::uint64_t size, std::uint32_t lane) {
   if (!(id == next_id())) {
     violated("allocation ids must count up by one; got " + to_string(id) + ", expected " +
              to_string(next_id()));
   }
-  records_.push_back(
-      Record{id, size, 0, aligned_extent(size), 1, State::Live, engine_.add_allocation(), false});
+  records_.push_back(Record{id, size, 0, aligned_extent(size), 1, State::Live,
+                            engine_.add_allocation(), false, lane});
+  track_peaks();
 }
 
 AllocationId PoolModel::next_id() const {
@@ -126,6 +261,11 @@ void PoolModel::handle_dropped(AllocationId id) {
 void PoolModel::end(Record& record) {
   record.state = State::Ended;
   engine_.clear(record.carrier); // P1: its tags go with it.
+  if (record.placed) {
+    // P4: these bytes were released on this lane; until the storage takes
+    // them back, only this lane may be handed them.
+    released_.push_back(Released{record.address, record.address + record.extent, record.lane});
+  }
 }
 
 void PoolModel::manager_called() {
@@ -144,6 +284,8 @@ void PoolModel::reset() {
     }
   }
 }
+
+// ------------------------------------------------------------ taint
 
 PoolModel::BindingCheck PoolModel::check(const Binding& binding) const {
   const Record* record = find(binding.allocation);
@@ -175,6 +317,8 @@ std::vector<std::pair<FailureId, ByteRange>> PoolModel::claims(AllocationId id) 
   }
   return engine_.claims(record->carrier);
 }
+
+// ------------------------------------------------------------ figures
 
 bool PoolModel::live(AllocationId id) const {
   const Record* record = find(id);
@@ -218,6 +362,78 @@ std::uint64_t PoolModel::padding() const {
 std::uint64_t PoolModel::handles(AllocationId id) const {
   const Record* record = find(id);
   return record != nullptr ? record->handles : 0;
+}
+
+std::uint32_t PoolModel::lane_of(AllocationId id) const {
+  const Record* record = find(id);
+  return record != nullptr ? record->lane : 0;
+}
+
+std::uint64_t PoolModel::reserved() const {
+  std::uint64_t total = 0;
+  for (const Block& block : blocks_) {
+    if (!block.reservation) {
+      total += block.size;
+    }
+    for (const auto& chunk : block.chunks) {
+      total += chunk.second;
+    }
+  }
+  return total;
+}
+
+std::uint64_t PoolModel::pages() const {
+  std::uint64_t count = 0;
+  for (const Block& block : blocks_) {
+    count += block.reservation ? block.chunks.size() : 1;
+  }
+  return count;
+}
+
+std::uint64_t PoolModel::largest_free_block() const {
+  std::uint64_t largest = 0;
+  for (const Block& block : blocks_) {
+    // The block's memory as sorted, merged runs.
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> runs; // [begin, end)
+    if (!block.reservation) {
+      runs.emplace_back(block.address, block.address + block.size);
+    } else {
+      for (const auto& [chunk, bytes] : block.chunks) {
+        runs.emplace_back(chunk, chunk + bytes);
+      }
+      std::sort(runs.begin(), runs.end());
+      std::vector<std::pair<std::uint64_t, std::uint64_t>> merged;
+      for (const auto& run : runs) {
+        if (!merged.empty() && merged.back().second == run.first) {
+          merged.back().second = run.second;
+        } else {
+          merged.push_back(run);
+        }
+      }
+      runs = std::move(merged);
+    }
+    // Occupied extents in this block, sorted.
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> used;
+    for (const Record& record : records_) {
+      if (record.state != State::Ended && record.placed && block.address <= record.address &&
+          record.address < block.address + block.size) {
+        used.emplace_back(record.address, record.address + record.extent);
+      }
+    }
+    std::sort(used.begin(), used.end());
+    for (const auto& [begin, end] : runs) {
+      std::uint64_t at = begin;
+      for (const auto& [used_begin, used_end] : used) {
+        if (used_end <= at || used_begin >= end) {
+          continue;
+        }
+        largest = std::max(largest, used_begin > at ? used_begin - at : 0);
+        at = std::max(at, used_end);
+      }
+      largest = std::max(largest, end > at ? end - at : 0);
+    }
+  }
+  return largest;
 }
 
 } // namespace taintpool::model

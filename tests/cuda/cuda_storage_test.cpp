@@ -5,6 +5,7 @@
 #include <taintpool/exception.hpp>
 #include <taintpool/pool/fault_injecting_storage.hpp>
 #include <taintpool/pool/memory_manager.hpp>
+#include <taintpool/pool/virtual_memory.hpp>
 
 #include <gtest/gtest.h>
 
@@ -107,8 +108,14 @@ void expect_driver_out_of_memory(bool ordered) {
   } catch (const Exception& error) {
     EXPECT_EQ(error.kind(), ErrorKind::OutOfMemory);
     const std::string text = error.what();
-    EXPECT_NE(text.find(ordered ? "cudaMallocAsync" : "cudaMalloc"), std::string::npos) << text;
-    EXPECT_NE(text.find("cudaErrorMemoryAllocation"), std::string::npos) << text;
+    if (storage.virtual_memory() != nullptr) {
+      // The arena maps: the driver's virtual memory calls refuse it.
+      EXPECT_NE(text.find("cuMem"), std::string::npos) << text;
+      EXPECT_NE(text.find("CUDA_ERROR_"), std::string::npos) << text;
+    } else {
+      EXPECT_NE(text.find(ordered ? "cudaMallocAsync" : "cudaMalloc"), std::string::npos) << text;
+      EXPECT_NE(text.find("cudaErrorMemoryAllocation"), std::string::npos) << text;
+    }
     EXPECT_NE(text.find("in use"), std::string::npos) << text;
     EXPECT_NE(text.find("largest free block"), std::string::npos) << text;
     EXPECT_NE(text.find(storage.name()), std::string::npos) << text;
@@ -186,6 +193,69 @@ TEST(CudaStorage, P1_P2_APoolOnCudaPagesReusesSlicesAndGivesEveryPageBackOnClean
     EXPECT_EQ(storage.pages(), 0u);
   }
   EXPECT_EQ(graph.size(), 0u); // R4
+}
+
+TEST(CudaStorage, P2_VirtualMemoryReservesAddressSpaceAndMapsWritableChunksIntoIt) {
+  TAINTPOOL_REQUIRE_GPU();
+  CudaStorage storage;
+  VirtualMemory* memory = storage.virtual_memory();
+  if (memory == nullptr) {
+    GTEST_SKIP() << "this device has no virtual memory management";
+  }
+  const std::uint64_t granule = memory->granularity();
+  EXPECT_GE(granule, 2 * kMiB);
+  EXPECT_EQ(granule & (granule - 1), 0u);
+  const StorageHandle range = memory->reserve(64 * granule);
+  auto* base = static_cast<std::uint8_t*>(storage.resolve(range));
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(base) % 512, 0u);
+  // Two chunks, one after the other: one contiguous writable range.
+  const StorageHandle first = memory->map(range, 0, 2 * granule);
+  const StorageHandle second = memory->map(range, 2 * granule, granule);
+  EXPECT_EQ(storage.pages(), 2u);
+  EXPECT_EQ(storage.bytes(), 3 * granule);
+  ASSERT_EQ(cudaMemset(base, 0x7E, 3 * granule), cudaSuccess);
+  std::uint8_t last = 0;
+  ASSERT_EQ(cudaMemcpy(&last, base + 3 * granule - 1, 1, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(last, 0x7E);
+  memory->unmap(range, 2 * granule, granule, second);
+  memory->unmap(range, 0, 2 * granule, first);
+  memory->unreserve(range, 64 * granule);
+  EXPECT_EQ(storage.pages(), 0u);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  // Off when asked, and with stream-ordered pages.
+  EXPECT_EQ(CudaStorage(CudaStorageOptions{0, 256, false, nullptr, false}).virtual_memory(),
+            nullptr);
+  EXPECT_EQ(CudaStorage(CudaStorageOptions{0, 256, true, nullptr, true}).virtual_memory(), nullptr);
+}
+
+TEST(CudaStorage, P2_TheArenaGrowsInOneMappedRangeAndARefusedMapIsOutOfMemory) {
+  TAINTPOOL_REQUIRE_GPU();
+  CudaStorage storage;
+  if (storage.virtual_memory() == nullptr) {
+    GTEST_SKIP() << "this device has no virtual memory management";
+  }
+  FaultInjectingStorage faulty(storage);
+  ErrorGraph graph;
+  MemoryManager memory(faulty, graph);
+  const Allocation first = memory.allocate(100 * kMiB);
+  const Allocation second = memory.allocate(300 * kMiB);
+  std::byte* a = memory.resolve(first.whole()).data;
+  const std::byte* b = memory.resolve(second.whole()).data;
+  EXPECT_EQ(b, a + 100 * kMiB) << "the second buffer follows the first in one range";
+  ASSERT_EQ(cudaMemset(a, 1, 400 * kMiB), cudaSuccess);
+  faulty.fail_next(1);
+  try {
+    const Allocation refused = memory.allocate(2048 * kMiB);
+    FAIL() << "the injected map failure did not fire";
+  } catch (const Exception& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::OutOfMemory);
+    EXPECT_NE(std::string(error.what()).find("refused a map"), std::string::npos) << error.what();
+  }
+  memory.check_invariants();
+  const Allocation after = memory.allocate(2048 * kMiB);
+  EXPECT_TRUE(after);
+  memory.check_invariants();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
 } // namespace

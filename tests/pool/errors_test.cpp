@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "pool_fixture.hpp"
 
@@ -92,15 +93,59 @@ TEST_F(PoolTest, P3_AStorageFailureIsOutOfMemoryWithABreakdown) {
 
 TEST_F(PoolTest, P3_OutOfMemoryGivesFreePagesBackAndRetriesBeforeGivingUp) {
   {
-    Allocation cached = memory->allocate(500 << 10); // an exclusive page, then idle
+    // Eight pages of the 8 KiB pool, then all of it free (cached, idle).
+    std::vector<Allocation> small;
+    for (int index = 0; index < 64; ++index) {
+      small.push_back(memory->allocate(1024));
+    }
   }
   memory->sweep();
   const std::uint64_t idle = memory->stats().reserved;
-  ASSERT_GT(idle, 0u);
-  storage.limit_capacity(idle);                  // room for the idle page, but not for another
-  Allocation fits = memory->allocate(400 << 10); // too far below 500 KiB to reuse it
-  EXPECT_EQ(fits.size(), 400u << 10) << "the idle page was given back to make room";
-  EXPECT_LE(memory->stats().reserved, idle);
+  ASSERT_EQ(idle, 64u << 10);
+  // Room for what is cached but not one byte more: the arena's first chunk
+  // (64 KiB) only fits once the cached pages went back.
+  storage.limit_capacity(idle);
+  Allocation fits = memory->allocate(40 << 10);
+  EXPECT_EQ(fits.size(), 40u << 10) << "the idle pages were given back to make room";
+  EXPECT_EQ(memory->stats().reserved, 64u << 10);
+  EXPECT_EQ(memory->stats().pages, 1u);
+  memory->check_invariants();
+}
+
+TEST_F(PoolTest, P3_OutOfMemoryAfterTheGiveBackSaysWhatWasGivenBack) {
+  {
+    std::vector<Allocation> small;
+    for (int index = 0; index < 16; ++index) {
+      small.push_back(memory->allocate(1024)); // two 8 KiB pages, then idle
+    }
+  }
+  Allocation held = memory->allocate(3000); // one 64 KiB page, in use
+  memory->sweep();
+  storage.limit_capacity(storage.live_bytes() + (16 << 10)); // 16 KiB more at most
+  try {
+    (void)memory->allocate(100 << 10); // needs a 128 KiB chunk: refused twice
+    FAIL() << "expected OutOfMemory";
+  } catch (const Exception& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::OutOfMemory);
+    const std::string message = error.what();
+    EXPECT_NE(message.find("gave back 16384 bytes in 2 pages of cached free memory first"),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("in use 3000 bytes, reserved 65536 bytes in 1 pages"), std::string::npos)
+        << "the breakdown is taken after the give-back: " << message;
+  }
+  memory->check_invariants();
+}
+
+TEST_F(PoolTest, P3_OutOfMemoryGivesBackEveryLanesFreeMemory) {
+  {
+    Allocation other_lane = memory->allocate(300 << 10, 5); // lane 5's arena: 320 KiB
+  }
+  memory->sweep();
+  storage.limit_capacity(storage.live_bytes()); // nothing more
+  Allocation here = memory->allocate(300 << 10, 0);
+  EXPECT_EQ(here.size(), 300u << 10) << "lane 5's free chunk went back and lane 0 got it";
+  EXPECT_EQ(memory->stats().reserved, 320u << 10);
 }
 
 TEST_F(PoolTest, P3_ABindingPastTheEndIsInvalidBindingAndChangesNothing) {

@@ -100,9 +100,15 @@ struct PoolChecks : PoolTest {
 
 // ------------------------------------------------------------ pages and slices (P2)
 
+TEST_F(PoolChecks, P4_APageFiledUnderAnotherLaneIsCaught) {
+  const Allocation a = memory->allocate(256, 3);
+  corrupt(slice_of(a).page->lane, 4, "the page list is not linked both ways to its pool and lane");
+}
+
 TEST_F(PoolChecks, P2_APageNotLinkedToItsPoolIsCaught) {
   const Allocation a = memory->allocate(256);
-  corrupt(slice_of(a).page->pool, nullptr, "the page list is not linked both ways to its pool");
+  corrupt(slice_of(a).page->pool, nullptr,
+          "the page list is not linked both ways to its pool and lane");
 }
 
 TEST_F(PoolChecks, P2_ASliceNotLinkedToItsNeighboursIsCaught) {
@@ -159,14 +165,15 @@ TEST_F(PoolChecks, P1_AFreeSliceThatStillCarriesTaintIsCaught) {
   Slice& rest = free_neighbour(slice_of(a));
   const FailureId failure = fail();
   rest.taint.taint(ByteRange::of(0, 8), failure, graph);
-  expect_violation("a free slice still carries taint (P1)");
+  expect_violation("a free or unmapped slice still carries taint (P1)");
   rest.taint.clear(graph);
   EXPECT_FALSE(graph.contains(failure)) << "the test's tag was its only hold";
 }
 
 TEST_F(PoolChecks, P1_AFreeSliceThatNamesAnAllocationIsCaught) {
   const Allocation a = memory->allocate(256);
-  corrupt(free_neighbour(slice_of(a)).allocation, 99, "a free slice names an allocation");
+  corrupt(free_neighbour(slice_of(a)).allocation, 99,
+          "a free or unmapped slice names an allocation");
 }
 
 TEST_F(PoolChecks, P2_FreeSlicesOnPagesThatTheFreeIndexDoesNotHoldAreCaught) {
@@ -183,8 +190,10 @@ TEST_F(PoolChecks, P2_FreeSlicesOnPagesThatTheFreeIndexDoesNotHoldAreCaught) {
 TEST_F(PoolChecks, P2_ASlicedPageOfTheWrongSizeIsCaught) {
   const std::vector<Allocation> held = fill_one_page();
   Slice& last = last_on_page(slice_of(held.front()));
-  last.extent += 256; // The page still tiles, at a size its pool never asks for.
+  last.extent += 256;       // The page still tiles, at a size its pool never asks for,
+  last.page->mapped += 256; // and counts all of itself as held.
   corrupt(last.page->size, last.page->size + 256, "a sliced page of the wrong size");
+  last.page->mapped -= 256;
   last.extent -= 256;
 }
 
@@ -209,28 +218,36 @@ TEST_F(PoolChecks, P2_AParkedSliceNoLongerMarkedRecentIsCaught) {
           "the recent list holds 1 slices but 0 are marked recent");
 }
 
-// ------------------------------------------------------------ the exclusive pool
+// ------------------------------------------------------------ the arena
 
-TEST_F(PoolChecks, P2_AMislinkedIdlePageIsCaught) {
-  Allocation big = memory->allocate(32 << 10);
+TEST_F(PoolChecks, P2_AnArenaChunkThatNoLongerCoversItsSlicesIsCaught) {
+  const Allocation big = memory->allocate(100 << 10); // one 128 KiB chunk
   Page& page = *slice_of(big).page;
-  big.reset();
-  memory->sweep();
-  ASSERT_EQ(page.first->state, SliceState::Free) << "an exclusive page waits idle for reuse";
-  corrupt(page.idle_prev, &page, "the idle-page list holds a page in use or is mislinked");
+  ASSERT_TRUE(page.reservation);
+  ASSERT_EQ(page.chunks.size(), 1u);
+  corrupt(page.chunks[0].size, 64u << 10, "a reservation's chunks add up to 65536 bytes");
+  page.mapped -= 64 << 10;
+  corrupt(page.chunks[0].size, 64u << 10, "have no memory mapped behind them");
+  page.mapped += 64 << 10;
 }
 
-TEST_F(PoolChecks, P2_AnIdleListWithTheWrongTailIsCaught) {
-  Allocation one = memory->allocate(32 << 10);
-  Allocation two = memory->allocate(40 << 10);
-  Page& first = *slice_of(one).page;
-  Page& second = *slice_of(two).page;
-  one.reset();
-  two.reset();
-  memory->sweep();
-  Page& oldest = first.idle_prev == nullptr ? first : second;
-  ASSERT_NE(oldest.idle_next, nullptr) << "two idle pages";
-  corrupt(oldest.idle_next, nullptr, "the idle-page list's tail is wrong");
+TEST_F(PoolChecks, P2_AChunkReachingIntoUnmappedAddressSpaceIsCaught) {
+  const Allocation big = memory->allocate(100 << 10); // 128 KiB mapped, then unmapped
+  Page& page = *slice_of(big).page;
+  ASSERT_EQ(last_on_page(slice_of(big)).state, SliceState::Unmapped);
+  page.mapped += 64 << 10;
+  corrupt(page.chunks[0].size, page.chunks[0].size + (64 << 10),
+          "a mapped chunk overlaps an unmapped slice");
+  page.mapped -= 64 << 10;
+}
+
+TEST_F(PoolChecks, P2_AnUnmappedSliceOnAPageOfMemoryIsCaught) {
+  const Allocation big = memory->allocate(100 << 10);
+  Page& page = *slice_of(big).page;
+  const std::uint64_t mapped = page.mapped;
+  page.mapped = page.size; // a page of memory counts all of itself
+  corrupt(page.reservation, false, "an unmapped slice on a page of memory");
+  page.mapped = mapped;
 }
 
 // ------------------------------------------------------------ the size bins
@@ -303,7 +320,7 @@ TEST(MemoryConfigChecks, P3_EachInconsistencyIsRejectedByName) {
   expect_rejected(bad, "exceeds its page size");
   bad = config;
   bad.sliced = {config.sliced[1], config.sliced[0]};
-  expect_rejected(bad, "not in ascending order of max slice");
+  expect_rejected(bad, "not in strictly ascending order of max slice");
   bad = config;
   bad.max_allocation = 1024;
   expect_rejected(bad, "max allocation is below the largest sliced pool's max slice");
@@ -311,8 +328,17 @@ TEST(MemoryConfigChecks, P3_EachInconsistencyIsRejectedByName) {
   bad.max_allocation = (std::numeric_limits<std::uint64_t>::max() >> 1) + 1;
   expect_rejected(bad, "max allocation above 2^63 cannot be aligned without overflow");
   bad = config;
-  bad.exclusive_reuse_slack_eighths = 65;
-  expect_rejected(bad, "exclusive reuse slack above 64 eighths");
+  bad.sliced[1].max_slice = bad.sliced[0].max_slice;
+  expect_rejected(bad, "not in strictly ascending order of max slice (1024 after 1024)");
+  bad = config;
+  bad.arena_address_space = 0;
+  expect_rejected(bad, "arena address space 0 is not positive");
+  bad = config;
+  bad.arena_min_growth = 1000;
+  expect_rejected(bad, "arena min growth 1000 is not a positive multiple of the alignment");
+  bad = config;
+  bad.arena_min_growth = 0;
+  expect_rejected(bad, "arena min growth 0 is not a positive multiple of the alignment");
   bad = config;
   bad.alignment = 512;
   expect_rejected(bad, "exceeds the storage's page alignment 256");
@@ -334,7 +360,10 @@ TEST_F(PoolChecks, TheManagerReportsItsConfigStorageGraphAndPools) {
   EXPECT_EQ(memory->config().max_allocation, std::uint64_t{1} << 20);
   EXPECT_EQ(&memory->storage(), &storage);
   EXPECT_EQ(&memory->graph(), &graph);
-  EXPECT_EQ(memory->pool_count(), 3u) << "two sliced pools and the exclusive one";
+  EXPECT_EQ(memory->pool_count(), 3u) << "two sliced pools and the arena";
+  EXPECT_EQ(memory->lane_count(), 0u) << "lanes are made on first use";
+  const Allocation a = memory->allocate(100, 7);
+  EXPECT_EQ(memory->lane_count(), 1u);
 }
 
 TEST(MemoryStatsFigures, P2_PeakOverheadIsPeakReservedOverPeakInUse) {

@@ -1,7 +1,8 @@
 // Pins P2 — live allocations never overlap, every one is aligned, usage
 // figures are exact — and the pools' shapes: routing by the ladder, splits
-// and merges in sliced pools, reuse within slack and ageing in the
-// exclusive pool, fragmentation and the largest free block.
+// and merges in sliced pools, the arena's best fit, growth by mapping (or by
+// pages without virtual memory) and give-back, fragmentation and the
+// largest free block.
 #include <taintpool/pool/counting_storage.hpp>
 
 #include <gtest/gtest.h>
@@ -52,13 +53,15 @@ TEST_F(PoolTest, P2_UsageFiguresAreExact) {
   Allocation a = memory->allocate(100);   // extent 256: padding 156
   Allocation b = memory->allocate(256);   // extent 256: padding 0
   Allocation c = memory->allocate(0);     // extent 256: padding 256
-  Allocation d = memory->allocate(20000); // exclusive: extent 20224
+  Allocation d = memory->allocate(20000); // the arena: extent 20224
   const MemoryStats stats = memory->stats();
   EXPECT_EQ(stats.in_use, 100u + 256u + 0u + 20000u);
   EXPECT_EQ(stats.padding, 156u + 0u + 256u + 224u);
   EXPECT_EQ(stats.allocations, 4u);
-  EXPECT_EQ(stats.reserved, (8u << 10) + 20224u) << "one small page and one exclusive page";
+  EXPECT_EQ(stats.reserved, (8u << 10) + (64u << 10))
+      << "one small page and the arena's first 64 KiB chunk";
   EXPECT_EQ(stats.pages, 2u);
+  EXPECT_EQ(stats.largest_free_block, (64u << 10) - 20224u) << "the chunk's free tail";
   EXPECT_EQ(stats.free(), stats.reserved - stats.in_use - stats.padding);
   EXPECT_EQ(stats.peak_in_use, stats.in_use);
   EXPECT_EQ(stats.peak_reserved, stats.reserved);
@@ -103,30 +106,113 @@ TEST_F(PoolTest, P2_FreedNeighboursMergeSoAFullPageCanBeHandedOutWhole) {
   EXPECT_DOUBLE_EQ(merged.fragmentation(), 0.0);
 }
 
-TEST_F(PoolTest, P2_TheExclusivePoolReusesAFreePageOnlyWithinItsSlack) {
-  Allocation first = memory->allocate(64 << 10);
-  const std::byte* page = memory->resolve(first.whole()).data;
-  first.reset();
-  // 1/8 slack: a 60 KiB request may reuse the 64 KiB page, a 40 KiB one may not.
-  Allocation close = memory->allocate(60 << 10);
-  EXPECT_EQ(memory->resolve(close.whole()).data, page);
-  close.reset();
-  Allocation far = memory->allocate(40 << 10);
-  EXPECT_NE(memory->resolve(far.whole()).data, page);
-  EXPECT_EQ(memory->stats().pages, 2u);
+/// The arena's address of an allocation, as an offset from `base`.
+std::uint64_t offset_of(MemoryManager& memory, const Allocation& allocation,
+                        const std::byte* base) {
+  return static_cast<std::uint64_t>(memory.resolve(allocation.whole()).data - base);
 }
 
-TEST_F(PoolTest, P2_AFreeExclusivePageIsGivenBackOnceItHasIdledLongEnough) {
-  Allocation big = memory->allocate(200 << 10);
-  big.reset();
-  memory->sweep();
-  EXPECT_EQ(memory->stats().pages, 1u) << "kept for reuse at first";
-  // release_after = 4: four more exclusive reserves of another size age it out.
-  for (int index = 0; index < 5; ++index) {
-    Allocation other = memory->allocate(30 << 10);
+TEST_F(PoolTest, P2_TheArenaServesARequestFromTheSmallestFreeRangeThatFitsIt) {
+  // Six 100 KiB buffers back to back; free the second (hole A, 100 KiB) and
+  // the fourth and fifth (hole B, 200 KiB): the sixth keeps B closed in.
+  std::vector<Allocation> run;
+  for (int index = 0; index < 6; ++index) {
+    run.push_back(memory->allocate(100 << 10));
   }
-  const MemoryStats stats = memory->stats();
-  EXPECT_LT(stats.reserved, 200u << 10) << "the idle 200 KiB page went back";
+  const std::byte* base = memory->resolve(run[0].whole()).data;
+  run[1].reset();                                // hole A: 100 KiB at 100 KiB
+  run[3].reset();                                // hole B: 200 KiB at 300 KiB,
+  run[4].reset();                                //   closed in by run[5]
+  Allocation small = memory->allocate(90 << 10); // best fit: hole A
+  EXPECT_EQ(offset_of(*memory, small, base), 100u << 10);
+  Allocation large = memory->allocate(150 << 10); // only hole B fits
+  EXPECT_EQ(offset_of(*memory, large, base), 300u << 10);
+  Allocation exact = memory->allocate(50 << 10); // hole B's rest (50 KiB) fits exactly
+  EXPECT_EQ(offset_of(*memory, exact, base), 450u << 10);
+}
+
+TEST_F(PoolTest, P2_TheArenaGrowsByMappingTheNextBytesOfItsReservation) {
+  CountingStorage counting(host);
+  ErrorGraph own_graph;
+  MemoryManager arena(counting, own_graph, testing::small_ladder());
+  Allocation first = arena.allocate(100 << 10); // maps 128 KiB (two 64 KiB granules)
+  const std::byte* base = arena.resolve(first.whole()).data;
+  EXPECT_EQ(counting.counts().reserves, 1u);
+  EXPECT_EQ(counting.counts().maps, 1u);
+  EXPECT_EQ(arena.stats().reserved, 128u << 10);
+  Allocation second = arena.allocate(100 << 10); // 28 KiB left: map 128 KiB more after it
+  EXPECT_EQ(counting.counts().maps, 2u);
+  EXPECT_EQ(arena.resolve(second.whole()).data, base + (100 << 10))
+      << "the new bytes merge with the free tail, so the buffer starts right after the first";
+  EXPECT_EQ(arena.stats().reserved, 256u << 10);
+  EXPECT_EQ(arena.stats().pages, 2u) << "two mapped chunks";
+  EXPECT_EQ(counting.counts().reserves, 1u) << "one reservation holds them both";
+}
+
+TEST_F(PoolTest, P2_AWarmArenaServesTheSameMixAgainWithoutAStorageCall) {
+  CountingStorage counting(host);
+  ErrorGraph own_graph;
+  MemoryManager arena(counting, own_graph, testing::small_ladder());
+  std::mt19937_64 random(11);
+  std::vector<std::uint64_t> sizes;
+  for (int index = 0; index < 40; ++index) {
+    sizes.push_back((16u << 10) + random() % (200u << 10));
+  }
+  auto step = [&] {
+    std::vector<Allocation> live;
+    for (std::size_t index = 0; index < sizes.size(); ++index) {
+      live.push_back(arena.allocate(sizes[index]));
+      if (index % 3 == 2) {
+        live.erase(live.begin() + static_cast<std::ptrdiff_t>(index % live.size()));
+      }
+    }
+  };
+  step();
+  const std::uint64_t calls = counting.counts().calls();
+  for (int again = 0; again < 5; ++again) {
+    step();
+  }
+  EXPECT_EQ(counting.counts().calls(), calls) << "the arena already holds what the mix needs";
+  arena.check_invariants();
+}
+
+TEST_F(PoolTest, P2_CleanupUnmapsTheArenaChunksThatLieWhollyInFreeSpace) {
+  Allocation first = memory->allocate(100 << 10);  // chunk 1: 128 KiB
+  Allocation second = memory->allocate(100 << 10); // chunk 2: 128 KiB
+  EXPECT_EQ(memory->stats().pages, 2u);
+  second.reset();
+  memory->cleanup();
+  MemoryStats stats = memory->stats();
+  EXPECT_EQ(stats.pages, 1u) << "chunk 2 held only free space and went back";
+  EXPECT_EQ(stats.reserved, 128u << 10);
+  memory->check_invariants();
+  first.reset();
+  memory->cleanup();
+  stats = memory->stats();
+  EXPECT_EQ(stats.reserved, 0u);
+  EXPECT_EQ(stats.pages, 0u);
+  EXPECT_EQ(storage.live_bytes(), 0u);
+  Allocation again = memory->allocate(100 << 10); // and it can grow again
+  EXPECT_EQ(memory->stats().reserved, 128u << 10);
+}
+
+TEST(PoolArenaWithoutVirtualMemory, P2_TheArenaGrowsByPagesAndStillFitsBest) {
+  HostStorage pages(testing::small_granules(false));
+  ASSERT_EQ(pages.virtual_memory(), nullptr);
+  CountingStorage counting(pages);
+  ErrorGraph graph;
+  MemoryManager memory(counting, graph, testing::small_ladder());
+  Allocation a = memory.allocate(100 << 10); // a page of max(100 KiB, 64 KiB min growth)
+  Allocation b = memory.allocate(30 << 10);  // does not fit the first page: a second
+  EXPECT_EQ(counting.counts().allocations, 2u);
+  EXPECT_EQ(counting.counts().maps, 0u);
+  EXPECT_EQ(memory.stats().reserved, (100u << 10) + (64u << 10));
+  Allocation c = memory.allocate(30 << 10); // fits the second page's rest
+  EXPECT_EQ(counting.counts().allocations, 2u);
+  a.reset();
+  memory.cleanup();
+  EXPECT_EQ(memory.stats().reserved, 64u << 10) << "the free page went back";
+  memory.check_invariants();
 }
 
 TEST(PoolConfig, P3_AConfigThatCannotWorkIsRefusedUpFront) {
@@ -144,6 +230,13 @@ TEST(PoolConfig, P3_AConfigThatCannotWorkIsRefusedUpFront) {
   MemoryConfig slice_above_page;
   slice_above_page.sliced = {{4096, 8192}};
   EXPECT_THROW(MemoryManager(host, graph, slice_above_page), std::invalid_argument);
+  // Issue 13, defect 4: equal max slices are not strictly ascending, even 0.
+  MemoryConfig equal;
+  equal.sliced = {{4096, 1024}, {8192, 1024}};
+  EXPECT_THROW(MemoryManager(host, graph, equal), std::invalid_argument);
+  MemoryConfig equal_zero;
+  equal_zero.sliced = {{4096, 0}, {8192, 0}};
+  EXPECT_THROW(MemoryManager(host, graph, equal_zero), std::invalid_argument);
 }
 
 TEST(PoolSteadyState, ASteadyWorkloadStopsAskingTheStorageForPages) {

@@ -71,7 +71,7 @@ TEST_F(PoolTest, P1_ASplitRemainderAndAMergedSliceStartClean) {
 
 TEST_F(PoolTest, P1_ResetTombstonesLiveAllocationsAndTheirHandlesSeeNotFound) {
   Allocation buffer = memory->allocate(100);
-  Allocation big = memory->allocate(200 << 10); // the exclusive pool
+  Allocation big = memory->allocate(200 << 10); // the arena
   const FailureId failure = taint_whole(buffer);
   taint_whole(big);
 

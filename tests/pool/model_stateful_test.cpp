@@ -1,18 +1,26 @@
 // Pins: the memory manager and the pool model agree after every command of
-// random sequences — allocate (every pool, and sizes no pool can hold),
-// copy and drop handles, taint / written / failures on bindings (valid, past
-// the end, of allocations that are gone), sweep, cleanup, reset — on which
-// allocations are live or pending, their ids, their claims (P1: cleared
-// exactly when the manager discovers their end), the failures alive and
-// their tags (R1), and on P2 for every placement.
+// random sequences — allocate (every pool, sizes no pool can hold, several
+// lanes), copy and drop handles, taint / written / failures on bindings
+// (valid, past the end, of allocations that are gone), sweep, cleanup,
+// reset, stats — on which allocations are live or pending, their ids, their
+// claims (P1: cleared exactly when the manager discovers their end), the
+// failures alive and their tags (R1), P2 and P4 for every placement, and
+// every usage figure exactly (P2: in use, padding, reserved, pages held,
+// the largest free block, both peaks) — over every setup of
+// model/pool_configs.hpp: the default configuration users get and the edges
+// of every knob (issue 13).
 //
 // Why: the lifecycle tests pin each P1 point on a scenario; this walks
 // sequences nobody wrote down, with RapidCheck's stateful testing
 // (rc::state), and shrinks a failure to a minimal command list. Observers
 // used between commands never call into the manager (that would discover
 // releases the model has not yet seen): the allocation walk, the carriers,
-// the graph.
+// the graph. The figures need placements, which the rc model cannot see:
+// the system under test carries a second PoolModel, a mirror fed by an
+// ObservedStorage and by every placement, which predicts them.
 #include <taintpool/exception.hpp>
+#include <taintpool/model/observed_storage.hpp>
+#include <taintpool/model/pool_configs.hpp>
 #include <taintpool/model/pool_model.hpp>
 
 #include <gtest/gtest.h>
@@ -23,7 +31,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <ostream>
+#include <stdexcept>
 #include <vector>
 
 #include "pool_fixture.hpp"
@@ -31,17 +41,34 @@
 namespace taintpool {
 namespace {
 
+const std::vector<model::PoolSetup>& setups() {
+  static const std::vector<model::PoolSetup> all = model::pool_setups();
+  return all;
+}
+
 /// The model side: the pool model, and one entry per handle the test holds.
 struct Model {
-  model::PoolModel pool{testing::small_ladder()};
+  explicit Model(std::size_t chosen)
+      : setup(chosen)
+      , pool(setups()[chosen].config) {}
+  std::size_t setup;
+  model::PoolModel pool;
   std::vector<AllocationId> handles;
 };
 
-/// The system under test: a manager and the handles, in the same order.
+/// The system under test: a manager and the handles, in the same order, and
+/// the mirror that predicts the figures (see above).
 struct Sut {
-  HostStorage host{256};
+  explicit Sut(const model::PoolSetup& setup)
+      : host(setup.host)
+      , mirror(setup.config)
+      , observed(host, mirror)
+      , memory(observed, graph, setup.config) {}
+  HostStorage host;
+  model::PoolModel mirror;
+  model::ObservedStorage observed;
   ErrorGraph graph;
-  MemoryManager memory{host, graph, testing::small_ladder()};
+  MemoryManager memory;
   std::vector<Allocation> handles;
 };
 
@@ -80,6 +107,18 @@ void compare(const Model& expected, Sut& sut) {
   check_refcounts(sut.graph, sut.memory.carriers());
 }
 
+/// Every figure stats() gives, against the mirror's prediction (P2: exact).
+void compare_figures(const MemoryStats& stats, const model::PoolModel& mirror) {
+  RC_ASSERT(stats.in_use == mirror.in_use());
+  RC_ASSERT(stats.padding == mirror.padding());
+  RC_ASSERT(stats.allocations == mirror.allocations());
+  RC_ASSERT(stats.reserved == mirror.reserved());
+  RC_ASSERT(stats.pages == mirror.pages());
+  RC_ASSERT(stats.largest_free_block == mirror.largest_free_block());
+  RC_ASSERT(stats.peak_in_use == mirror.peak_in_use());
+  RC_ASSERT(stats.peak_reserved == mirror.peak_reserved());
+}
+
 /// Runs `command`'s effect on a copy of the model, then compares.
 template <class Self>
 void settle(const Self& command, const Model& before, Sut& sut) {
@@ -88,40 +127,83 @@ void settle(const Self& command, const Model& before, Sut& sut) {
   compare(after, sut);
 }
 
-std::uint64_t gen_size() {
-  return *rc::gen::weightedElement<std::uint64_t>({
-      {6, *rc::gen::inRange<std::uint64_t>(0, 1500)},
-      {3, *rc::gen::inRange<std::uint64_t>(1500, 20000)},
-      {2, *rc::gen::inRange<std::uint64_t>(20000, 300000)},
-      {1, *rc::gen::inRange<std::uint64_t>((1 << 20) + 1, 1 << 22)},
-  });
+/// A size from one of the setup's classes: 0, each sliced pool, the arena
+/// (capped as the setup says), too big.
+std::uint64_t gen_size(const MemoryConfig& config, std::uint64_t largest_drawn) {
+  const std::uint64_t arena_low = config.sliced.empty() ? 1 : config.sliced.back().max_slice + 1;
+  const std::uint64_t arena_high = std::min(config.max_allocation, largest_drawn);
+  // Classes, each a range [low, high]: 0; each sliced pool (weight 5); the
+  // arena's small end (3) and all of it (1); too big (1).
+  struct Class {
+    std::uint32_t weight;
+    std::uint64_t low;
+    std::uint64_t high;
+  };
+  std::vector<Class> classes{{1, 0, 0}};
+  std::uint64_t low = 0;
+  for (const SlicedPoolConfig& pool : config.sliced) {
+    classes.push_back({5, low, pool.max_slice});
+    low = pool.max_slice + 1;
+  }
+  classes.push_back({3, arena_low, std::min(arena_high, arena_low + (256 << 10))});
+  classes.push_back({1, arena_low, arena_high});
+  classes.push_back({1, config.max_allocation + 1, config.max_allocation + (4 << 20)});
+  std::uint32_t total = 0;
+  for (const Class& each : classes) {
+    total += each.weight;
+  }
+  std::uint32_t pick = *rc::gen::inRange<std::uint32_t>(0, total);
+  for (const Class& each : classes) {
+    if (pick < each.weight) {
+      return *rc::gen::inRange<std::uint64_t>(each.low, each.high + 1);
+    }
+    pick -= each.weight;
+  }
+  return 0;
 }
 
 struct Allocate : Command {
-  std::uint64_t size = gen_size();
+  std::uint64_t size;
+  std::uint32_t lane =
+      *rc::gen::weightedElement<std::uint32_t>({{6, 0}, {2, 1}, {1, MemoryManager::max_lanes - 1}});
+  explicit Allocate(const Model& model)
+      : size(gen_size(setups()[model.setup].config, setups()[model.setup].largest_drawn)) {}
   void apply(Model& model) const override {
     model.pool.manager_called();
     if (!model.pool.too_big(size)) {
       const AllocationId id = model.pool.next_id();
-      model.pool.allocated_unplaced(id, size);
+      model.pool.allocated_unplaced(id, size, lane);
       model.handles.push_back(id);
     }
   }
   void run(const Model& model, Sut& sut) const override {
+    sut.mirror.manager_called();
     if (model.pool.too_big(size)) {
       try {
-        (void)sut.memory.allocate(size);
+        (void)sut.memory.allocate(size, lane);
         RC_FAIL("a size no pool can hold was allocated");
       } catch (const Exception& error) {
         RC_ASSERT(error.kind() == ErrorKind::BufferTooBig);
       }
     } else {
-      sut.handles.push_back(sut.memory.allocate(size));
-      RC_ASSERT(sut.handles.back().id() == model.pool.next_id());
+      sut.handles.push_back(sut.memory.allocate(size, lane));
+      const AllocationId id = sut.handles.back().id();
+      RC_ASSERT(id == model.pool.next_id());
+      const std::optional<AllocationInfo> info = sut.memory.info(id);
+      RC_ASSERT(info.has_value());
+      RC_ASSERT(info->lane == lane);
+      try {
+        sut.mirror.allocated(id, size, reinterpret_cast<std::uintptr_t>(info->data), info->extent,
+                             info->pool, lane);
+      } catch (const std::logic_error& error) {
+        RC_FAIL(error.what()); // P2 or P4, named by the mirror
+      }
     }
     settle(*this, model, sut);
   }
-  void show(std::ostream& out) const override { out << "Allocate(" << size << ")"; }
+  void show(std::ostream& out) const override {
+    out << "Allocate(" << size << ", lane " << lane << ")";
+  }
 };
 
 /// Picks one of the handles the test holds.
@@ -141,6 +223,7 @@ struct Drop : OnHandle {
     model.handles.erase(model.handles.begin() + static_cast<std::ptrdiff_t>(handle));
   }
   void run(const Model& model, Sut& sut) const override {
+    sut.mirror.handle_dropped(model.handles[handle]);
     sut.handles.erase(sut.handles.begin() + static_cast<std::ptrdiff_t>(handle));
     settle(*this, model, sut);
   }
@@ -156,6 +239,7 @@ struct Copy : OnHandle {
     model.handles.push_back(model.handles[handle]);
   }
   void run(const Model& model, Sut& sut) const override {
+    sut.mirror.handle_copied(model.handles[handle]);
     sut.handles.push_back(sut.handles[handle]);
     settle(*this, model, sut);
   }
@@ -179,7 +263,8 @@ struct OnBinding : OnHandle {
   }
   /// Runs `op` on core; it must throw exactly the error the model expects.
   template <class Op>
-  void expect(const Model& model, Op&& op) const {
+  void expect(const Model& model, Sut& sut, Op&& op) const {
+    sut.mirror.manager_called();
     Model discovered = model;
     discovered.pool.manager_called();
     const auto check = discovered.pool.check(binding(model));
@@ -207,7 +292,7 @@ struct TaintBytes : OnBinding {
   }
   void run(const Model& model, Sut& sut) const override {
     const FailureId failure = sut.graph.insert(Error::generic("launch failed"));
-    expect(model, [&](const Binding& bytes) { sut.memory.taint(bytes, failure); });
+    expect(model, sut, [&](const Binding& bytes) { sut.memory.taint(bytes, failure); });
     sut.graph.prune(failure);
     settle(*this, model, sut);
   }
@@ -225,7 +310,7 @@ struct WriteBytes : OnBinding {
     }
   }
   void run(const Model& model, Sut& sut) const override {
-    expect(model, [&](const Binding& bytes) { sut.memory.written(bytes); });
+    expect(model, sut, [&](const Binding& bytes) { sut.memory.written(bytes); });
     settle(*this, model, sut);
   }
   void show(std::ostream& out) const override {
@@ -239,7 +324,7 @@ struct QueryBytes : OnBinding {
   void run(const Model& model, Sut& sut) const override {
     Model discovered = model;
     discovered.pool.manager_called();
-    expect(model, [&](const Binding& bytes) {
+    expect(model, sut, [&](const Binding& bytes) {
       RC_ASSERT(sut.memory.failures(bytes) == discovered.pool.failures(bytes));
     });
     settle(*this, model, sut);
@@ -252,6 +337,7 @@ struct QueryBytes : OnBinding {
 struct Sweep : Command {
   void apply(Model& model) const override { model.pool.manager_called(); }
   void run(const Model& model, Sut& sut) const override {
+    sut.mirror.manager_called();
     sut.memory.sweep();
     settle(*this, model, sut);
   }
@@ -261,6 +347,7 @@ struct Sweep : Command {
 struct Cleanup : Command {
   void apply(Model& model) const override { model.pool.manager_called(); }
   void run(const Model& model, Sut& sut) const override {
+    sut.mirror.manager_called();
     sut.memory.cleanup();
     settle(*this, model, sut);
     Model after = model;
@@ -268,6 +355,7 @@ struct Cleanup : Command {
     const MemoryStats stats = sut.memory.stats(); // discovers nothing new: cleanup just did
     RC_ASSERT(stats.in_use == after.pool.in_use());
     RC_ASSERT(stats.allocations == after.pool.allocations());
+    compare_figures(stats, sut.mirror);
   }
   void show(std::ostream& out) const override { out << "Cleanup"; }
 };
@@ -275,24 +363,55 @@ struct Cleanup : Command {
 struct Reset : Command {
   void apply(Model& model) const override { model.pool.reset(); }
   void run(const Model& model, Sut& sut) const override {
+    sut.mirror.reset(); // first: the storage hears of it during the call
     sut.memory.reset();
     settle(*this, model, sut);
-    RC_ASSERT(sut.memory.stats().reserved == 0u);
+    const MemoryStats stats = sut.memory.stats();
+    RC_ASSERT(stats.reserved == 0u);
+    compare_figures(stats, sut.mirror);
   }
   void show(std::ostream& out) const override { out << "Reset"; }
 };
 
-RC_GTEST_PROP(PoolModel, P1_P2_P3_TheManagerAgreesWithTheModelAfterEveryCommand, ()) {
-  Model model;
-  Sut sut;
+/// Every usage figure, exactly (P2).
+struct Stats : Command {
+  void apply(Model& model) const override { model.pool.manager_called(); }
+  void run(const Model& model, Sut& sut) const override {
+    sut.mirror.manager_called();
+    const MemoryStats stats = sut.memory.stats();
+    settle(*this, model, sut);
+    compare_figures(stats, sut.mirror);
+  }
+  void show(std::ostream& out) const override { out << "Stats"; }
+};
+
+RC_GTEST_PROP(PoolModel, P1_P2_P3_P4_TheManagerAgreesWithTheModelAfterEveryCommandInEverySetup,
+              ()) {
+  std::vector<std::size_t> indices(setups().size());
+  for (std::size_t index = 0; index < indices.size(); ++index) {
+    indices[index] = index;
+  }
+  const std::size_t chosen = *rc::gen::elementOf(indices); // uniform: every setup alike
+  RC_TAG(setups()[chosen].name);
+  Model model(chosen);
+  Sut sut(setups()[chosen]);
   rc::state::check(
       model, sut,
       rc::state::gen::execOneOfWithArgs<Allocate, Allocate, Drop, Copy, TaintBytes, TaintBytes,
-                                        WriteBytes, QueryBytes, Sweep, Cleanup, Reset>());
-  // R4: with every handle dropped and a sweep, no failure remains.
+                                        WriteBytes, QueryBytes, Sweep, Cleanup, Reset, Stats>());
+  // R4: with every handle dropped and a sweep, no failure remains; and with
+  // a cleanup, every byte is back in storage.
+  for (const Allocation& handle : sut.handles) {
+    sut.mirror.handle_dropped(handle.id());
+  }
   sut.handles.clear();
+  sut.mirror.manager_called();
   sut.memory.sweep();
   RC_ASSERT(sut.graph.empty());
+  sut.memory.cleanup();
+  const MemoryStats stats = sut.memory.stats();
+  RC_ASSERT(stats.reserved == 0u);
+  compare_figures(stats, sut.mirror);
 }
 
 } // namespace

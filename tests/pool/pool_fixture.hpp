@@ -1,6 +1,6 @@
 // A memory manager over fault-injecting host storage, with a small ladder so
-// every pool (two sliced, the exclusive one) is reached with small sizes,
-// and the helpers the pool tests share.
+// every pool (two sliced, the arena) is reached with small sizes, and the
+// helpers the pool tests share.
 #pragma once
 
 #include <taintpool/error_graph.hpp>
@@ -17,18 +17,26 @@
 namespace taintpool::testing {
 
 /// Pools: sliced up to 1 KiB on 8 KiB pages, sliced up to 16 KiB on 64 KiB
-/// pages, exclusive above (up to 1 MiB). Alignment 256.
+/// pages, the arena above (up to 1 MiB), reserving 4 MiB of address space
+/// at a time and growing by at least 64 KiB. Alignment 256.
 inline MemoryConfig small_ladder() {
   MemoryConfig config;
   config.alignment = 256;
   config.sliced = {{8 << 10, 1 << 10}, {64 << 10, 16 << 10}};
   config.max_allocation = 1 << 20;
-  config.exclusive_release_after = 4;
+  config.arena_address_space = 4 << 20;
+  config.arena_min_growth = 64 << 10;
   return config;
 }
 
+/// Host storage with virtual memory at a 64 KiB granularity, so the arena
+/// maps and unmaps at sizes the tests reach.
+inline HostStorageOptions small_granules(bool virtual_memory = true) {
+  return HostStorageOptions{256, virtual_memory, 64 << 10};
+}
+
 struct PoolTest : ::testing::Test {
-  HostStorage host{256};
+  HostStorage host{small_granules()};
   FaultInjectingStorage storage{host};
   ErrorGraph graph;
   std::unique_ptr<MemoryManager> memory =

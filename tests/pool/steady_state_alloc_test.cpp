@@ -57,6 +57,32 @@ TEST_F(PoolTest, AWarmChurnOfMixedSizesAllocatesNothing) {
   EXPECT_EQ(allocations_during(churn), 0u);
 }
 
+TEST_F(PoolTest, AWarmArenaChurnOnTwoLanesAllocatesNothing) {
+  std::vector<Allocation> live;
+  live.reserve(32);
+  // Mixed large sizes on lanes 0 and 3: splits, merges, best fit, no growth
+  // once warm (P4 keeps each lane to its own arena).
+  auto churn = [&] {
+    std::uint64_t state = 7;
+    for (int step = 0; step < 500; ++step) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      const std::uint64_t size = (20u << 10) + (state >> 33) % (400u << 10);
+      const std::uint32_t lane = (state >> 20) % 2 == 0 ? 0 : 3;
+      if (live.size() < 24) {
+        live.push_back(memory->allocate(size, lane));
+      } else {
+        live[static_cast<std::size_t>(size % live.size())] = memory->allocate(size, lane);
+      }
+    }
+    live.clear();
+    memory->sweep();
+  };
+  for (int warm = 0; warm < 3; ++warm) {
+    churn();
+  }
+  EXPECT_EQ(allocations_during(churn), 0u);
+}
+
 TEST_F(PoolTest, TaintAndReleaseOnABoundSliceAllocateNothingForOneClaim) {
   Allocation buffer = memory->allocate(4096);
   const Binding whole = buffer.whole();

@@ -15,7 +15,7 @@ void MemoryConfig::validate(std::uint64_t storage_alignment) const {
     reject("alignment " + std::to_string(alignment) + " exceeds the storage's page alignment " +
            std::to_string(storage_alignment));
   }
-  std::uint64_t previous = 0;
+  const SlicedPoolConfig* previous = nullptr;
   for (const SlicedPoolConfig& pool : sliced) {
     if (pool.page_size == 0 || pool.page_size % alignment != 0) {
       reject("page size " + std::to_string(pool.page_size) +
@@ -25,19 +25,29 @@ void MemoryConfig::validate(std::uint64_t storage_alignment) const {
       reject("max slice " + std::to_string(pool.max_slice) + " exceeds its page size " +
              std::to_string(pool.page_size));
     }
-    if (pool.max_slice <= previous && previous != 0) {
-      reject("the sliced pools are not in ascending order of max slice");
+    // Strictly: a pool whose max slice equals its predecessor's would never
+    // be routed to (issue 13, defect 4).
+    if (previous != nullptr && pool.max_slice <= previous->max_slice) {
+      reject("the sliced pools are not in strictly ascending order of max slice (" +
+             std::to_string(pool.max_slice) + " after " + std::to_string(previous->max_slice) +
+             ")");
     }
-    previous = pool.max_slice;
+    previous = &pool;
   }
-  if (max_allocation < previous) {
+  if (previous != nullptr && max_allocation < previous->max_slice) {
     reject("max allocation is below the largest sliced pool's max slice");
   }
   if (max_allocation > (UINT64_MAX >> 1)) {
     reject("max allocation above 2^63 cannot be aligned without overflow");
   }
-  if (exclusive_reuse_slack_eighths > 64) {
-    reject("exclusive reuse slack above 64 eighths (8x) would waste more than it saves");
+  if (arena_address_space == 0 || arena_address_space > (UINT64_MAX >> 1)) {
+    reject("arena address space " + std::to_string(arena_address_space) +
+           " is not positive and at most 2^63");
+  }
+  if (arena_min_growth == 0 || arena_min_growth % alignment != 0 ||
+      arena_min_growth > (UINT64_MAX >> 1)) {
+    reject("arena min growth " + std::to_string(arena_min_growth) +
+           " is not a positive multiple of the alignment, at most 2^63");
   }
 }
 

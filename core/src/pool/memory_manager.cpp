@@ -88,10 +88,9 @@ MemoryManager::MemoryManager(Storage& storage, ErrorGraph& graph, MemoryConfig c
   }
   try {
     cache_ = std::make_unique<detail::SliceCache>(*inbox_);
-    ladder_ = static_cast<std::uint32_t>(config_.sliced.size()) + 1;
-    add_lanes(1);
+    lanes_.resize(max_lanes);
   } catch (...) {
-    pools_.clear();
+    lanes_.clear();
     cache_.reset();
     inbox_->release();
     id_spaces().give(space_);
@@ -114,32 +113,10 @@ MemoryManager::~MemoryManager() {
     slice = next;
   }
   tombstoned_ = nullptr;
-  pools_.clear();
+  lanes_.clear();
   cache_.reset();
   inbox_->release();
   id_spaces().give(space_);
-}
-
-void MemoryManager::add_lanes(std::uint32_t lanes) {
-  // Cold: once per lane. Built aside, then appended, so a throw changes nothing.
-  std::vector<std::unique_ptr<detail::Pool>> added;
-  for (auto lane = static_cast<std::uint32_t>(pools_.size() / ladder_); lane < lanes; ++lane) {
-    for (const SlicedPoolConfig& pool : config_.sliced) {
-      added.push_back(std::make_unique<detail::SlicedPool>(storage_, *cache_, stats_,
-                                                           config_.alignment, pool.page_size));
-    }
-    added.push_back(std::make_unique<detail::ExclusivePool>(
-        storage_, *cache_, stats_, config_.alignment, config_.exclusive_reuse_slack_eighths,
-        config_.exclusive_release_after));
-    for (std::uint32_t index = 0; index < ladder_; ++index) {
-      added[added.size() - ladder_ + index]->set_index(index);
-      added[added.size() - ladder_ + index]->set_lane(lane);
-    }
-  }
-  pools_.reserve(pools_.size() + added.size());
-  for (auto& pool : added) {
-    pools_.push_back(std::move(pool));
-  }
 }
 
 // ------------------------------------------------------------ discovery
@@ -163,15 +140,21 @@ void MemoryManager::end_allocations(Slice* released) noexcept {
       if (slice->bin_next != nullptr) {
         slice->bin_next->bin_prev = slice->bin_prev;
       }
+      slice->size = 0;
+      slice->allocation = 0;
       cache_->give(slice);
       continue;
     }
-    // P1: the allocation has ended for good; no tag outlives it.
-    live_.erase(live_.find(slice->allocation));
+    // P1: the allocation has ended for good; no tag outlives it. Its table
+    // slot is a cache miss at 10^5 live allocations: ask for it first and
+    // do the rest while it comes.
+    const std::uint64_t ended = slice->allocation;
+    live_.prefetch(ended);
     stats_.in_use -= slice->size;
     stats_.padding -= slice->extent - slice->size;
     stats_.allocations -= 1;
     slice->taint.clear(graph_);
+    live_.erase(live_.find(ended));
     slice->state = SliceState::Free;
     slice->allocation = 0;
     slice->size = 0;
@@ -190,51 +173,89 @@ std::uint32_t MemoryManager::route(std::uint64_t size) const noexcept {
   return static_cast<std::uint32_t>(config_.sliced.size());
 }
 
-void MemoryManager::throw_out_of_memory(std::uint64_t size, const std::string& cause) {
+std::vector<std::unique_ptr<detail::Pool>>& MemoryManager::open_lane(std::uint32_t lane) {
+  if (lane >= max_lanes) {
+    throw std::invalid_argument("MemoryManager: lane " + std::to_string(lane) +
+                                " is not one of the " + std::to_string(max_lanes) +
+                                " lanes a manager serves (0 to " + std::to_string(max_lanes - 1) +
+                                ")");
+  }
+  std::vector<std::unique_ptr<detail::Pool>> pools;
+  for (const SlicedPoolConfig& pool : config_.sliced) {
+    pools.push_back(std::make_unique<detail::SlicedPool>(storage_, *cache_, stats_,
+                                                         config_.alignment, pool.page_size));
+  }
+  pools.push_back(
+      std::make_unique<detail::ArenaPool>(storage_, *cache_, stats_, config_.alignment, config_));
+  for (std::uint32_t index = 0; index < pools.size(); ++index) {
+    pools[index]->place(index, lane);
+  }
+  lanes_[lane] = std::move(pools);
+  return lanes_[lane];
+}
+
+std::uint32_t MemoryManager::lane_count() const noexcept {
+  std::uint32_t count = 0;
+  for (const auto& lane : lanes_) {
+    count += lane.empty() ? 0u : 1u;
+  }
+  return count;
+}
+
+detail::Released MemoryManager::release_free_memory() {
+  detail::Released total;
+  for (auto& lane : lanes_) {
+    for (auto& pool : lane) {
+      const detail::Released released = pool->release_free_pages();
+      total.bytes += released.bytes;
+      total.blocks += released.blocks;
+    }
+  }
+  return total;
+}
+
+void MemoryManager::throw_out_of_memory(std::uint64_t size, const std::string& cause,
+                                        const detail::Released& released) {
   const MemoryStats now = stats();
   throw Exception(Error::out_of_memory(
       "cannot allocate " + bytes(size) + " from " + storage_.name() + ": in use " +
       bytes(now.in_use) + ", reserved " + bytes(now.reserved) + " in " + std::to_string(now.pages) +
-      " pages, largest free block " + bytes(now.largest_free_block) + " (" + cause + ")"));
+      " pages, largest free block " + bytes(now.largest_free_block) + "; gave back " +
+      bytes(released.bytes) + " in " + std::to_string(released.blocks) +
+      " pages of cached free memory first (" + cause + ")"));
 }
 
-Slice* MemoryManager::reserve_or_throw(std::uint32_t pool, std::uint64_t size,
+Slice* MemoryManager::reserve_or_throw(detail::Pool& pool, std::uint64_t size,
                                        std::uint64_t extent) {
   try {
-    return pools_[pool]->reserve(extent);
+    return pool.reserve(extent);
   } catch (const StorageExhausted& first) {
-    // Memory cached in free pages is memory the storage could give us: hand
-    // it back and try once more before calling it out of memory.
-    const std::uint64_t before = stats_.reserved;
-    for (auto& each : pools_) {
-      each->release_free_pages();
+    // Out of memory is the last resort: memory every lane caches free is
+    // memory the storage could give us. Hand it back and try once more.
+    detail::Released released;
+    try {
+      released = release_free_memory();
+    } catch (const std::bad_alloc&) {
+      throw_out_of_memory(size, first.what(), released);
     }
-    if (stats_.reserved == before) {
-      throw_out_of_memory(size, first.what());
+    if (released.bytes == 0) {
+      throw_out_of_memory(size, first.what(), released);
     }
     try {
-      return pools_[pool]->reserve(extent);
+      return pool.reserve(extent);
     } catch (const StorageExhausted& second) {
-      throw_out_of_memory(size, second.what());
+      throw_out_of_memory(size, second.what(), released);
+    } catch (const std::bad_alloc&) {
+      throw_out_of_memory(size, "the host could not allocate the pool's own records", released);
     }
   } catch (const std::bad_alloc&) {
-    throw_out_of_memory(size, "the host could not allocate the pool's own records");
+    throw_out_of_memory(size, "the host could not allocate the pool's own records", {});
   }
 }
 
 Allocation MemoryManager::allocate(std::uint64_t size, std::uint32_t lane) {
+  live_.prefetch(next_allocation_); // Where the new id will land: fetched while we reserve.
   discover_released();
-  if (lane >= max_lanes) {
-    throw std::invalid_argument("MemoryManager::allocate: lane " + std::to_string(lane) +
-                                " is beyond the " + std::to_string(max_lanes) + " a manager keeps");
-  }
-  if ((lane + 1) * ladder_ > pools_.size()) {
-    try {
-      add_lanes(lane + 1);
-    } catch (const std::bad_alloc&) {
-      throw_out_of_memory(size, "the host could not allocate a new lane's pools");
-    }
-  }
   if (size > config_.max_allocation) {
     throw Exception(
         Error::buffer_too_big("cannot allocate " + bytes(size) + ": no pool holds more than " +
@@ -243,12 +264,22 @@ Allocation MemoryManager::allocate(std::uint64_t size, std::uint32_t lane) {
   if ((next_allocation_ & allocation_number_mask) == 0) [[unlikely]] {
     throw_ids_exhausted(); // 2^52 - 1 allocations minted: the space is spent.
   }
+  std::vector<std::unique_ptr<detail::Pool>>* pools = nullptr;
+  if (lane < lanes_.size() && !lanes_[lane].empty()) [[likely]] {
+    pools = &lanes_[lane];
+  } else {
+    try {
+      pools = &open_lane(lane);
+    } catch (const std::bad_alloc&) {
+      throw_out_of_memory(size, "the host could not allocate the lane's pools", {});
+    }
+  }
   const std::uint64_t extent = size == 0 ? config_.alignment : round_up(size, config_.alignment);
-  const std::uint32_t pool = lane * ladder_ + route(size);
+  detail::Pool& pool = *(*pools)[route(size)];
   try {
     live_.reserve_one();
   } catch (const std::bad_alloc&) {
-    throw_out_of_memory(size, "the host could not grow the allocation table");
+    throw_out_of_memory(size, "the host could not grow the allocation table", {});
   }
   Slice* slice = reserve_or_throw(pool, size, extent);
 
@@ -344,18 +375,14 @@ bool MemoryManager::contains(AllocationId allocation) {
   return live_.find(allocation.raw()) != nullptr;
 }
 
-std::uint32_t MemoryManager::pool_index(const Slice* slice) noexcept {
-  return slice->page->pool_index;
-}
-
 AllocationInfo MemoryManager::describe(const Slice* slice) noexcept {
   return AllocationInfo{AllocationId::from_raw(slice->allocation),
                         slice->size,
                         slice->extent,
                         slice->page->base + slice->offset,
-                        pool_index(slice),
-                        &slice->taint,
-                        slice->page->lane};
+                        slice->page->pool_index,
+                        slice->page->lane,
+                        &slice->taint};
 }
 
 std::vector<const Taint*> MemoryManager::carriers() const {
@@ -372,9 +399,7 @@ std::vector<const Taint*> MemoryManager::carriers() const {
 
 void MemoryManager::cleanup() {
   discover_released();
-  for (auto& pool : pools_) {
-    pool->release_free_pages();
-  }
+  static_cast<void>(release_free_memory());
 }
 
 void MemoryManager::tombstone_all() noexcept {
@@ -400,21 +425,23 @@ void MemoryManager::tombstone_all() noexcept {
 void MemoryManager::reset() {
   discover_released();
   tombstone_all();
-  for (auto& pool : pools_) {
-    pool->release_all_pages();
+  for (auto& lane : lanes_) {
+    for (auto& pool : lane) {
+      pool->release_all_pages();
+    }
   }
 }
 
 MemoryStats MemoryManager::stats() {
   discover_released();
-  for (auto& pool : pools_) {
-    pool->consolidate(); // The largest free block is what merging would give.
-  }
   MemoryStats now = stats_;
   now.largest_free_block = 0;
-  for (const auto& pool : pools_) {
-    const std::uint64_t largest = pool->largest_free();
-    now.largest_free_block = largest > now.largest_free_block ? largest : now.largest_free_block;
+  for (auto& lane : lanes_) {
+    for (auto& pool : lane) {
+      pool->consolidate(); // The largest free block is what merging would give.
+      const std::uint64_t largest = pool->largest_free();
+      now.largest_free_block = largest > now.largest_free_block ? largest : now.largest_free_block;
+    }
   }
   return now;
 }
@@ -422,9 +449,7 @@ MemoryStats MemoryManager::stats() {
 void MemoryManager::check_invariants() const {
   auto fail = [](const std::string& what) { throw std::logic_error("MemoryManager: " + what); };
   MemoryStats seen;
-  for (const auto& pool : pools_) {
-    pool->check_invariants(seen);
-  }
+  for_each_pool([&](const detail::Pool& pool) { pool.check_invariants(seen); });
   live_.check_invariants("MemoryManager allocation table");
   if (live_.size() != seen.allocations) {
     fail(std::to_string(seen.allocations) + " bound slices but " + std::to_string(live_.size()) +

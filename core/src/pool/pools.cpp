@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace taintpool::detail {
 
@@ -17,28 +18,55 @@ std::uint64_t max_of(std::uint64_t a, std::uint64_t b) noexcept {
   return a < b ? b : a;
 }
 
-/// extent / 8 * eighths, saturating instead of wrapping.
-std::uint64_t eighths_of(std::uint64_t extent, std::uint64_t eighths) noexcept {
-  const std::uint64_t eighth = extent / 8;
-  if (eighths != 0 && eighth > UINT64_MAX / eighths) {
-    return UINT64_MAX;
-  }
-  return eighth * eighths;
+/// Rounds up to a power-of-two unit; callers keep size <= 2^63.
+std::uint64_t round_up(std::uint64_t size, std::uint64_t unit) noexcept {
+  return (size + unit - 1) & ~(unit - 1);
+}
+
+/// Storage blocks a page holds: its mapped chunks, or itself.
+std::uint64_t blocks_of(const Page* page) noexcept {
+  return page->reservation ? page->chunks.size() : 1;
 }
 
 } // namespace
 
 // ---------------------------------------------------------------- Pool
 
-Pool::Pool(Storage& storage, SliceCache& cache, MemoryStats& stats, std::uint64_t unit) noexcept
+Pool::Pool(Storage& storage, SliceCache& cache, MemoryStats& stats, std::uint64_t unit, Fit fit,
+           std::uint64_t max_extent)
     : storage_(storage)
     , cache_(cache)
     , stats_(stats)
-    , bins_(unit)
+    , bins_(unit, fit, max_extent)
     , unit_(unit) {
 }
 
 Pool::~Pool() = default;
+
+void Pool::link_page(Page* page) noexcept {
+  page->pool = this;
+  page->pool_index = index_;
+  page->lane = lane_;
+  page->prev = nullptr;
+  page->next = pages_;
+  if (pages_ != nullptr) {
+    pages_->prev = page;
+  }
+  pages_ = page;
+}
+
+void Pool::unlink_page(Page* page) noexcept {
+  if (page->prev != nullptr) {
+    page->prev->next = page->next;
+  } else {
+    pages_ = page->next;
+  }
+  if (page->next != nullptr) {
+    page->next->prev = page->prev;
+  }
+  page->prev = nullptr;
+  page->next = nullptr;
+}
 
 Slice* Pool::add_page(std::uint64_t size) {
   auto* page = new Page();
@@ -50,14 +78,8 @@ Slice* Pool::add_page(std::uint64_t size) {
   }
   page->base = static_cast<std::byte*>(storage_.resolve(page->handle));
   page->size = size;
-  page->pool = this;
-  page->pool_index = index_;
-  page->lane = lane_;
-  page->next = pages_;
-  if (pages_ != nullptr) {
-    pages_->prev = page;
-  }
-  pages_ = page;
+  page->mapped = size;
+  link_page(page);
 
   Slice* whole = cache_.take();
   whole->page = page;
@@ -72,22 +94,19 @@ Slice* Pool::add_page(std::uint64_t size) {
   return whole;
 }
 
+void Pool::free_page(Page* page) noexcept {
+  storage_.deallocate(page->handle, page->size);
+  stats_.reserved -= page->mapped;
+  stats_.pages -= blocks_of(page);
+  delete page;
+}
+
 void Pool::drop_page(Page* page) noexcept {
   Slice* whole = page->first;
   bins_.remove(whole);
   cache_.give(whole);
-  if (page->prev != nullptr) {
-    page->prev->next = page->next;
-  } else {
-    pages_ = page->next;
-  }
-  if (page->next != nullptr) {
-    page->next->prev = page->prev;
-  }
-  storage_.deallocate(page->handle, page->size);
-  stats_.reserved -= page->size;
-  stats_.pages -= 1;
-  delete page;
+  unlink_page(page);
+  free_page(page);
 }
 
 void Pool::release_all_pages() noexcept {
@@ -95,26 +114,22 @@ void Pool::release_all_pages() noexcept {
     Page* page = pages_;
     for (Slice* slice = page->first; slice != nullptr;) {
       Slice* next = slice->page_next;
-      if (slice->state == SliceState::Free || slice->state == SliceState::Recent) {
-        if (slice->state == SliceState::Free) {
-          bins_.remove(slice);
-        }
-        cache_.give(slice);
-      } else {
+      if (slice->state == SliceState::Tombstoned) {
         // Tombstoned by the manager: the record lives on for its handles.
         slice->page = nullptr;
         slice->page_prev = nullptr;
         slice->page_next = nullptr;
+      } else {
+        if (slice->state == SliceState::Free) {
+          bins_.remove(slice);
+        }
+        cache_.give(slice);
       }
       slice = next;
     }
-    pages_ = page->next;
-    storage_.deallocate(page->handle, page->size);
-    stats_.reserved -= page->size;
-    stats_.pages -= 1;
-    delete page;
+    unlink_page(page);
+    free_page(page);
   }
-  pages_ = nullptr;
 }
 
 void Pool::check_invariants(MemoryStats& seen) const {
@@ -122,12 +137,16 @@ void Pool::check_invariants(MemoryStats& seen) const {
   std::uint64_t free_slices = 0;
   const Page* previous_page = nullptr;
   for (const Page* page = pages_; page != nullptr; page = page->next) {
-    if (page->prev != previous_page || page->pool != this) {
-      layout_violation("the page list is not linked both ways to its pool");
+    if (page->prev != previous_page || page->pool != this || page->pool_index != index_ ||
+        page->lane != lane_) {
+      layout_violation("the page list is not linked both ways to its pool and lane");
     }
     previous_page = page;
-    seen.reserved += page->size;
-    seen.pages += 1;
+    if (!page->reservation && page->mapped != page->size) {
+      layout_violation("a page of memory does not count all of itself as held");
+    }
+    seen.reserved += page->mapped;
+    seen.pages += blocks_of(page);
     std::uint64_t expected_offset = 0;
     const Slice* previous = nullptr;
     for (const Slice* slice = page->first; slice != nullptr; slice = slice->page_next) {
@@ -150,12 +169,16 @@ void Pool::check_invariants(MemoryStats& seen) const {
       switch (slice->state) {
       case SliceState::Free:
       case SliceState::Recent:
+      case SliceState::Unmapped:
         free_slices += slice->state == SliceState::Free ? 1 : 0;
         if (!slice->taint.is_clean()) {
-          layout_violation("a free slice still carries taint (P1)");
+          layout_violation("a free or unmapped slice still carries taint (P1)");
         }
         if (slice->allocation != 0) {
-          layout_violation("a free slice names an allocation");
+          layout_violation("a free or unmapped slice names an allocation");
+        }
+        if (slice->state == SliceState::Unmapped && !page->reservation) {
+          layout_violation("an unmapped slice on a page of memory");
         }
         break;
       case SliceState::Bound:
@@ -189,9 +212,14 @@ void Pool::check_invariants(MemoryStats& seen) const {
 // ---------------------------------------------------------------- SlicedPool
 
 SlicedPool::SlicedPool(Storage& storage, SliceCache& cache, MemoryStats& stats, std::uint64_t unit,
-                       std::uint64_t page_size) noexcept
-    : Pool(storage, cache, stats, unit)
-    , page_size_(page_size) {
+                       std::uint64_t page_size, Fit fit)
+    : Pool(storage, cache, stats, unit, fit, page_size != 0 ? page_size : UINT64_MAX)
+    , page_size_(page_size)
+    , kept_(fit == Fit::Best ? 1 : kept_recent) {
+}
+
+Slice* SlicedPool::grow(std::uint64_t /*extent*/) {
+  return add_page(page_size_);
 }
 
 Slice* SlicedPool::reserve(std::uint64_t extent) {
@@ -205,14 +233,18 @@ Slice* SlicedPool::reserve(std::uint64_t extent) {
       return slice;
     }
   }
-  cache_.ensure(2); // A new page's whole slice, and a split's remainder.
+  cache_.ensure(spares_for_reserve());
+  if (kept_ == 1) {
+    // Best fit: a parked slice takes part in the choice like any free range.
+    consolidate();
+  }
   Slice* slice = bins_.find(extent);
   if (slice == nullptr && recent_count_ != 0) {
-    consolidate(); // Parked slices may merge into room: no page for them.
+    consolidate(); // Parked slices may merge into room: no new memory for them.
     slice = bins_.find(extent);
   }
   if (slice == nullptr) {
-    slice = add_page(page_size_);
+    slice = grow(extent);
   }
   bins_.remove(slice);
   if (slice->extent > extent) {
@@ -243,9 +275,13 @@ void SlicedPool::absorb(Slice* left, Slice* right) noexcept {
 }
 
 void SlicedPool::release(Slice* slice) noexcept {
+  if (kept_ == 0) {
+    merge(slice);
+    return;
+  }
   // Parked first, so merging the oldest cannot absorb it as a free neighbour.
   slice->state = SliceState::Recent;
-  if (recent_count_ == kept_recent) {
+  if (recent_count_ == kept_) {
     Slice* oldest = recent_[0];
     std::copy(recent_.begin() + 1, recent_.end(), recent_.begin());
     --recent_count_;
@@ -267,7 +303,7 @@ void SlicedPool::release_all_pages() noexcept {
   Pool::release_all_pages();
 }
 
-void SlicedPool::merge(Slice* slice) noexcept {
+Slice* SlicedPool::merge(Slice* slice) noexcept {
   slice->state = SliceState::Free;
   if (Slice* left = slice->page_prev; left != nullptr && left->state == SliceState::Free) {
     bins_.remove(left);
@@ -279,24 +315,34 @@ void SlicedPool::merge(Slice* slice) noexcept {
     absorb(slice, right);
   }
   bins_.insert(slice);
+  return slice;
 }
 
-void SlicedPool::release_free_pages() noexcept {
-  consolidate();
+Released SlicedPool::drop_free_pages() noexcept {
+  Released released;
   for (Page* page = pages_; page != nullptr;) {
     Page* next = page->next;
-    if (page->first->state == SliceState::Free && page->first->extent == page->size) {
+    if (!page->reservation && page->first->state == SliceState::Free &&
+        page->first->extent == page->size) {
+      released.bytes += page->mapped;
+      released.blocks += 1;
       drop_page(page);
     }
     page = next;
   }
+  return released;
+}
+
+Released SlicedPool::release_free_pages() {
+  consolidate();
+  return drop_free_pages();
 }
 
 void SlicedPool::check_invariants(MemoryStats& seen) const {
   Pool::check_invariants(seen);
   std::uint32_t parked = 0;
   for (const Page* page = pages_; page != nullptr; page = page->next) {
-    if (page->size != page_size_) {
+    if (page_size_ != 0 && page->size != page_size_) {
       layout_violation("a sliced page of the wrong size");
     }
     for (const Slice* slice = page->first; slice != nullptr; slice = slice->page_next) {
@@ -307,9 +353,9 @@ void SlicedPool::check_invariants(MemoryStats& seen) const {
           layout_violation("a slice is marked recent but is not on the recent list");
         }
       }
-      if (slice->page_next != nullptr && slice->state == SliceState::Free &&
-          slice->page_next->state == SliceState::Free) {
-        layout_violation("two free neighbours were not coalesced");
+      if (slice->page_next != nullptr && slice->state == slice->page_next->state &&
+          (slice->state == SliceState::Free || slice->state == SliceState::Unmapped)) {
+        layout_violation("two free (or two unmapped) neighbours were not coalesced");
       }
     }
   }
@@ -319,102 +365,340 @@ void SlicedPool::check_invariants(MemoryStats& seen) const {
   }
 }
 
-// ---------------------------------------------------------------- ExclusivePool
+// ---------------------------------------------------------------- ArenaPool
 
-ExclusivePool::ExclusivePool(Storage& storage, SliceCache& cache, MemoryStats& stats,
-                             std::uint64_t unit, std::uint64_t reuse_slack_eighths,
-                             std::uint64_t release_after) noexcept
-    : Pool(storage, cache, stats, unit)
-    , reuse_slack_eighths_(reuse_slack_eighths)
-    , release_after_(release_after) {
+ArenaPool::ArenaPool(Storage& storage, SliceCache& cache, MemoryStats& stats, std::uint64_t unit,
+                     const MemoryConfig& config)
+    : SlicedPool(storage, cache, stats, unit, 0, Fit::Best)
+    , address_space_(config.arena_address_space)
+    , growth_divisor_(config.arena_growth_divisor)
+    , min_growth_(config.arena_min_growth) {
 }
 
-void ExclusivePool::unlink_idle(Page* page) noexcept {
-  if (page->idle_prev != nullptr) {
-    page->idle_prev->idle_next = page->idle_next;
-  } else {
-    idle_oldest_ = page->idle_next;
+VirtualMemory* ArenaPool::virtual_memory() noexcept {
+  if (!memory_asked_) {
+    memory_ = storage_.virtual_memory();
+    memory_asked_ = true;
   }
-  if (page->idle_next != nullptr) {
-    page->idle_next->idle_prev = page->idle_prev;
-  } else {
-    idle_newest_ = page->idle_prev;
-  }
-  page->idle_prev = nullptr;
-  page->idle_next = nullptr;
+  return memory_;
 }
 
-void ExclusivePool::age() noexcept {
-  while (idle_oldest_ != nullptr && served_ - idle_oldest_->idle_since >= release_after_) {
-    Page* page = idle_oldest_;
-    unlink_idle(page);
-    drop_page(page);
-  }
+std::uint64_t ArenaPool::growth(std::uint64_t need, std::uint64_t granule) const noexcept {
+  std::uint64_t step = growth_divisor_ != 0 ? held_ / growth_divisor_ : 0;
+  step = max_of(step, need);
+  step = max_of(step, min_growth_);
+  return round_up(step, granule);
 }
 
-Slice* ExclusivePool::reserve(std::uint64_t extent) {
-  cache_.ensure(1);
-  age();
-  Slice* slice = bins_.find(extent);
-  if (slice != nullptr && slice->extent - extent <= eighths_of(extent, reuse_slack_eighths_)) {
-    unlink_idle(slice->page);
-  } else {
-    slice = add_page(extent);
+Slice* ArenaPool::grow(std::uint64_t extent) {
+  if (VirtualMemory* memory = virtual_memory()) {
+    return grow_mapped(*memory, extent);
   }
+  return grow_pages(extent);
+}
+
+Slice* ArenaPool::grow_pages(std::uint64_t extent) {
+  const std::uint64_t size = growth(extent, unit_);
+  Slice* whole = nullptr;
+  try {
+    whole = add_page(size);
+  } catch (const StorageExhausted&) {
+    if (size == extent) {
+      throw;
+    }
+    whole = add_page(extent); // The step was a wish; the request is the need.
+  }
+  held_ += whole->extent;
+  return whole;
+}
+
+Slice* ArenaPool::add_reservation(VirtualMemory& memory, std::uint64_t size) {
+  auto* page = new Page();
+  try {
+    page->handle = memory.reserve(size);
+  } catch (...) {
+    delete page;
+    throw;
+  }
+  page->base = static_cast<std::byte*>(storage_.resolve(page->handle));
+  page->size = size;
+  page->reservation = true;
+  page->mapped = 0;
+  link_page(page);
+  Slice* hole = cache_.take();
+  hole->page = page;
+  hole->offset = 0;
+  hole->extent = size;
+  hole->state = SliceState::Unmapped;
+  page->first = hole;
+  return hole;
+}
+
+Slice* ArenaPool::grow_mapped(VirtualMemory& memory, std::uint64_t extent) {
+  const std::uint64_t granule = memory.granularity();
+  // The unmapped range whose mapping makes room for `extent` with the least
+  // new memory: free bytes just before it count, and a hole mapped whole
+  // joins the free bytes after it too. Cold path: a walk over the slices.
+  Slice* hole = nullptr;
+  std::uint64_t need = 0;
+  for (Page* page = pages_; page != nullptr; page = page->next) {
+    if (!page->reservation) {
+      continue;
+    }
+    for (Slice* slice = page->first; slice != nullptr; slice = slice->page_next) {
+      if (slice->state != SliceState::Unmapped) {
+        continue;
+      }
+      const Slice* left = slice->page_prev;
+      const Slice* right = slice->page_next;
+      const std::uint64_t before =
+          left != nullptr && left->state == SliceState::Free ? left->extent : 0;
+      const std::uint64_t after =
+          right != nullptr && right->state == SliceState::Free ? right->extent : 0;
+      std::uint64_t wanted = 0;
+      if (before + slice->extent >= extent) {
+        wanted = round_up(extent - before, granule);
+      } else if (before + slice->extent + after >= extent) {
+        wanted = slice->extent;
+      } else {
+        continue;
+      }
+      if (hole == nullptr || wanted < need) {
+        hole = slice;
+        need = wanted;
+      }
+    }
+  }
+  bool created = false;
+  if (hole == nullptr) {
+    hole = add_reservation(memory,
+                           max_of(round_up(address_space_, granule), round_up(extent, granule)));
+    need = round_up(extent, granule);
+    created = true;
+  }
+  Page* page = hole->page;
+  std::uint64_t amount =
+      need == hole->extent ? need : std::min(hole->extent, growth(need, granule));
+  StorageHandle chunk;
+  try {
+    page->chunks.reserve(page->chunks.size() + 1);
+    try {
+      chunk = memory.map(page->handle, hole->offset, amount);
+    } catch (const StorageExhausted&) {
+      if (amount == need) {
+        throw;
+      }
+      amount = need; // The step was a wish; the request is the need.
+      chunk = memory.map(page->handle, hole->offset, amount);
+    }
+  } catch (...) {
+    if (created) {
+      unlink_page(page);
+      cache_.give(hole);
+      memory.unreserve(page->handle, page->size);
+      delete page;
+    }
+    throw;
+  }
+  const auto at = std::upper_bound(
+      page->chunks.begin(), page->chunks.end(), hole->offset,
+      [](std::uint64_t offset, const MappedChunk& each) { return offset < each.offset; });
+  page->chunks.insert(at, MappedChunk{hole->offset, amount, chunk});
+  page->mapped += amount;
+  held_ += amount;
+  stats_.reserved += amount;
+  stats_.pages += 1;
+  stats_.peak_reserved = max_of(stats_.peak_reserved, stats_.reserved);
+
+  Slice* fresh = hole;
+  if (amount == hole->extent) {
+    hole->state = SliceState::Free;
+  } else {
+    fresh = cache_.take();
+    fresh->page = page;
+    fresh->offset = hole->offset;
+    fresh->extent = amount;
+    fresh->page_prev = hole->page_prev;
+    fresh->page_next = hole;
+    if (hole->page_prev != nullptr) {
+      hole->page_prev->page_next = fresh;
+    } else {
+      page->first = fresh;
+    }
+    hole->page_prev = fresh;
+    hole->offset += amount;
+    hole->extent -= amount;
+  }
+  return merge(fresh);
+}
+
+void ArenaPool::carve_unmapped(Slice* slice, std::uint64_t offset, std::uint64_t size) noexcept {
   bins_.remove(slice);
-  ++served_;
-  return slice;
-}
-
-void ExclusivePool::release(Slice* slice) noexcept {
-  bins_.insert(slice);
-  Page* page = slice->page;
-  page->idle_since = served_;
-  page->idle_prev = idle_newest_;
-  page->idle_next = nullptr;
-  if (idle_newest_ != nullptr) {
-    idle_newest_->idle_next = page;
-  } else {
-    idle_oldest_ = page;
-  }
-  idle_newest_ = page;
-}
-
-void ExclusivePool::release_free_pages() noexcept {
-  while (idle_oldest_ != nullptr) {
-    Page* page = idle_oldest_;
-    unlink_idle(page);
-    drop_page(page);
-  }
-}
-
-void ExclusivePool::release_all_pages() noexcept {
-  idle_oldest_ = nullptr;
-  idle_newest_ = nullptr;
-  Pool::release_all_pages();
-}
-
-void ExclusivePool::check_invariants(MemoryStats& seen) const {
-  Pool::check_invariants(seen);
-  std::uint64_t idle = 0;
-  const Page* previous = nullptr;
-  for (const Page* page = idle_oldest_; page != nullptr; page = page->idle_next) {
-    if (page->idle_prev != previous || page->first->state != SliceState::Free) {
-      layout_violation("the idle-page list holds a page in use or is mislinked");
+  const std::uint64_t end = slice->offset + slice->extent;
+  Slice* hole = slice;
+  if (offset != slice->offset) {
+    hole = cache_.take();
+    hole->page = slice->page;
+    hole->page_prev = slice;
+    hole->page_next = slice->page_next;
+    if (slice->page_next != nullptr) {
+      slice->page_next->page_prev = hole;
     }
-    previous = page;
-    ++idle;
+    slice->page_next = hole;
+    slice->extent = offset - slice->offset;
+    bins_.insert(slice);
   }
-  if (previous != idle_newest_) {
-    layout_violation("the idle-page list's tail is wrong");
+  hole->offset = offset;
+  hole->extent = size;
+  hole->state = SliceState::Unmapped;
+  if (offset + size < end) {
+    Slice* rest = cache_.take();
+    rest->page = hole->page;
+    rest->offset = offset + size;
+    rest->extent = end - (offset + size);
+    rest->page_prev = hole;
+    rest->page_next = hole->page_next;
+    if (hole->page_next != nullptr) {
+      hole->page_next->page_prev = rest;
+    }
+    hole->page_next = rest;
+    bins_.insert(rest);
   }
+  if (Slice* left = hole->page_prev; left != nullptr && left->state == SliceState::Unmapped) {
+    absorb(left, hole);
+    hole = left;
+  }
+  if (Slice* right = hole->page_next; right != nullptr && right->state == SliceState::Unmapped) {
+    absorb(hole, right);
+  }
+}
+
+void ArenaPool::unmap_free_chunks(Page* page, Released& released) noexcept {
+  Slice* slice = page->first;
+  for (std::size_t at = 0; at < page->chunks.size();) {
+    const MappedChunk chunk = page->chunks[at];
+    while (slice != nullptr && slice->offset + slice->extent <= chunk.offset) {
+      slice = slice->page_next;
+    }
+    if (slice == nullptr || slice->state != SliceState::Free ||
+        chunk.offset + chunk.size > slice->offset + slice->extent) {
+      ++at;
+      continue;
+    }
+    Slice* before = slice->page_prev;
+    carve_unmapped(slice, chunk.offset, chunk.size);
+    memory_->unmap(page->handle, chunk.offset, chunk.size, chunk.handle);
+    page->chunks.erase(page->chunks.begin() + static_cast<std::ptrdiff_t>(at));
+    page->mapped -= chunk.size;
+    held_ -= chunk.size;
+    stats_.reserved -= chunk.size;
+    stats_.pages -= 1;
+    released.bytes += chunk.size;
+    released.blocks += 1;
+    // Resume the walk just before the carved range.
+    slice = before != nullptr ? before : page->first;
+  }
+}
+
+Released ArenaPool::release_free_pages() {
+  consolidate();
+  std::size_t chunks = 0;
   for (const Page* page = pages_; page != nullptr; page = page->next) {
-    if (page->first->page_next != nullptr || page->first->extent != page->size) {
-      layout_violation("an exclusive page holds more than one slice");
+    chunks += page->chunks.size();
+  }
+  cache_.ensure(2 * chunks); // Before anything changes: carving may split.
+  Released released = drop_free_pages();
+  for (Page* page = pages_; page != nullptr;) {
+    Page* next = page->next;
+    if (page->reservation) {
+      unmap_free_chunks(page, released);
+      if (page->chunks.empty()) {
+        // Only address space left: one Unmapped slice. Give it back.
+        cache_.give(page->first);
+        unlink_page(page);
+        free_page(page);
+      }
+    }
+    page = next;
+  }
+  return released;
+}
+
+void ArenaPool::free_page(Page* page) noexcept {
+  held_ -= page->mapped;
+  if (!page->reservation) {
+    Pool::free_page(page);
+    return;
+  }
+  for (const MappedChunk& chunk : page->chunks) {
+    memory_->unmap(page->handle, chunk.offset, chunk.size, chunk.handle);
+  }
+  memory_->unreserve(page->handle, page->size);
+  stats_.reserved -= page->mapped;
+  stats_.pages -= page->chunks.size();
+  delete page;
+}
+
+void ArenaPool::check_invariants(MemoryStats& seen) const {
+  SlicedPool::check_invariants(seen);
+  std::uint64_t held = 0;
+  for (const Page* page = pages_; page != nullptr; page = page->next) {
+    held += page->mapped;
+    if (!page->reservation) {
+      continue;
+    }
+    if (memory_ == nullptr) {
+      layout_violation("a reservation in an arena whose storage has no virtual memory");
+    }
+    const std::uint64_t granule = memory_->granularity();
+    // The mapped chunks, in order, cover exactly the slices that are not
+    // Unmapped: walk both in address order.
+    std::uint64_t sum = 0;
+    std::uint64_t end = 0;
+    for (const MappedChunk& chunk : page->chunks) {
+      if (chunk.size == 0 || chunk.offset < end || chunk.offset % granule != 0 ||
+          chunk.size % granule != 0 || chunk.size > page->size - chunk.offset || !chunk.handle) {
+        layout_violation("a reservation's chunks are not sorted, disjoint, granular and inside it");
+      }
+      end = chunk.offset + chunk.size;
+      sum += chunk.size;
+    }
+    if (sum != page->mapped) {
+      layout_violation("a reservation's chunks add up to " + std::to_string(sum) + " bytes, not " +
+                       std::to_string(page->mapped));
+    }
+    std::size_t next_chunk = 0;
+    std::uint64_t covered_to = 0; // End of the run of chunks that covers what we walked.
+    for (const Slice* slice = page->first; slice != nullptr; slice = slice->page_next) {
+      const std::uint64_t slice_end = slice->offset + slice->extent;
+      if (slice->state == SliceState::Unmapped) {
+        if (slice->offset % granule != 0 || slice->extent % granule != 0) {
+          layout_violation("an unmapped slice is not granule-aligned");
+        }
+        if (covered_to > slice->offset ||
+            (next_chunk < page->chunks.size() && page->chunks[next_chunk].offset < slice_end)) {
+          layout_violation("a mapped chunk overlaps an unmapped slice");
+        }
+        continue;
+      }
+      while (covered_to < slice_end) {
+        if (next_chunk == page->chunks.size() ||
+            page->chunks[next_chunk].offset !=
+                (covered_to > slice->offset ? covered_to : slice->offset)) {
+          layout_violation("bytes of a slice at offset " + std::to_string(slice->offset) +
+                           " have no memory mapped behind them");
+        }
+        covered_to = page->chunks[next_chunk].offset + page->chunks[next_chunk].size;
+        ++next_chunk;
+      }
+    }
+    if (next_chunk != page->chunks.size()) {
+      layout_violation("a mapped chunk lies under no slice");
     }
   }
-  if (idle != bins_.count()) {
-    layout_violation("free exclusive pages and idle pages disagree");
+  if (held != held_) {
+    layout_violation("the arena counts " + std::to_string(held_) + " bytes held, its pages " +
+                     std::to_string(held));
   }
 }
 

@@ -1,25 +1,28 @@
-// Pool, SlicedPool, ExclusivePool: the two ways a MemoryManager carves
-// storage pages into slices. Internal.
+// Pool, SlicedPool, ArenaPool: the ways a MemoryManager carves storage into
+// slices. Internal.
 //
-// Both hand out Free slices of an exact extent (reserve) and take Free,
-// clean slices back (release); neither knows about allocations, handles or
+// All hand out Free slices of an exact extent (reserve) and take Free,
+// clean slices back (release); none knows about allocations, handles or
 // taint — the manager binds and unbinds, which keeps the P1 clear points in
 // one place.
 //
-//   SlicedPool     many slices per page: reserve splits a free slice, release
-//                  merges it with free neighbours. For buffers much smaller
-//                  than a page.
-//   ExclusivePool  one slice per page: reserve reuses a free page of about
-//                  the right size or asks storage for a new one. Free pages
-//                  age out: one still free after `release_after` reserves is
-//                  given back, so a burst of big buffers does not pin memory
-//                  forever. No scan: free pages wait in an oldest-first list
-//                  and only its head is checked.
+//   SlicedPool  pages of one size carved into many slices: reserve splits a
+//               free slice (good fit from the size bins), release merges it
+//               with free neighbours. For buffers much smaller than a page.
+//   ArenaPool   the same carving for large buffers, best fit over every
+//               free range the arena holds, but it grows instead of adding
+//               pages of a fixed size: with virtual memory, by mapping the
+//               next bytes of a reserved address range (one range per lane,
+//               so free space never splinters across pages); without it, by
+//               pages sized by the growth rule. It never gives memory back
+//               on its own: only cleanup() and the out-of-memory path do.
 #pragma once
 
 #include <taintpool/pool/detail/slice.hpp>
+#include <taintpool/pool/memory_config.hpp>
 #include <taintpool/pool/memory_stats.hpp>
 #include <taintpool/pool/storage.hpp>
+#include <taintpool/pool/virtual_memory.hpp>
 
 #include <array>
 #include <cstdint>
@@ -28,23 +31,34 @@
 
 namespace taintpool::detail {
 
+/// What a give-back released: bytes of memory and storage blocks (pages or
+/// mapped chunks).
+struct Released {
+  std::uint64_t bytes = 0;
+  std::uint64_t blocks = 0;
+};
+
 class Pool {
  public:
-  Pool(Storage& storage, SliceCache& cache, MemoryStats& stats, std::uint64_t unit) noexcept;
+  /// Throws std::bad_alloc (the free index's bins).
+  Pool(Storage& storage, SliceCache& cache, MemoryStats& stats, std::uint64_t unit, Fit fit,
+       std::uint64_t max_extent);
   virtual ~Pool();
   Pool(const Pool&) = delete;
   Pool& operator=(const Pool&) = delete;
 
   /// A Free, clean slice of exactly `extent` bytes (a multiple of the unit),
-  /// out of the free index. May ask storage for a page: throws
+  /// out of the free index. May ask storage for memory: throws
   /// StorageExhausted (or std::bad_alloc) with nothing changed.
   [[nodiscard]] virtual Slice* reserve(std::uint64_t extent) = 0;
 
   /// Takes back a slice whose allocation ended. It is Free and clean.
   virtual void release(Slice* slice) noexcept = 0;
 
-  /// Gives every page that holds no allocation back to storage.
-  virtual void release_free_pages() noexcept = 0;
+  /// Gives every block of memory that holds no allocation back to storage
+  /// and says what went. May throw std::bad_alloc (spare records) before
+  /// giving anything back.
+  virtual Released release_free_pages() = 0;
 
   /// Merges whatever free space the pool keeps unmerged for speed, so the
   /// free index alone describes its free memory (before stats and checks
@@ -52,10 +66,10 @@ class Pool {
   virtual void consolidate() noexcept {}
 
   /// Gives every page back. Bound slices must have been tombstoned first;
-  /// they are detached (page = null), free slices are recycled.
+  /// they are detached (page = null), the others are recycled.
   virtual void release_all_pages() noexcept;
 
-  /// The largest extent reserve could serve without a new page.
+  /// The largest extent reserve could serve without new memory.
   [[nodiscard]] std::uint64_t largest_free() const noexcept { return bins_.largest(); }
 
   /// P2 for this pool's pages and free index; adds what it sees to `seen`
@@ -64,19 +78,28 @@ class Pool {
 
   [[nodiscard]] std::uint64_t unit() const noexcept { return unit_; }
 
-  /// This pool's place in the manager: the ladder index, the exclusive pool last.
+  /// This pool's place in the manager: the ladder index (the arena last) and
+  /// its lane.
   [[nodiscard]] std::uint32_t index() const noexcept { return index_; }
-  void set_index(std::uint32_t index) noexcept { index_ = index; }
-  /// The manager's lane this pool serves (its pages say so).
   [[nodiscard]] std::uint32_t lane() const noexcept { return lane_; }
-  void set_lane(std::uint32_t lane) noexcept { lane_ = lane; }
+  void place(std::uint32_t index, std::uint32_t lane) noexcept {
+    index_ = index;
+    lane_ = lane;
+  }
 
  protected:
-  /// A new page with one Free slice spanning it, filed in the free index.
-  /// Needs one spare slice (callers ensure() it). Throws StorageExhausted.
+  /// A new page of memory with one Free slice spanning it, filed in the free
+  /// index. Needs one spare slice (callers ensure() it). Throws
+  /// StorageExhausted.
   Slice* add_page(std::uint64_t size);
+  /// Links a new page in and stamps it with this pool.
+  void link_page(Page* page) noexcept;
+  /// Unlinks a page from the list (its slices are the caller's business).
+  void unlink_page(Page* page) noexcept;
   /// The page's only slice is Free: unfile it, recycle it, free the page.
   void drop_page(Page* page) noexcept;
+  /// Gives a page's memory back to storage and deletes it; slices untouched.
+  virtual void free_page(Page* page) noexcept;
 
   Storage& storage_;
   SliceCache& cache_;
@@ -88,61 +111,99 @@ class Pool {
   std::uint32_t lane_ = 0;
 };
 
-/// Why the recent list: GPU programs allocate the same shapes iteration
+/// Why the recent list (good-fit pools only): GPU programs allocate the same shapes iteration
 /// after iteration, so the common reserve asks for exactly the extent just
 /// released. Merging that slice into its neighbours and splitting it out
 /// again costs two bin removals, two insertions and a record swap per pair
 /// for nothing. A released slice therefore waits, unmerged, in a short list
 /// (the newest kept_recent); a reserve of exactly its extent takes it back
 /// with no index work at all. The oldest is merged when the list is full,
-/// the whole list before the pool would ask storage for a page (so parking
+/// the whole list before the pool would ask storage for memory (so parking
 /// never costs memory), and before stats or cleanup look at free space.
-class SlicedPool final : public Pool {
+/// A best-fit pool keeps one, for exact-size reuse only: any other request
+/// merges it first, so it takes part in the best fit like any free range
+/// (parking slices unmerged past the next request changes where later
+/// requests land, and on real traces that costs memory).
+class SlicedPool : public Pool {
  public:
   static constexpr std::uint32_t kept_recent = 8;
 
+  /// Pages of `page_size` (0: the subclass grows otherwise, and its free
+  /// blocks may be of any size). Throws std::bad_alloc.
   SlicedPool(Storage& storage, SliceCache& cache, MemoryStats& stats, std::uint64_t unit,
-             std::uint64_t page_size) noexcept;
+             std::uint64_t page_size, Fit fit = Fit::Good);
 
-  [[nodiscard]] Slice* reserve(std::uint64_t extent) override;
-  void release(Slice* slice) noexcept override;
-  void release_free_pages() noexcept override;
+  [[nodiscard]] Slice* reserve(std::uint64_t extent) final;
+  void release(Slice* slice) noexcept final;
+  Released release_free_pages() override;
   void release_all_pages() noexcept override;
-  void consolidate() noexcept override;
+  void consolidate() noexcept final;
   void check_invariants(MemoryStats& seen) const override;
 
- private:
-  /// Merges `right` into `left` (both Free, neighbours): the merged slice
-  /// starts clean, the absorbed one is recycled (P1).
+ protected:
+  /// A Free slice of at least `extent` bytes, filed in the free index, made
+  /// from new memory. Here: a new page of page_size. Throws
+  /// StorageExhausted with nothing changed.
+  [[nodiscard]] virtual Slice* grow(std::uint64_t extent);
+  /// Spare records reserve may need: a split's remainder, and what grow uses.
+  [[nodiscard]] virtual std::size_t spares_for_reserve() const noexcept { return 2; }
+  /// Merges `right` into `left` (both Free or both Unmapped, neighbours): the
+  /// merged slice starts clean, the absorbed one is recycled (P1).
   void absorb(Slice* left, Slice* right) noexcept;
-  /// Merges a free slice with its free neighbours and files it.
-  void merge(Slice* slice) noexcept;
+  /// Merges a free slice with its free neighbours, files it, and returns it.
+  Slice* merge(Slice* slice) noexcept;
+  /// Drops every page that holds only one free slice.
+  Released drop_free_pages() noexcept;
 
   std::uint64_t page_size_;
+
+ private:
+  std::uint32_t kept_; ///< Slices the recent list holds at most: kept_recent, or 0.
   std::array<Slice*, kept_recent> recent_{}; ///< Oldest first.
   std::uint32_t recent_count_ = 0;
 };
 
-class ExclusivePool final : public Pool {
+/// The large-buffer arena (see the top of this file). Best fit over every
+/// free range of every page (the size bins in Fit::Best), free neighbours
+/// merged at once; growth only when nothing fits, so a warm arena makes no
+/// storage call. Best fit is what keeps real training and inference traces
+/// close to their peak in use: a good fit that takes any block of the
+/// first large-enough bin leaves splinters that cost up to 10% more memory.
+class ArenaPool final : public SlicedPool {
  public:
-  ExclusivePool(Storage& storage, SliceCache& cache, MemoryStats& stats, std::uint64_t unit,
-                std::uint64_t reuse_slack_eighths, std::uint64_t release_after) noexcept;
+  /// Throws std::bad_alloc.
+  ArenaPool(Storage& storage, SliceCache& cache, MemoryStats& stats, std::uint64_t unit,
+            const MemoryConfig& config);
 
-  [[nodiscard]] Slice* reserve(std::uint64_t extent) override;
-  void release(Slice* slice) noexcept override;
-  void release_free_pages() noexcept override;
-  void release_all_pages() noexcept override;
+  Released release_free_pages() override;
   void check_invariants(MemoryStats& seen) const override;
 
- private:
-  void unlink_idle(Page* page) noexcept;
-  void age() noexcept;
+ protected:
+  [[nodiscard]] Slice* grow(std::uint64_t extent) override;
+  [[nodiscard]] std::size_t spares_for_reserve() const noexcept override { return 3; }
+  void free_page(Page* page) noexcept override;
 
-  std::uint64_t reuse_slack_eighths_;
-  std::uint64_t release_after_;
-  std::uint64_t served_ = 0;
-  Page* idle_oldest_ = nullptr;
-  Page* idle_newest_ = nullptr;
+ private:
+  /// The storage's virtual memory, asked once (the answer may not change).
+  [[nodiscard]] VirtualMemory* virtual_memory() noexcept;
+  /// How much to grow by when `need` bytes are missing: the growth rule.
+  [[nodiscard]] std::uint64_t growth(std::uint64_t need, std::uint64_t granule) const noexcept;
+  [[nodiscard]] Slice* grow_mapped(VirtualMemory& memory, std::uint64_t extent);
+  [[nodiscard]] Slice* grow_pages(std::uint64_t extent);
+  /// A new reservation of at least `size` bytes, tiled by one Unmapped slice.
+  [[nodiscard]] Slice* add_reservation(VirtualMemory& memory, std::uint64_t size);
+  /// Unmaps the chunks of `page` that lie wholly in free slices.
+  void unmap_free_chunks(Page* page, Released& released) noexcept;
+  /// Turns [offset, offset + size) of the Free slice `slice` into an Unmapped
+  /// slice (merged with Unmapped neighbours). Needs two spare records.
+  void carve_unmapped(Slice* slice, std::uint64_t offset, std::uint64_t size) noexcept;
+
+  std::uint64_t address_space_;
+  std::uint64_t growth_divisor_;
+  std::uint64_t min_growth_;
+  std::uint64_t held_ = 0; ///< Bytes of memory this arena holds.
+  VirtualMemory* memory_ = nullptr;
+  bool memory_asked_ = false;
 };
 
 } // namespace taintpool::detail

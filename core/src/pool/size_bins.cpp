@@ -8,8 +8,44 @@
 
 namespace taintpool::detail {
 
-SizeBins::SizeBins(std::uint64_t unit) noexcept
-    : unit_log2_(static_cast<std::uint64_t>(std::countr_zero(unit))) {
+SizeBins::SizeBins(std::uint64_t unit, Fit fit, std::uint64_t max_extent)
+    : unit_log2_(static_cast<std::uint64_t>(std::countr_zero(unit)))
+    , fit_(fit)
+    , rows_(bin_of(max_extent >> unit_log2_) / columns + 1)
+    , heads_(std::make_unique<Slice*[]>(std::size_t{rows_} * columns)) {
+}
+
+namespace {
+
+/// The better of two fitting blocks: smaller, then lower address.
+bool better(const Slice* candidate, const Slice* best) noexcept {
+  if (best == nullptr || candidate->extent != best->extent) {
+    return best == nullptr || candidate->extent < best->extent;
+  }
+  return candidate->page->base + candidate->offset < best->page->base + best->offset;
+}
+
+/// The best block of one bin's list that fits, walking at most `walk`.
+Slice* best_in(Slice* head, std::uint64_t extent, unsigned walk) noexcept {
+  Slice* best = nullptr;
+  for (Slice* slice = head; slice != nullptr && walk != 0; slice = slice->bin_next, --walk) {
+    if (slice->extent >= extent && better(slice, best)) {
+      best = slice;
+    }
+  }
+  return best;
+}
+
+} // namespace
+
+Slice* SizeBins::best_fit(std::uint64_t extent, std::uint64_t units) const noexcept {
+  const std::uint32_t own = bin_of(units);
+  if (Slice* best = best_in(heads_[own], extent, best_fit_walk); best != nullptr) {
+    return best;
+  }
+  // Every block of a larger bin fits; the first non-empty one holds the best.
+  Slice* first = first_nonempty_from(own + 1);
+  return first == nullptr ? nullptr : best_in(heads_[first->bin], extent, best_fit_walk);
 }
 
 std::uint32_t SizeBins::bin_of(std::uint64_t units) noexcept {
@@ -35,7 +71,7 @@ std::uint32_t SizeBins::bin_at_least(std::uint64_t units) noexcept {
 
 Slice* SizeBins::first_nonempty_from(std::uint32_t bin) const noexcept {
   std::uint32_t row = bin / columns;
-  if (row >= rows) {
+  if (row >= rows_) {
     return nullptr;
   }
   const std::uint32_t column = bin % columns;
@@ -43,7 +79,7 @@ Slice* SizeBins::first_nonempty_from(std::uint32_t bin) const noexcept {
   if (in_row != 0) {
     return heads_[row * columns + static_cast<std::uint32_t>(std::countr_zero(in_row))];
   }
-  if (row + 1 >= rows) {
+  if (row + 1 >= rows_) {
     return nullptr;
   }
   const std::uint64_t later_rows = row_map_ & (~std::uint64_t{0} << (row + 1));
@@ -93,12 +129,26 @@ void SizeBins::remove(Slice* slice) noexcept {
 
 Slice* SizeBins::find(std::uint64_t extent) const noexcept {
   const std::uint64_t units = extent >> unit_log2_;
+  if (fit_ == Fit::Best) {
+    return best_fit(extent, units);
+  }
   // The request's own bin may hold a block that fits exactly; try its head.
   const std::uint32_t own = bin_of(units);
   if (Slice* head = heads_[own]; head != nullptr && head->extent >= extent) {
     return head;
   }
-  return first_nonempty_from(bin_at_least(units));
+  if (Slice* larger = first_nonempty_from(bin_at_least(units)); larger != nullptr) {
+    return larger;
+  }
+  // Nothing in a larger bin: a block behind the head of the request's own
+  // bin may still fit. Rare (the pool is about to grow otherwise), so a walk
+  // is fine, and it keeps a fitting free block from costing new memory.
+  for (Slice* slice = heads_[own]; slice != nullptr; slice = slice->bin_next) {
+    if (slice->extent >= extent) {
+      return slice;
+    }
+  }
+  return nullptr;
 }
 
 std::uint64_t SizeBins::largest() const noexcept {
@@ -117,31 +167,36 @@ std::uint64_t SizeBins::largest() const noexcept {
 }
 
 void SizeBins::check_invariants() const {
+  // Only the rows the row map names are walked: a list hanging off a bin the
+  // maps call empty would hold blocks not walked, and the count catches it.
   std::uint64_t seen = 0;
-  for (std::uint32_t bin = 0; bin < rows * columns; ++bin) {
-    const bool mapped = ((column_maps_[bin / columns] >> (bin % columns)) & 1u) != 0;
-    if (mapped != (heads_[bin] != nullptr)) {
-      throw std::logic_error("size bins: bitmap and list disagree for bin " + std::to_string(bin));
-    }
-    const Slice* previous = nullptr;
-    for (const Slice* slice = heads_[bin]; slice != nullptr; slice = slice->bin_next) {
-      ++seen;
-      if (slice->state != SliceState::Free) {
-        throw std::logic_error("size bins: a filed slice is not free");
-      }
-      if (slice->bin != bin || bin_of(slice->extent >> unit_log2_) != bin) {
-        throw std::logic_error("size bins: a slice of extent " + std::to_string(slice->extent) +
-                               " is filed in the wrong bin");
-      }
-      if (slice->bin_prev != previous) {
-        throw std::logic_error("size bins: broken back link in bin " + std::to_string(bin));
-      }
-      previous = slice;
-    }
-  }
-  for (std::uint32_t row = 0; row < rows; ++row) {
-    if (((row_map_ >> row) & 1u) != (column_maps_[row] != 0 ? 1u : 0u)) {
+  for (std::uint32_t row = 0; row < max_rows; ++row) {
+    const bool listed = ((row_map_ >> row) & 1u) != 0;
+    if (listed != (column_maps_[row] != 0) || (listed && row >= rows_)) {
       throw std::logic_error("size bins: row bitmap disagrees for row " + std::to_string(row));
+    }
+    for (std::uint32_t column = 0; listed && column < columns; ++column) {
+      const std::uint32_t bin = row * columns + column;
+      const bool mapped = ((column_maps_[row] >> column) & 1u) != 0;
+      if (mapped != (heads_[bin] != nullptr)) {
+        throw std::logic_error("size bins: bitmap and list disagree for bin " +
+                               std::to_string(bin));
+      }
+      const Slice* previous = nullptr;
+      for (const Slice* slice = heads_[bin]; slice != nullptr; slice = slice->bin_next) {
+        ++seen;
+        if (slice->state != SliceState::Free) {
+          throw std::logic_error("size bins: a filed slice is not free");
+        }
+        if (slice->bin != bin || bin_of(slice->extent >> unit_log2_) != bin) {
+          throw std::logic_error("size bins: a slice of extent " + std::to_string(slice->extent) +
+                                 " is filed in the wrong bin");
+        }
+        if (slice->bin_prev != previous) {
+          throw std::logic_error("size bins: broken back link in bin " + std::to_string(bin));
+        }
+        previous = slice;
+      }
     }
   }
   if (seen != count_) {

@@ -1,41 +1,12 @@
 #include <taintpool/pool/counting_storage.hpp>
 #include <taintpool/pool/fault_injecting_storage.hpp>
-#include <taintpool/pool/host_storage.hpp>
 
 #include <algorithm>
-#include <bit>
-#include <new>
 #include <string>
 
 namespace taintpool {
 
-HostStorage::HostStorage(std::uint64_t alignment)
-    : alignment_(alignment) {
-  if (alignment < 8 || !std::has_single_bit(alignment)) {
-    throw std::invalid_argument("HostStorage: alignment " + std::to_string(alignment) +
-                                " is not a power of two of at least 8");
-  }
-}
-
-StorageHandle HostStorage::allocate(std::uint64_t size) {
-  if (size == 0 || size > static_cast<std::uint64_t>(PTRDIFF_MAX)) {
-    throw StorageExhausted("host: cannot allocate a page of " + std::to_string(size) + " bytes");
-  }
-  void* page =
-      ::operator new (static_cast<std::size_t>(size), std::align_val_t{alignment_}, std::nothrow);
-  if (page == nullptr) {
-    throw StorageExhausted("host: the system refused " + std::to_string(size) + " bytes");
-  }
-  return StorageHandle{reinterpret_cast<std::uintptr_t>(page)};
-}
-
-void HostStorage::deallocate(StorageHandle handle, std::uint64_t /*size*/) noexcept {
-  ::operator delete (resolve(handle), std::align_val_t{alignment_});
-}
-
-void* HostStorage::resolve(StorageHandle handle) const noexcept {
-  return reinterpret_cast<void*>(static_cast<std::uintptr_t>(handle.value));
-}
+// ------------------------------------------------------------ fault injection
 
 void FaultInjectingStorage::fail_randomly(std::uint64_t seed, std::uint64_t one_in) noexcept {
   rng_ = seed;
@@ -52,22 +23,26 @@ bool FaultInjectingStorage::roll() noexcept {
   return z % one_in_ == 0;
 }
 
-StorageHandle FaultInjectingStorage::allocate(std::uint64_t size) {
+void FaultInjectingStorage::admit(const char* what, std::uint64_t size, bool memory) {
   std::string why;
   if (fail_next_ > 0) {
     --fail_next_;
     why = "a scheduled failure";
   } else if (one_in_ != 0 && roll()) {
     why = "a random failure (1 in " + std::to_string(one_in_) + ")";
-  } else if (capacity_ && size > *capacity_ - std::min(*capacity_, live_)) {
+  } else if (memory && capacity_ && size > *capacity_ - std::min(*capacity_, live_)) {
     why = "the capacity limit of " + std::to_string(*capacity_) + " bytes (" +
           std::to_string(live_) + " live)";
   }
   if (!why.empty()) {
     ++injected_;
-    throw StorageExhausted(inner_.name() + ": injected fault: " + why + " refused " +
-                           std::to_string(size) + " bytes");
+    throw StorageExhausted(inner_.name() + ": injected fault: " + why + " refused " + what +
+                           " of " + std::to_string(size) + " bytes");
   }
+}
+
+StorageHandle FaultInjectingStorage::allocate(std::uint64_t size) {
+  admit("a page", size, true);
   const StorageHandle handle = inner_.allocate(size);
   live_ += size;
   return handle;
@@ -78,12 +53,53 @@ void FaultInjectingStorage::deallocate(StorageHandle handle, std::uint64_t size)
   inner_.deallocate(handle, size);
 }
 
+VirtualMemory* FaultInjectingStorage::virtual_memory() noexcept {
+  return inner_.virtual_memory() != nullptr ? this : nullptr;
+}
+
+std::uint64_t FaultInjectingStorage::granularity() const noexcept {
+  return inner_.virtual_memory()->granularity();
+}
+
+StorageHandle FaultInjectingStorage::reserve(std::uint64_t size) {
+  admit("a reservation", size, false);
+  return inner_.virtual_memory()->reserve(size);
+}
+
+void FaultInjectingStorage::unreserve(StorageHandle reservation, std::uint64_t size) noexcept {
+  inner_.virtual_memory()->unreserve(reservation, size);
+}
+
+StorageHandle FaultInjectingStorage::map(StorageHandle reservation, std::uint64_t offset,
+                                         std::uint64_t size) {
+  admit("a map", size, true);
+  const StorageHandle chunk = inner_.virtual_memory()->map(reservation, offset, size);
+  live_ += size;
+  return chunk;
+}
+
+void FaultInjectingStorage::unmap(StorageHandle reservation, std::uint64_t offset,
+                                  std::uint64_t size, StorageHandle chunk) noexcept {
+  live_ -= std::min(live_, size);
+  inner_.virtual_memory()->unmap(reservation, offset, size, chunk);
+}
+
+// ------------------------------------------------------------ counting
+
+void CountingStorage::gained(std::uint64_t size) noexcept {
+  counts_.live_bytes += size;
+  counts_.peak_bytes = std::max(counts_.peak_bytes, counts_.live_bytes);
+}
+
+void CountingStorage::lost(std::uint64_t size) noexcept {
+  counts_.live_bytes -= std::min(counts_.live_bytes, size);
+}
+
 StorageHandle CountingStorage::allocate(std::uint64_t size) {
   try {
     const StorageHandle handle = inner_.allocate(size);
     ++counts_.allocations;
-    counts_.live_bytes += size;
-    counts_.peak_bytes = std::max(counts_.peak_bytes, counts_.live_bytes);
+    gained(size);
     return handle;
   } catch (...) {
     ++counts_.failures;
@@ -93,8 +109,52 @@ StorageHandle CountingStorage::allocate(std::uint64_t size) {
 
 void CountingStorage::deallocate(StorageHandle handle, std::uint64_t size) noexcept {
   ++counts_.deallocations;
-  counts_.live_bytes -= std::min(counts_.live_bytes, size);
+  lost(size);
   inner_.deallocate(handle, size);
+}
+
+VirtualMemory* CountingStorage::virtual_memory() noexcept {
+  return inner_.virtual_memory() != nullptr ? this : nullptr;
+}
+
+std::uint64_t CountingStorage::granularity() const noexcept {
+  return inner_.virtual_memory()->granularity();
+}
+
+StorageHandle CountingStorage::reserve(std::uint64_t size) {
+  try {
+    const StorageHandle reservation = inner_.virtual_memory()->reserve(size);
+    ++counts_.reserves;
+    return reservation;
+  } catch (...) {
+    ++counts_.failures;
+    throw;
+  }
+}
+
+void CountingStorage::unreserve(StorageHandle reservation, std::uint64_t size) noexcept {
+  ++counts_.unreserves;
+  inner_.virtual_memory()->unreserve(reservation, size);
+}
+
+StorageHandle CountingStorage::map(StorageHandle reservation, std::uint64_t offset,
+                                   std::uint64_t size) {
+  try {
+    const StorageHandle chunk = inner_.virtual_memory()->map(reservation, offset, size);
+    ++counts_.maps;
+    gained(size);
+    return chunk;
+  } catch (...) {
+    ++counts_.failures;
+    throw;
+  }
+}
+
+void CountingStorage::unmap(StorageHandle reservation, std::uint64_t offset, std::uint64_t size,
+                            StorageHandle chunk) noexcept {
+  ++counts_.unmaps;
+  lost(size);
+  inner_.virtual_memory()->unmap(reservation, offset, size, chunk);
 }
 
 } // namespace taintpool

@@ -10,6 +10,16 @@
 //     allocation (the backend launches everything on its one stream, so its
 //     users get this for free).
 //
+// Virtual memory (virtual_memory.hpp), on by default for synchronous pages
+// where the device supports it: the CUDA driver's cuMemAddressReserve
+// reserves address space, cuMemCreate + cuMemMap + cuMemSetAccess back a
+// range of it with a new physical chunk (read-write for this device), and
+// cuMemUnmap + cuMemRelease give the chunk back — after the device has
+// finished its work (cuCtxSynchronize, as cudaFree would wait). With it the
+// pool's arena is one growing range per lane, like c10's expandable
+// segments. Support is asked once, on first use (the constructor still makes
+// no CUDA call); a device without it gets plain pages.
+//
 // Why so small: it is a Storage (storage.hpp) and nothing else. The pool
 // asks it for large pages rarely and carves slices itself, so each call may
 // cost a driver round trip; fault injection and counting are the generic
@@ -32,6 +42,7 @@
 #pragma once
 
 #include <taintpool/pool/storage.hpp>
+#include <taintpool/pool/virtual_memory.hpp>
 
 #include <cstdint>
 #include <string>
@@ -51,9 +62,12 @@ struct CudaStorageOptions {
   std::uint64_t alignment = 256; ///< Page alignment: 256 or 512.
   bool stream_ordered = false;   ///< cudaMallocAsync/cudaFreeAsync on `stream`.
   Stream stream = nullptr;       ///< For stream-ordered pages (null: the legacy default stream).
+  /// Offer virtual memory where the device supports it (not with
+  /// stream-ordered pages, whose pool the driver manages).
+  bool virtual_memory = true;
 };
 
-class CudaStorage final : public Storage {
+class CudaStorage final : public Storage, public VirtualMemory {
  public:
   /// Makes no CUDA call: constructing one never fails for want of a GPU.
   /// Throws std::invalid_argument for an alignment other than 256 or 512.
@@ -77,6 +91,22 @@ class CudaStorage final : public Storage {
   }
   /// "cuda device 0" or "cuda device 0 (stream-ordered)".
   [[nodiscard]] std::string name() const override;
+  /// This storage when options.virtual_memory was asked for, pages are not
+  /// stream-ordered and the device supports virtual memory management
+  /// (asked once, on the first call: one driver query); else null.
+  [[nodiscard]] VirtualMemory* virtual_memory() noexcept override;
+
+  /// VirtualMemory through the CUDA driver (see above). granularity() is the
+  /// device's minimum allocation granularity (2 MiB on current GPUs). map()
+  /// throws StorageExhausted naming the driver call and error; unmap() waits
+  /// for the device first.
+  [[nodiscard]] std::uint64_t granularity() const noexcept override { return granularity_; }
+  [[nodiscard]] StorageHandle reserve(std::uint64_t size) override;
+  void unreserve(StorageHandle reservation, std::uint64_t size) noexcept override;
+  [[nodiscard]] StorageHandle map(StorageHandle reservation, std::uint64_t offset,
+                                  std::uint64_t size) override;
+  void unmap(StorageHandle reservation, std::uint64_t offset, std::uint64_t size,
+             StorageHandle chunk) noexcept override;
 
   /// options.device.
   [[nodiscard]] int device() const noexcept { return options_.device; }
@@ -84,7 +114,7 @@ class CudaStorage final : public Storage {
   [[nodiscard]] bool stream_ordered() const noexcept { return options_.stream_ordered; }
   /// options.stream (null: the legacy default stream).
   [[nodiscard]] Stream stream() const noexcept { return options_.stream; }
-  /// Pages currently held, and their bytes (as requested).
+  /// Pages and mapped chunks currently held, and their bytes (as requested).
   [[nodiscard]] std::uint64_t pages() const noexcept { return pages_; }
   [[nodiscard]] std::uint64_t bytes() const noexcept { return bytes_; }
 
@@ -93,6 +123,9 @@ class CudaStorage final : public Storage {
   void raw_free(void* pointer) noexcept;
 
   CudaStorageOptions options_;
+  bool virtual_memory_asked_ = false;
+  bool virtual_memory_supported_ = false;
+  std::uint64_t granularity_ = std::uint64_t{2} << 20;
   std::uint64_t pages_ = 0;
   std::uint64_t bytes_ = 0;
   /// (aligned address, address the driver returned) for over-allocated pages.

@@ -1,37 +1,81 @@
 // HostStorage: pages of aligned host memory — the embedded default backend,
 // and the storage every CPU test, fuzzer and benchmark runs on.
 //
-// A page is one aligned operator new; its handle is its address. Nothing is
-// cached here: pooling is the pool's job, and a storage that also cached
-// would hide the pool's own reuse from the benchmarks.
+// A page is one anonymous mmap (one aligned operator new where the system has
+// no mmap); its handle is its address. The system commits a page as it is
+// touched and takes it back at once when it is freed, so a pool that holds
+// address space it never touches costs no memory, and a stray access to a
+// page given back faults. Nothing is cached here: pooling is the pool's job,
+// and a storage that also cached would hide the pool's own reuse from the
+// benchmarks.
+//
+// Virtual memory (virtual_memory.hpp), on by default where the system has
+// mmap: reserve() is an inaccessible, unbacked mmap; map() replaces a range
+// of it with fresh zeroed memory that the system commits page by page as it
+// is touched; unmap() makes the range inaccessible again and frees its
+// memory. So the CPU tests and fuzzers run the very pool code that a GPU's
+// virtual memory drives (CudaStorage), with the same granularity by default.
 #pragma once
 
 #include <taintpool/pool/storage.hpp>
+#include <taintpool/pool/virtual_memory.hpp>
+
+#include <cstdint>
 
 namespace taintpool {
 
-/// Aligned host pages (see above); one operator new per page, no cache.
-class HostStorage final : public Storage {
+/// How a HostStorage behaves; checked by its constructor.
+struct HostStorageOptions {
+  /// Every page and reservation is aligned to this power of two (at least
+  /// 8). 256 matches what CUDA guarantees for device allocations.
+  std::uint64_t alignment = 256;
+  /// Offer the virtual-memory capability (where the system has mmap).
+  bool virtual_memory = true;
+  /// Its granularity: a power of two, a multiple of the system page size and
+  /// at least the alignment. 2 MiB, like CUDA's on current GPUs.
+  std::uint64_t granularity = std::uint64_t{2} << 20;
+};
+
+/// Aligned host pages (see above); one mmap per page, reserve, map, unmap
+/// and unreserve; no cache.
+class HostStorage final : public Storage, public VirtualMemory {
  public:
-  /// Pages aligned to `alignment` (a power of two, at least 8). 256 matches
-  /// what CUDA guarantees for device allocations. Throws
-  /// std::invalid_argument otherwise.
+  /// Pages aligned to `alignment` (a power of two, at least 8), virtual
+  /// memory with the default granularity. Throws std::invalid_argument
+  /// otherwise.
   explicit HostStorage(std::uint64_t alignment = 256);
+  /// As configured; throws std::invalid_argument naming what is wrong.
+  explicit HostStorage(HostStorageOptions options);
 
   /// The constructor's alignment.
-  [[nodiscard]] std::uint64_t alignment() const noexcept override { return alignment_; }
-  /// One aligned, nothrow operator new. Throws StorageExhausted for size 0,
-  /// a size beyond PTRDIFF_MAX, or a refusal by the system.
+  [[nodiscard]] std::uint64_t alignment() const noexcept override { return options_.alignment; }
+  /// One mmap (aligned). Throws StorageExhausted for size 0, a size beyond
+  /// PTRDIFF_MAX, or a refusal by the system.
   [[nodiscard]] StorageHandle allocate(std::uint64_t size) override;
-  /// The matching aligned operator delete.
+  /// The matching munmap.
   void deallocate(StorageHandle handle, std::uint64_t size) noexcept override;
   /// The handle is the address: no lookup.
   [[nodiscard]] void* resolve(StorageHandle handle) const noexcept override;
   /// "host".
   [[nodiscard]] std::string name() const override { return "host"; }
+  /// This storage when options.virtual_memory was asked for and the system
+  /// has mmap; else null.
+  [[nodiscard]] VirtualMemory* virtual_memory() noexcept override;
+
+  /// VirtualMemory (see above). reserve, map and unmap check their ranges
+  /// against the granularity (std::invalid_argument: a caller's bug).
+  [[nodiscard]] std::uint64_t granularity() const noexcept override { return options_.granularity; }
+  [[nodiscard]] StorageHandle reserve(std::uint64_t size) override;
+  void unreserve(StorageHandle reservation, std::uint64_t size) noexcept override;
+  [[nodiscard]] StorageHandle map(StorageHandle reservation, std::uint64_t offset,
+                                  std::uint64_t size) override;
+  void unmap(StorageHandle reservation, std::uint64_t offset, std::uint64_t size,
+             StorageHandle chunk) noexcept override;
 
  private:
-  std::uint64_t alignment_;
+  void check_granular(const char* call, std::uint64_t value) const;
+
+  HostStorageOptions options_;
 };
 
 } // namespace taintpool

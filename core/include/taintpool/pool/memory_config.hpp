@@ -1,15 +1,22 @@
 // MemoryConfig: how a MemoryManager routes sizes to pools (§3.4).
 //
 // A ladder of sliced pools, each with a page size and the largest slice it
-// serves, then one exclusive pool for everything bigger, up to a cap. A
-// request goes to the first sliced pool whose largest slice fits it, else to
-// the exclusive pool, else it is BufferTooBig (P3).
+// serves, then one arena for everything bigger, up to a cap. A request goes
+// to the first sliced pool whose largest slice fits it, else to the arena,
+// else it is BufferTooBig (P3).
 //
-// Why a ladder: small buffers want big pages carved finely (few storage
-// calls, little waste per buffer); mid-size buffers want pages big enough
-// to hold several; large buffers want a page each, so freeing one returns
-// its memory whole. The defaults suit a GPU: 256-byte alignment, small
-// buffers on 2 MiB pages, mid-size up to 32 MiB on 128 MiB pages.
+// Why a ladder and an arena: small buffers want big pages carved finely (few
+// storage calls, little waste per buffer, exact-size reuse for free). Large
+// buffers are where memory goes, and real training and inference allocate
+// them in ever-changing mixes of sizes, so they share one best-fit arena per
+// lane: a free range serves any request it fits (split, the rest stays
+// free), free neighbours merge at once, and the arena grows only when no
+// free range fits. Where the storage offers virtual memory
+// (virtual_memory.hpp) the arena is one reserved address range that grows
+// by mapping its next bytes, so free space never splinters across pages;
+// elsewhere it grows by pages sized by the same rule. The defaults suit a
+// GPU: 256-byte alignment, buffers up to 64 KiB on 2 MiB pages, everything
+// larger in the arena.
 #pragma once
 
 #include <cstdint>
@@ -23,8 +30,8 @@ struct SlicedPoolConfig {
   std::uint64_t max_slice; ///< Largest request this pool serves (≤ page_size).
 };
 
-/// A manager's pool ladder and limits; validated once, when the manager is
-/// built, so a bad one fails there and never mid-run.
+/// A manager's pool ladder, arena and limits; validated once, when the
+/// manager is built, so a bad one fails there and never mid-run.
 struct MemoryConfig {
   /// Every allocation's address is a multiple of this power of two; every
   /// slice's extent too. Must not exceed the storage's page alignment.
@@ -34,21 +41,29 @@ struct MemoryConfig {
   /// the alignment.
   std::vector<SlicedPoolConfig> sliced = {
       {std::uint64_t{2} << 20, std::uint64_t{64} << 10},
-      {std::uint64_t{128} << 20, std::uint64_t{32} << 20},
   };
 
-  /// Requests above the last sliced pool, up to this, get a page each;
+  /// Requests above the last sliced pool, up to this, go to the arena;
   /// larger ones are BufferTooBig. At least the last max_slice, and at most
-  /// 2^63 so that rounding a size up to the alignment cannot overflow (P2).
+  /// 2^63 so that rounding a size up cannot overflow (P2).
   std::uint64_t max_allocation = std::uint64_t{1} << 40;
 
-  /// A free exclusive page is reused for a request only if the page is at
-  /// most this many 1/8ths above it (bounding the waste reuse can cause).
-  std::uint64_t exclusive_reuse_slack_eighths = 1;
+  /// Address space the arena reserves at a time, per lane, when the storage
+  /// has virtual memory (a request larger than this gets a reservation of
+  /// its own size). Address space costs no memory: more than the device
+  /// holds, so one reservation is all a lane needs. Positive.
+  std::uint64_t arena_address_space = std::uint64_t{256} << 30;
 
-  /// A free exclusive page is given back to storage once this many
-  /// allocations have been served since it became free.
-  std::uint64_t exclusive_release_after = 64;
+  /// When the arena must grow, it grows by at least 1/divisor of what it
+  /// holds already (0: by exactly what the request needs), and at least
+  /// arena_min_growth; rounded up to the storage's granularity. Growing in
+  /// steps that scale with the arena keeps cold start to a few dozen storage
+  /// calls; 1/64 bounds what the last step can overshoot to 1.6%.
+  std::uint64_t arena_growth_divisor = 64;
+
+  /// The smallest step the arena grows by (see above): a positive multiple
+  /// of the alignment. Without virtual memory, the smallest page it asks for.
+  std::uint64_t arena_min_growth = std::uint64_t{2} << 20;
 
   /// Throws std::invalid_argument naming the first inconsistency among the
   /// constraints above, checked against the storage's page alignment.

@@ -15,17 +15,30 @@
 // So with every handle dropped and sweep() called, no slice carries a claim
 // and the ErrorGraph holds only what something else keeps alive (R4).
 //
-// Routing: MemoryConfig's ladder of sliced pools, then an exclusive pool,
-// then BufferTooBig. Reserve is O(1) with no scan and no heap allocation in
-// steady state (size bins with bitmaps; recycled slice records; an
-// open-addressing table from allocation id to slice).
+// Routing: MemoryConfig's ladder of sliced pools, then the arena (best fit
+// over every free range; it grows, by mapping more of a reserved address
+// range where the storage has virtual memory), then BufferTooBig. Reserve
+// is O(1) with no scan and no heap allocation in steady state (size bins
+// with bitmaps; recycled slice records; an open-addressing table from
+// allocation id to slice), and a warm manager makes no storage call.
+//
+// Lanes (P4, lane-ordered reuse): allocate(size, lane) serves the request
+// from that lane's own pools. Lanes share the storage, the allocation
+// table, the stats and the graph, but not free memory: memory an
+// allocation of lane L released is reused only by allocations of lane L,
+// until it goes back to storage (cleanup(), or the out-of-memory path,
+// which gives back every lane's free memory). A stream-ordered runtime maps
+// a stream to a lane, so memory freed in one stream's order is never handed
+// to another stream that might touch it before the free has happened.
+// Lanes are made on first use, at most max_lanes of them.
 //
 // Errors (P3): a size no pool can hold throws Exception(BufferTooBig); a
-// storage failure — after giving free pages back and retrying once — throws
-// Exception(OutOfMemory) with requested, in use, reserved and largest free
-// block; a binding to an allocation that is gone is NotFound, past its end
-// InvalidBinding, and one another manager minted InvalidBinding naming both.
-// Nothing changes when they throw.
+// storage failure — after giving back every lane's free memory and retrying
+// once — throws Exception(OutOfMemory) with requested, in use, reserved,
+// largest free block and what was given back; a lane past max_lanes is
+// std::invalid_argument; a binding to an allocation that is gone is
+// NotFound, past its end InvalidBinding, and one another manager minted
+// InvalidBinding naming both. Nothing changes when they throw.
 //
 // Ids: each manager mints its AllocationIds in an id space of its own
 // (failure_id.hpp), taken when it is built and handed back when it goes, so
@@ -61,6 +74,7 @@ namespace detail {
 struct ReleaseInbox;
 class SliceCache;
 class Pool;
+struct Released;
 
 /// The id table's node: a live allocation and the slice holding it.
 struct LiveAllocation {
@@ -97,8 +111,8 @@ struct BoundBytes {
   std::byte* data;    ///< The allocation's byte 0 (storage address space).
   std::uint64_t size; ///< The allocation's size.
   Taint* taint;       ///< The allocation's taint.
-  std::uint32_t pool; ///< Which pool holds it (ladder index; the exclusive pool is last).
-  std::uint32_t lane; ///< The lane it was allocated in (allocate()).
+  std::uint32_t pool; ///< Which pool holds it (ladder index; the arena is last).
+  std::uint32_t lane; ///< The lane it was allocated on (P4).
 };
 
 /// One live allocation, for tests, fuzzers and diagnostics.
@@ -107,15 +121,18 @@ struct AllocationInfo {
   std::uint64_t size;    ///< Requested bytes.
   std::uint64_t extent;  ///< Bytes of page it occupies (size + padding).
   const std::byte* data; ///< Its address.
-  std::uint32_t pool;    ///< Ladder index; the exclusive pool is last.
+  std::uint32_t pool;    ///< Ladder index; the arena is last.
+  std::uint32_t lane;    ///< The lane it was allocated on (P4).
   const Taint* taint;    ///< Its stale bytes; valid until the next non-const call.
-  std::uint32_t lane;    ///< The lane it was allocated in.
 };
 
 /// The pools of one storage and the taint of every allocation in them (see
 /// above). Not copyable or movable: handles and the inbox point into it.
 class MemoryManager {
  public:
+  /// Lanes a manager serves: 0 .. max_lanes - 1.
+  static constexpr std::uint32_t max_lanes = 64;
+
   /// Throws std::invalid_argument if the config does not fit the storage.
   /// `storage` and `graph` must outlive the manager. No page is taken yet.
   MemoryManager(Storage& storage, ErrorGraph& graph, MemoryConfig config = {});
@@ -125,21 +142,14 @@ class MemoryManager {
   MemoryManager& operator=(const MemoryManager&) = delete;
 
   /// Reserve-then-bind: a fresh AllocationId on a clean slice of at least
-  /// `size` bytes, aligned to config().alignment. Size 0 is valid (P3).
-  /// Throws Exception(BufferTooBig) above max_allocation and
-  /// Exception(OutOfMemory) when storage refuses even after free pages are
-  /// given back; nothing changes then. O(1), allocation-free once warm.
-  [[nodiscard]] Allocation allocate(std::uint64_t size) { return allocate(size, 0); }
-
-  /// allocate(size) in `lane`: memory an allocation of one lane released is
-  /// reused only by allocations of the same lane, until it goes back to
-  /// storage (cleanup(), or the out-of-memory retry). Lanes are what make
-  /// reuse stream-ordered (O3): a Device gives each stream its own. A lane
-  /// is created on first use; at most max_lanes (std::invalid_argument).
-  [[nodiscard]] Allocation allocate(std::uint64_t size, std::uint32_t lane);
-
-  /// Most lanes a manager keeps.
-  static constexpr std::uint32_t max_lanes = 64;
+  /// `size` bytes, aligned to config().alignment, from `lane`'s pools (P4;
+  /// the lane's pools are made on its first use). Size 0 is valid (P3).
+  /// Throws std::invalid_argument for a lane >= max_lanes,
+  /// Exception(BufferTooBig) above max_allocation and
+  /// Exception(OutOfMemory) when storage refuses even after every lane's
+  /// free memory is given back; nothing changes then. O(1),
+  /// allocation-free and storage-call-free once warm.
+  [[nodiscard]] Allocation allocate(std::uint64_t size, std::uint32_t lane = 0);
 
   /// A new handle to a live allocation that still has one (one atomic
   /// compare-and-swap): how a Device pins an allocation a stream is still
@@ -179,7 +189,9 @@ class MemoryManager {
   /// (P1) and returns its slice to its pool.
   void sweep() { discover_released(); }
 
-  /// sweep(), then gives every page holding no allocation back to storage.
+  /// sweep(), then gives every lane's memory that holds no allocation back
+  /// to storage: pages wholly free, and the arena's mapped chunks that lie
+  /// wholly in free space.
   void cleanup();
 
   /// Ends every live allocation now — for a device whose memory is lost
@@ -190,6 +202,16 @@ class MemoryManager {
   /// Exact figures (P2). Discovers releases first and merges any free space
   /// a pool parks unmerged, so largest_free_block is what merging gives.
   [[nodiscard]] MemoryStats stats();
+
+  /// The allocation if it is live (or dropped but not yet discovered), else
+  /// nullopt. Does not sweep; one table lookup.
+  [[nodiscard]] std::optional<AllocationInfo> info(AllocationId allocation) const {
+    const detail::LiveAllocation* entry = live_.find(allocation.raw());
+    if (entry == nullptr) {
+      return std::nullopt;
+    }
+    return describe(entry->slice);
+  }
 
   /// Visits every live allocation, in no particular order. Does not sweep.
   template <class Fn>
@@ -207,8 +229,10 @@ class MemoryManager {
   [[nodiscard]] Storage& storage() const noexcept { return storage_; }
   /// The graph every slice's taint tags (R1).
   [[nodiscard]] ErrorGraph& graph() const noexcept { return graph_; }
-  /// Number of pools: the sliced ladder, then the exclusive pool.
-  [[nodiscard]] std::size_t pool_count() const noexcept { return ladder_; }
+  /// Number of pools per lane: the sliced ladder, then the arena.
+  [[nodiscard]] std::size_t pool_count() const noexcept { return config_.sliced.size() + 1; }
+  /// Lanes made so far (a lane is made on its first allocation).
+  [[nodiscard]] std::uint32_t lane_count() const noexcept;
   /// The id space this manager mints in (allocation_space of its ids): one
   /// no other live manager holds, the lowest free when it was built.
   [[nodiscard]] std::uint32_t id_space() const noexcept { return space_; }
@@ -242,22 +266,35 @@ class MemoryManager {
   [[noreturn]] void throw_bad_binding(const Binding& binding) const;
   [[noreturn]] void throw_ids_exhausted() const;
   [[nodiscard]] std::uint32_t route(std::uint64_t size) const noexcept;
-  void add_lanes(std::uint32_t lanes);
-  [[nodiscard]] detail::Slice* reserve_or_throw(std::uint32_t pool, std::uint64_t size,
+  /// The lane's pools, made on first use (cold; throws for a lane past
+  /// max_lanes, or std::bad_alloc).
+  [[nodiscard]] std::vector<std::unique_ptr<detail::Pool>>& open_lane(std::uint32_t lane);
+  [[nodiscard]] detail::Slice* reserve_or_throw(detail::Pool& pool, std::uint64_t size,
                                                 std::uint64_t extent);
+  /// Every lane's free memory back to storage; what went.
+  [[nodiscard]] detail::Released release_free_memory();
+  template <class Fn>
+  void for_each_pool(Fn&& fn) const {
+    for (const auto& lane : lanes_) {
+      for (const auto& pool : lane) {
+        fn(*pool);
+      }
+    }
+  }
   void tombstone_all() noexcept;
   [[nodiscard]] static AllocationInfo describe(const detail::Slice* slice) noexcept;
-  [[nodiscard]] static std::uint32_t pool_index(const detail::Slice* slice) noexcept;
   [[noreturn]] static void throw_not_found(AllocationId allocation);
-  [[noreturn]] void throw_out_of_memory(std::uint64_t size, const std::string& cause);
+  [[noreturn]] void throw_out_of_memory(std::uint64_t size, const std::string& cause,
+                                        const detail::Released& released);
 
   Storage& storage_;
   ErrorGraph& graph_;
   MemoryConfig config_;
   detail::ReleaseInbox* inbox_ = nullptr;
   std::unique_ptr<detail::SliceCache> cache_;
-  std::vector<std::unique_ptr<detail::Pool>> pools_; ///< Lane by lane, each a whole ladder.
-  std::uint32_t ladder_ = 0;                         ///< Pools per lane.
+  /// lanes_[lane]: the lane's pools (the ladder, then the arena); empty until
+  /// the lane's first allocation.
+  std::vector<std::vector<std::unique_ptr<detail::Pool>>> lanes_;
   detail::IdTable<detail::LiveAllocation> live_;
   detail::Slice* tombstoned_ = nullptr; ///< Ended while handles remain; linked via bin links.
   MemoryStats stats_;

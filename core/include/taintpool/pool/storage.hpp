@@ -8,6 +8,10 @@
 // real backends stay small: HostStorage (aligned host memory, the default)
 // and CudaStorage (device memory; taintpool::cuda).
 //
+// One optional capability: virtual_memory() — reserve address space, back it
+// with memory on demand (virtual_memory.hpp). A storage without it returns
+// null, and the pool serves large buffers from pages instead.
+//
 // A storage is asked for pages only — large, rare requests — so a virtual
 // call per request costs nothing measurable; the pool carves pages into
 // slices without calling the storage at all on its fast path.
@@ -19,6 +23,8 @@
 #include <string_view>
 
 namespace taintpool {
+
+class VirtualMemory;
 
 /// An opaque page handle. The storage decides what it holds (a host address,
 /// a device address); 0 never names a page.
@@ -61,6 +67,11 @@ class Storage {
 
   /// For messages: "host", "cuda device 0 (stream-ordered)".
   [[nodiscard]] virtual std::string name() const = 0;
+
+  /// The virtual-memory capability (virtual_memory.hpp), or null when this
+  /// storage has none (the default). Must give the same answer for as long
+  /// as a pool uses the storage. Adaptors return a wrapped capability.
+  [[nodiscard]] virtual VirtualMemory* virtual_memory() noexcept { return nullptr; }
 
  protected:
   Storage() = default;

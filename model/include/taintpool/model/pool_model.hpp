@@ -1,16 +1,26 @@
 // PoolModel: the reference model of a MemoryManager's observable behaviour
-// (§3.4, P1–P3, R4), written to be obviously right.
+// (§3.4, P1–P4, R4), written to be obviously right.
 //
-// A pool is free to place allocations wherever it likes, so the model does
-// not predict addresses; it takes each placement core reports and checks it
-// against what any correct pool must satisfy:
-//   * P2 — a live allocation is aligned, does not overlap another live one
-//     (checked against every live allocation, pairwise), and occupies an
-//     extent the routing allows (exactly the aligned size on a sliced pool,
-//     at most the reuse slack above it on the exclusive pool);
+// A pool is free to place allocations wherever its policy likes, so the
+// model does not predict addresses; it takes each placement core reports
+// and checks it against what any correct pool must satisfy, and it predicts
+// every usage figure exactly without knowing the policy:
+//   * storage mirror — the caller reports every storage call that succeeded
+//     (ObservedStorage does it for a fuzzer or test): pages, reservations,
+//     mapped chunks. So the model knows exactly which bytes are memory, and
+//     predicts reserved (their sum), pages (pages + chunks held), and — from
+//     the live allocations' extents — the largest free block: the longest
+//     run of memory in one page or reservation that no allocation occupies;
+//   * P2 — a live allocation is aligned, lies in memory the storage gave,
+//     does not overlap another live one (checked pairwise), and occupies
+//     exactly its aligned size (every pool splits exactly); in use, padding
+//     and the peak in use are recounted from the live set;
 //   * P3 — which sizes are BufferTooBig, which bindings are NotFound or
-//     InvalidBinding; what is live, and usage figures recounted from the
-//     live set;
+//     InvalidBinding;
+//   * P4 (lane-ordered reuse) — bytes an allocation of lane L released are
+//     handed only to allocations of lane L until the storage takes them back
+//     (a page freed, a chunk unmapped): the model remembers, per released
+//     range, its lane, and forgets it when the storage takes the memory;
 //   * P1 — an allocation's taint lives exactly until it ends: when the
 //     manager discovers its last handle gone (at the manager's next call),
 //     or when reset() ends everything. Its claims are kept in an
@@ -46,22 +56,38 @@ class PoolModel {
   /// P3: a size above max_allocation can never be held.
   [[nodiscard]] bool too_big(std::uint64_t size) const;
   /// The pool a size goes to: the first sliced pool that fits, else the
-  /// exclusive pool (index = number of sliced pools).
+  /// arena (index = number of sliced pools).
   [[nodiscard]] std::uint32_t pool_for(std::uint64_t size) const;
   /// The aligned extent (one alignment unit for size 0).
   [[nodiscard]] std::uint64_t aligned_extent(std::uint64_t size) const;
 
+  // ---------------------------------------------------------------- storage mirror
+
+  /// The storage gave a page of memory at [address, address + size).
+  void page_allocated(std::uint64_t address, std::uint64_t size);
+  /// The page at `address` went back.
+  void page_freed(std::uint64_t address);
+  /// The storage reserved address space (no memory) at [address, + size).
+  void space_reserved(std::uint64_t address, std::uint64_t size);
+  /// The reservation at `address` went back (nothing may be mapped in it).
+  void space_unreserved(std::uint64_t address);
+  /// A chunk of memory was mapped at [address, address + size) of a reservation.
+  void chunk_mapped(std::uint64_t address, std::uint64_t size);
+  /// The chunk mapped at `address` went back.
+  void chunk_unmapped(std::uint64_t address);
+
   // ---------------------------------------------------------------- lifecycle
 
-  /// Core returned a new allocation; checks P2 for it against every live
-  /// allocation and records it with one handle. Throws std::logic_error
-  /// naming the violated rule.
+  /// Core returned a new allocation on `lane`; checks P2 and P4 for it
+  /// (against every live allocation, the storage mirror and the released
+  /// ranges) and records it with one handle. Throws std::logic_error naming
+  /// the violated rule.
   void allocated(AllocationId id, std::uint64_t size, std::uint64_t address, std::uint64_t extent,
-                 std::uint32_t pool);
+                 std::uint32_t pool, std::uint32_t lane = 0);
   /// As allocated(), for a caller that checks placement itself (a stateful
   /// test whose model cannot see core): the allocation is recorded with the
-  /// aligned extent and no address, and takes no part in overlap checks.
-  void allocated_unplaced(AllocationId id, std::uint64_t size);
+  /// aligned extent and no address, and takes no part in placement checks.
+  void allocated_unplaced(AllocationId id, std::uint64_t size, std::uint32_t lane = 0);
 
   /// The id the next successful allocation gets: one more than the last.
   [[nodiscard]] AllocationId next_id() const;
@@ -92,7 +118,7 @@ class PoolModel {
   [[nodiscard]] EngineModel& engine() { return engine_; }
   [[nodiscard]] const EngineModel& engine() const { return engine_; }
 
-  // ---------------------------------------------------------------- figures
+  // ---------------------------------------------------------------- figures (exact, P2)
 
   [[nodiscard]] bool live(AllocationId id) const;
   [[nodiscard]] std::vector<AllocationId> live_allocations() const;
@@ -100,7 +126,21 @@ class PoolModel {
   [[nodiscard]] std::uint64_t allocations() const;
   [[nodiscard]] std::uint64_t in_use() const;
   [[nodiscard]] std::uint64_t padding() const;
+  /// The highest in_use() ever.
+  [[nodiscard]] std::uint64_t peak_in_use() const { return peak_in_use_; }
   [[nodiscard]] std::uint64_t handles(AllocationId id) const;
+  /// The lane an allocation was made on.
+  [[nodiscard]] std::uint32_t lane_of(AllocationId id) const;
+
+  /// Bytes of memory the storage gave and still holds: pages and chunks.
+  [[nodiscard]] std::uint64_t reserved() const;
+  /// The highest reserved() ever.
+  [[nodiscard]] std::uint64_t peak_reserved() const { return peak_reserved_; }
+  /// Pages plus mapped chunks held.
+  [[nodiscard]] std::uint64_t pages() const;
+  /// The longest run of memory, within one page or reservation, that no
+  /// live or pending allocation occupies (0 when none).
+  [[nodiscard]] std::uint64_t largest_free_block() const;
 
  private:
   enum class State { Live, Pending, Ended };
@@ -113,15 +153,38 @@ class PoolModel {
     State state;
     std::size_t carrier; ///< Its allocation index in engine_.
     bool placed;         ///< address and extent came from core.
+    std::uint32_t lane;
+  };
+  /// A page (all memory) or a reservation (memory = its chunks).
+  struct Block {
+    std::uint64_t address;
+    std::uint64_t size;
+    bool reservation;
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> chunks; ///< (address, size).
+  };
+  /// Bytes [begin, end) an allocation of `lane` released, not yet taken back.
+  struct Released {
+    std::uint64_t begin;
+    std::uint64_t end;
+    std::uint32_t lane;
   };
 
   [[nodiscard]] Record* find(AllocationId id);
   [[nodiscard]] const Record* find(AllocationId id) const;
   void end(Record& record);
+  /// Forgets every released byte in [begin, end) (P4 bookkeeping).
+  void forget_released(std::uint64_t begin, std::uint64_t end);
+  /// Whether [begin, end) lies wholly in memory the storage gave.
+  [[nodiscard]] bool in_memory(std::uint64_t begin, std::uint64_t end) const;
+  void track_peaks();
 
   MemoryConfig config_;
   EngineModel engine_;
   std::vector<Record> records_; ///< Every allocation ever made, in id order.
+  std::vector<Block> blocks_;   ///< What the storage holds for the manager now.
+  std::vector<Released> released_;
+  std::uint64_t peak_in_use_ = 0;
+  std::uint64_t peak_reserved_ = 0;
 };
 
 } // namespace taintpool::model

@@ -2,10 +2,13 @@
 // public only so the manager's binding lookup can be inline on the launch
 // path; nothing outside taintpool should name these.
 //
-// A Page is one block from storage. Slices tile it exactly — offsets run from
-// 0 with no gap, extents sum to the page size (P2) — and each slice is Free,
-// Bound to one allocation, or Tombstoned (its allocation was ended by the
-// manager while handles still pointed at it, and its page is gone).
+// A Page is one block from storage: a page of memory, or a reservation of
+// address space (virtual_memory.hpp) parts of which are backed by mapped
+// chunks. Slices tile it exactly — offsets run from 0 with no gap, extents
+// sum to the page size (P2) — and each slice is Free, Recent, Bound to one
+// allocation, Unmapped (address space of a reservation with no memory
+// behind it), or Tombstoned (its allocation was ended by the manager while
+// handles still pointed at it, and its page is gone).
 //
 // A Slice outlives many allocations: it is the record a handle points at, so
 // it is where the handle count lives, and it is recycled rather than freed
@@ -26,6 +29,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace taintpool::detail {
 
@@ -35,15 +39,26 @@ class Pool;
 
 /// Where a slice record is in its life. Leaving Bound is a P1 clear point.
 enum class SliceState : std::uint8_t {
-  Free,      ///< In its pool's free index (SizeBins), merged with free neighbours.
-  Recent,    ///< Freed moments ago and parked unmerged for exact-size reuse (SlicedPool).
-  Bound,     ///< Holds a live allocation.
-  Tombstoned ///< Its allocation was ended while handles remained; its page is gone.
+  Free,       ///< In its pool's free index (SizeBins), merged with free neighbours.
+  Recent,     ///< Freed moments ago and parked unmerged for exact-size reuse (SlicedPool).
+  Bound,      ///< Holds a live allocation.
+  Tombstoned, ///< Its allocation was ended while handles remained; its page is gone.
+  Unmapped    ///< Reserved address space with no memory behind it (ArenaPool); always clean.
 };
 
 /// One region of a page, and the record every handle to its allocation
 /// points at (see above).
-struct Slice {
+///
+/// Layout: two cache lines, and what each path touches is in one of them.
+/// The first holds what the manager's walks read — neighbours, free-index
+/// links, extent, state — so merging with a neighbour or unlinking one from
+/// a bin touches one line of it. The second holds the allocation — handle
+/// count, inbox link, id, size, taint — which a dropped handle has just
+/// touched when the manager discovers the release. With 10^5 live
+/// allocations every record is a cache miss, so lines touched per operation
+/// is what the pool's cost is made of (issue 12: flat cost in the number of
+/// live allocations).
+struct alignas(64) Slice {
   /// Free, with no page; retains `owner_inbox` for as long as it exists.
   explicit Slice(ReleaseInbox& owner_inbox) noexcept;
   /// Releases the inbox. The taint must be clean (Taint's destructor aborts
@@ -52,40 +67,51 @@ struct Slice {
   Slice(const Slice&) = delete;
   Slice& operator=(const Slice&) = delete;
 
-  // Shared with handles, on any thread.
-  std::atomic<std::uint64_t> refs{1}; ///< The manager's own reference, plus one per handle.
-  Slice* next_released = nullptr;     ///< Link in the inbox; written by the pusher before its CAS.
-  ReleaseInbox* inbox;                ///< Outlives the slice (it is refcounted by slices).
-
-  // The manager's thread only.
-  Page* page = nullptr;         ///< Null once Tombstoned and its page is gone.
-  std::uint64_t offset = 0;     ///< From the page's base.
-  std::uint64_t extent = 0;     ///< Bytes of the page this slice covers: size + padding.
-  std::uint64_t size = 0;       ///< Bytes the bound allocation asked for.
-  std::uint64_t allocation = 0; ///< Raw AllocationId while Bound (or Tombstoned), else 0.
-  Slice* page_prev = nullptr;   ///< Address order within the page; tombstone list after.
+  // Line 1: the manager's thread only.
+  Slice* page_prev = nullptr; ///< Address order within the page; tombstone list after.
   Slice* page_next = nullptr;
   Slice* bin_prev = nullptr; ///< Free-index list, while Free.
   Slice* bin_next = nullptr;
-  std::uint32_t bin = 0; ///< Free-index bin, while Free.
+  Page* page = nullptr;     ///< Null once Tombstoned and its page is gone.
+  std::uint64_t offset = 0; ///< From the page's base.
+  std::uint64_t extent = 0; ///< Bytes of the page this slice covers: size + padding.
+  std::uint32_t bin = 0;    ///< Free-index bin, while Free.
   SliceState state = SliceState::Free;
-  Taint taint; ///< The bound allocation's stale bytes (allocation-relative).
+
+  // Line 2: shared with handles, on any thread (refs, next_released, inbox);
+  // the rest the manager's thread only.
+  alignas(64) std::atomic<std::uint64_t> refs{
+      1};                         ///< The manager's own reference, plus one per handle.
+  Slice* next_released = nullptr; ///< Link in the inbox; written by the pusher before its CAS.
+  ReleaseInbox* inbox;            ///< Outlives the slice (it is refcounted by slices).
+  std::uint64_t size = 0;         ///< Bytes the bound allocation asked for.
+  std::uint64_t allocation = 0;   ///< Raw AllocationId while Bound (or Tombstoned), else 0.
+  Taint taint;                    ///< The bound allocation's stale bytes (allocation-relative).
+};
+
+/// One mapped chunk of a reservation: what VirtualMemory::map gave.
+struct MappedChunk {
+  std::uint64_t offset = 0; ///< From the reservation's base.
+  std::uint64_t size = 0;
+  StorageHandle handle; ///< For unmap.
 };
 
 /// One block from storage, tiled exactly by its slices (P2).
 struct Page {
-  StorageHandle handle;         ///< What the storage gave.
+  StorageHandle handle;         ///< What the storage gave: a page, or a reservation.
   std::byte* base = nullptr;    ///< storage.resolve(handle).
-  std::uint64_t size = 0;       ///< Bytes asked of the storage.
+  std::uint64_t size = 0;       ///< Bytes asked of the storage (a reservation's address space).
   Pool* pool = nullptr;         ///< The pool that owns it.
   std::uint32_t pool_index = 0; ///< The pool's place in its manager's ladder.
-  std::uint32_t lane = 0;       ///< The manager's lane the pool serves.
+  std::uint32_t lane = 0;       ///< The lane whose pool owns it.
   Slice* first = nullptr;       ///< Lowest-offset slice.
   Page* prev = nullptr;         ///< The owning pool's list of pages.
   Page* next = nullptr;
-  Page* idle_prev = nullptr; ///< Exclusive pool: free pages, oldest first.
-  Page* idle_next = nullptr;
-  std::uint64_t idle_since = 0; ///< Exclusive pool: reserve count when it became free.
+  /// A reservation (true): only `chunks` hold memory, and Unmapped slices
+  /// tile the rest. A page (false): all of it is memory.
+  bool reservation = false;
+  std::vector<MappedChunk> chunks; ///< A reservation's mapped chunks, by offset.
+  std::uint64_t mapped = 0;        ///< Bytes of memory held: the chunks' sum, or `size`.
 };
 
 /// Where handles on any thread hand ended allocations to the manager's
@@ -150,14 +176,13 @@ class SliceCache {
     return slice;
   }
 
-  /// Back to the spares. The slice must be clean and hold only the
-  /// manager's reference.
+  /// Back to the spares. The slice must be clean, hold only the manager's
+  /// reference, and name no allocation (size and allocation 0): only its
+  /// first cache line is written.
   void give(Slice* slice) noexcept {
     slice->page = nullptr;
     slice->offset = 0;
     slice->extent = 0;
-    slice->size = 0;
-    slice->allocation = 0;
     slice->page_prev = nullptr;
     slice->bin_prev = nullptr;
     slice->bin_next = nullptr;

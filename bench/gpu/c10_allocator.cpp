@@ -1,0 +1,59 @@
+// See c10_allocator.hpp. Compiled without the project's warnings: torch's
+// headers are not ours to fix.
+#include "c10_allocator.hpp"
+
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <cstdlib>
+#include <cstring>
+#include <cuda_runtime.h>
+
+namespace taintpool::replay::c10 {
+
+namespace allocator = ::c10::cuda::CUDACachingAllocator;
+
+void init() {
+  static bool done = false;
+  if (!done) {
+    int devices = 0;
+    cudaGetDeviceCount(&devices);
+    allocator::init(devices);
+    done = true;
+  }
+}
+
+void* allocate(std::uint64_t size) {
+  return allocator::raw_alloc(static_cast<std::size_t>(size));
+}
+
+void free(void* pointer) {
+  allocator::raw_delete(pointer);
+}
+
+std::uint64_t reserved() {
+  const auto stats = allocator::getDeviceStats(0);
+  return static_cast<std::uint64_t>(stats.reserved_bytes[0].current);
+}
+
+std::uint64_t peak_reserved() {
+  const auto stats = allocator::getDeviceStats(0);
+  return static_cast<std::uint64_t>(stats.reserved_bytes[0].peak);
+}
+
+std::uint64_t segments() {
+  const auto stats = allocator::getDeviceStats(0);
+  return static_cast<std::uint64_t>(stats.segment[0].allocated);
+}
+
+void reset() {
+  allocator::emptyCache();
+  allocator::resetPeakStats(0);
+}
+
+const char* label() {
+  const char* conf = std::getenv("PYTORCH_CUDA_ALLOC_CONF");
+  return conf != nullptr && std::strstr(conf, "expandable_segments:True") != nullptr
+             ? "c10, expandable segments"
+             : "c10";
+}
+
+} // namespace taintpool::replay::c10
