@@ -6,16 +6,35 @@
 #include <cstdlib>
 #include <cstring>
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 namespace taintpool::replay::c10 {
 
 namespace allocator = ::c10::cuda::CUDACachingAllocator;
+
+namespace {
+// c10 asks "has this device a primary context?" through a hook that
+// libtorch_cuda installs when it loads; with libc10_cuda alone the hook is a
+// dummy that throws ("Should never been called"). Install one, found by name
+// at run time so that a torch without it still builds: by the time c10 asks,
+// the CUDA runtime has made the context, so the answer is yes.
+bool assume_primary_context(signed char /*device*/) { return true; }
+void install_primary_context_hook() {
+  using Hook = bool (*)(signed char);
+  using Setter = void (*)(Hook);
+  void* found = dlsym(RTLD_DEFAULT, "_ZN3c104cuda9_internal20setHasPrimaryContextEPFbaE");
+  if (found != nullptr) {
+    reinterpret_cast<Setter>(found)(&assume_primary_context);
+  }
+}
+} // namespace
 
 void init() {
   static bool done = false;
   if (!done) {
     int devices = 0;
     cudaGetDeviceCount(&devices);
+    install_primary_context_hook();
     allocator::init(devices);
     done = true;
   }

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <exception>
 
 namespace taintpool::cuda::bench {
@@ -27,6 +28,21 @@ void launch_copy(CUstream_st* stream, const float* in, float* out, std::uint64_t
 namespace taintpool::cuda::bench::c10_baseline {
 
 namespace {
+// c10 asks "has this device a primary context?" through a hook that
+// libtorch_cuda installs when it loads; with libc10_cuda alone the hook is a
+// dummy that throws ("Should never been called"). Install one, found by name
+// at run time so that a torch without it still builds: by the time c10 asks,
+// the CUDA runtime has made the context, so the answer is yes.
+bool assume_primary_context(signed char /*device*/) { return true; }
+void install_primary_context_hook() {
+  using Hook = bool (*)(signed char);
+  using Setter = void (*)(Hook);
+  void* found = dlsym(RTLD_DEFAULT, "_ZN3c104cuda9_internal20setHasPrimaryContextEPFbaE");
+  if (found != nullptr) {
+    reinterpret_cast<Setter>(found)(&assume_primary_context);
+  }
+}
+
 
 using Clock = std::chrono::steady_clock;
 
@@ -59,6 +75,7 @@ PipelineTimes run_pipeline(CUstream_st* compute, CUstream_st* copy, const float*
       fail(times, "no CUDA device");
       return times;
     }
+    install_primary_context_hook();
     // What torch's own CUDA initialisation does; a no-op when done already.
     c10::cuda::CUDACachingAllocator::init(devices);
     const c10::cuda::CUDAStream compute_stream = c10::cuda::getStreamFromExternal(compute, 0);

