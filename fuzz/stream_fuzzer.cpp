@@ -13,7 +13,7 @@
 //
 // # What is checked
 //
-// Everything fuzz/common/stream_rig.hpp lists, after every op: waits needed
+// Everything testing/include/taintpool/testing/stream_rig.hpp lists, after every op: waits needed
 // and single per source (O2) or absent (O4); no unordered conflicting access
 // once a launch's waits are queued (O1); items running in an order the
 // program allows, and bytes equal to the sequential program's (O1) or
@@ -43,6 +43,7 @@
 // A stream byte picks a live stream; from 250 up a destroyed one or one of
 // no device (P3).
 #include <taintpool/model/device_model.hpp>
+#include <taintpool/testing/stream_rig.hpp>
 
 #include <array>
 #include <cstddef>
@@ -53,7 +54,6 @@
 
 #include "common/byte_reader.hpp"
 #include "common/check.hpp"
-#include "common/stream_rig.hpp"
 
 namespace {
 
@@ -64,9 +64,9 @@ using taintpool::Error;
 using taintpool::WrittenRange;
 using taintpool::fuzz::ByteReader;
 using taintpool::fuzz::Checker;
-using taintpool::fuzz::StreamRig;
 using taintpool::model::BodyKind;
 using taintpool::model::BodyPlan;
+using taintpool::testing::StreamRig;
 
 constexpr std::size_t kMaxOps = 32;
 

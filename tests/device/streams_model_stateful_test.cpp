@@ -11,12 +11,13 @@
 // normal test suite on every build, and RapidCheck shrinks a failure to a
 // short command list a person can read.
 //
-// How: the system and both oracles are fuzz/common/stream_rig.hpp's
+// How: the system and both oracles are testing/include/taintpool/testing/stream_rig.hpp's
 // StreamRig — the same operations and checks the fuzzer runs, so the two
 // cannot drift apart. rc::state's model is only the shape the generators
 // need (none: every choice is a pick resolved against the rig when the
 // command runs, as the fuzzer's decoder resolves its bytes).
 #include <taintpool/model/device_model.hpp>
+#include <taintpool/testing/stream_rig.hpp>
 
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
@@ -31,14 +32,12 @@
 #include <string>
 #include <vector>
 
-#include "common/stream_rig.hpp"
-
 namespace taintpool {
 namespace {
 
-using fuzz::StreamRig;
 using model::BodyKind;
 using model::BodyPlan;
+using testing::StreamRig;
 
 /// Nothing: every choice is resolved against the rig when a command runs.
 struct Shape {};

@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-namespace taintpool::fuzz {
+namespace taintpool::testing {
 
 class ArenaStorage final : public Storage {
  public:
@@ -100,4 +100,4 @@ class ArenaStorage final : public Storage {
   std::function<void(const std::byte*, std::uint64_t)> listener_;
 };
 
-} // namespace taintpool::fuzz
+} // namespace taintpool::testing

@@ -37,6 +37,8 @@
 #include <taintpool/host/deferred_host_backend.hpp>
 #include <taintpool/model/device_model.hpp>
 #include <taintpool/model/stream_model.hpp>
+#include <taintpool/testing/arena_storage.hpp>
+#include <taintpool/testing/stream_check.hpp>
 
 #include <algorithm>
 #include <array>
@@ -53,10 +55,7 @@
 #include <utility>
 #include <vector>
 
-#include "arena_storage.hpp"
-#include "stream_check.hpp"
-
-namespace taintpool::fuzz {
+namespace taintpool::testing {
 
 class StreamRig {
   using BodyPlan = model::BodyPlan;
@@ -792,4 +791,4 @@ inline std::string StreamRig::context() const {
   return text;
 }
 
-} // namespace taintpool::fuzz
+} // namespace taintpool::testing

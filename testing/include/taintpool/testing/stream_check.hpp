@@ -48,7 +48,7 @@
 #include <utility>
 #include <vector>
 
-namespace taintpool::fuzz {
+namespace taintpool::testing {
 
 /// Bytes a queued item touches: [begin, end) of one allocation.
 struct ItemTouch {
@@ -421,4 +421,4 @@ class ObservedBackend final : public Backend {
   StreamWatch& watch_;
 };
 
-} // namespace taintpool::fuzz
+} // namespace taintpool::testing
