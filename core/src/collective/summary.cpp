@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <ranges>
 #include <stdexcept>
 #include <type_traits>
 
@@ -95,7 +94,10 @@ std::uint64_t PieceLayout::overlapping(ByteRange bytes) const noexcept {
 std::string root_text(const Report& report) {
   std::string text = to_string(report.origin) + " was left unwritten by " +
                      to_string(report.failure) + " (" + to_string(report.root) + ")";
-  for (const SkipRecord& step : std::views::reverse(report.path)) { // Oldest first.
+  // Oldest first. (Reverse iterators, not std::views::reverse: clang 14
+  // cannot use libstdc++ 12's ranges.)
+  for (auto it = report.path.rbegin(); it != report.path.rend(); ++it) {
+    const SkipRecord& step = *it;
     text += ", then " + step.kernel;
     if (step.took_part) {
       text += " took part with stale bytes of ";
