@@ -1,0 +1,149 @@
+#include <taintpool/cuda/nvtx_regions.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <nvtx3/nvToolsExtMem.h>
+
+namespace taintpool::cuda {
+
+bool running_under_sanitizer() noexcept {
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): read once per backend, never written here.
+  if (std::getenv("NV_SANITIZER_INJECTION_PORT_RANGE_BEGIN") != nullptr) {
+    return true;
+  }
+  // NOLINTNEXTLINE(concurrency-mt-unsafe)
+  const char* injection = std::getenv("CUDA_INJECTION64_PATH");
+  return injection != nullptr && std::strstr(injection, "sanitizer") != nullptr;
+}
+
+namespace {
+
+nvtxDomainHandle_t domain_of(void* domain) noexcept {
+  return static_cast<nvtxDomainHandle_t>(domain);
+}
+
+} // namespace
+
+NvtxRegions::NvtxRegions()
+    : domain_(nvtxDomainCreateA("taintpool")) {
+}
+
+NvtxRegions::~NvtxRegions() {
+  for (const auto& [base, heap] : heaps_) {
+    nvtxMemHeapUnregister(domain_of(domain_), static_cast<nvtxMemHeapHandle_t>(heap.handle));
+  }
+  nvtxDomainDestroy(domain_of(domain_));
+}
+
+void NvtxRegions::on_page_added(const std::byte* base, std::uint64_t size) {
+  // Record first: if that throws, nothing was registered.
+  auto [where, inserted] =
+      heaps_.emplace(reinterpret_cast<std::uintptr_t>(base), Heap{size, nullptr});
+  if (!inserted) {
+    where->second.size = size; // A page the tool never saw go (cannot happen): re-register.
+  }
+  nvtxMemVirtualRangeDesc_t range{};
+  range.ptr = base;
+  range.size = size;
+  nvtxMemHeapDesc_t desc{};
+  desc.extCompatID = NVTX_EXT_COMPATID_MEM;
+  desc.structSize = sizeof(desc);
+  desc.usage = NVTX_MEM_HEAP_USAGE_TYPE_SUB_ALLOCATOR;
+  desc.type = NVTX_MEM_TYPE_VIRTUAL_ADDRESS;
+  desc.typeSpecificDescSize = sizeof(range);
+  desc.typeSpecificDesc = &range;
+  desc.messageType = NVTX_MESSAGE_TYPE_ASCII;
+  desc.message.ascii = "taintpool page";
+  where->second.handle = nvtxMemHeapRegister(domain_of(domain_), &desc);
+}
+
+void NvtxRegions::on_page_removed(const std::byte* base, std::uint64_t /*size*/) noexcept {
+  const auto where = heaps_.find(reinterpret_cast<std::uintptr_t>(base));
+  if (where == heaps_.end()) {
+    return;
+  }
+  nvtxMemHeapUnregister(domain_of(domain_), static_cast<nvtxMemHeapHandle_t>(where->second.handle));
+  heaps_.erase(where);
+}
+
+template <class Fn>
+void NvtxRegions::for_each_piece(const std::byte* data, std::uint64_t size,
+                                 Fn&& fn) const noexcept {
+  auto address = reinterpret_cast<std::uintptr_t>(data);
+  const std::uintptr_t end = address + size;
+  // The heap holding the first byte: the last one starting at or before it.
+  auto heap = heaps_.upper_bound(address);
+  if (heap == heaps_.begin()) {
+    return; // Not in any page the pool reported: nothing to describe.
+  }
+  --heap;
+  while (address < end && heap != heaps_.end() && heap->first <= address &&
+         address < heap->first + heap->second.size) {
+    const std::uintptr_t heap_end = heap->first + heap->second.size;
+    const std::uintptr_t piece_end = end < heap_end ? end : heap_end;
+    fn(heap->second.handle, address, piece_end - address);
+    address = piece_end;
+    ++heap; // The next chunk of a reservation starts where this one ends.
+  }
+}
+
+void NvtxRegions::on_bound(AllocationId allocation, const std::byte* data,
+                           std::uint64_t size) noexcept {
+  if (size == 0) {
+    return;
+  }
+  char name[48];
+  std::snprintf(name, sizeof(name), "taintpool allocation %llu",
+                static_cast<unsigned long long>(allocation.raw()));
+  for_each_piece(data, size, [&](void* heap, std::uintptr_t base, std::uint64_t bytes) {
+    nvtxMemVirtualRangeDesc_t range{};
+    range.ptr = reinterpret_cast<const void*>(base);
+    range.size = bytes;
+    nvtxMemRegionsRegisterBatch_t batch{};
+    batch.extCompatID = NVTX_EXT_COMPATID_MEM;
+    batch.structSize = sizeof(batch);
+    batch.regionType = NVTX_MEM_TYPE_VIRTUAL_ADDRESS;
+    batch.heap = static_cast<nvtxMemHeapHandle_t>(heap);
+    batch.regionCount = 1;
+    batch.regionDescElementSize = sizeof(range);
+    batch.regionDescElements = &range;
+    nvtxMemRegionsRegister(domain_of(domain_), &batch);
+
+    nvtxMemRegionNameDesc_t label{};
+    label.regionRefType = NVTX_MEM_REGION_REF_TYPE_POINTER;
+    label.nameType = NVTX_MESSAGE_TYPE_ASCII;
+    label.region.pointer = range.ptr;
+    label.name.ascii = name;
+    nvtxMemRegionsNameBatch_t names{};
+    names.extCompatID = NVTX_EXT_COMPATID_MEM;
+    names.structSize = sizeof(names);
+    names.regionCount = 1;
+    names.regionElementSize = sizeof(label);
+    names.regionElements = &label;
+    nvtxMemRegionsName(domain_of(domain_), &names);
+    ++regions_;
+  });
+}
+
+void NvtxRegions::on_released(AllocationId /*allocation*/, const std::byte* data,
+                              std::uint64_t size) noexcept {
+  if (size == 0) {
+    return;
+  }
+  for_each_piece(data, size, [&](void* /*heap*/, std::uintptr_t base, std::uint64_t /*bytes*/) {
+    nvtxMemRegionRef_t ref{};
+    ref.pointer = reinterpret_cast<const void*>(base);
+    nvtxMemRegionsUnregisterBatch_t batch{};
+    batch.extCompatID = NVTX_EXT_COMPATID_MEM;
+    batch.structSize = sizeof(batch);
+    batch.refType = NVTX_MEM_REGION_REF_TYPE_POINTER;
+    batch.refCount = 1;
+    batch.refElementSize = sizeof(ref);
+    batch.refElements = &ref;
+    nvtxMemRegionsUnregister(domain_of(domain_), &batch);
+    --regions_;
+  });
+}
+
+} // namespace taintpool::cuda
