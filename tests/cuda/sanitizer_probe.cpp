@@ -147,10 +147,10 @@ int main(int argc, char** argv) {
   const bool under_sanitizer = taintpool::cuda::running_under_sanitizer();
   const bool want = mode == "on" || (mode == "auto" && under_sanitizer);
   std::printf("sanitizer_probe: %s, regions %s; running_under_sanitizer %s "
-              "(NV_SANITIZER_INJECTION_PORT_RANGE_BEGIN=%s, CUDA_INJECTION64_PATH=%s)\n",
+              "(NV_SANITIZER_INJECTION_PORT_RANGE_BEGIN=%s, NVTX_INJECTION64_PATH=%s)\n",
               scenario.c_str(), mode.c_str(), under_sanitizer ? "yes" : "no",
               env_or("NV_SANITIZER_INJECTION_PORT_RANGE_BEGIN", "(unset)"),
-              env_or("CUDA_INJECTION64_PATH", "(unset)"));
+              env_or("NVTX_INJECTION64_PATH", "(unset)"));
   int status = 0;
   {
     CudaBackend backend(options);

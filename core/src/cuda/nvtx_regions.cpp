@@ -8,13 +8,17 @@
 namespace taintpool::cuda {
 
 bool running_under_sanitizer() noexcept {
+  // What compute-sanitizer 2025.3 (CUDA 13.0) sets for the program it runs,
+  // seen on an H200: NV_SANITIZER_INJECTION_PORT_RANGE_BEGIN (and _END,
+  // _PORT_BASE, _TRANSPORT_TYPE), and NVTX_INJECTION64_PATH naming its
+  // libsanitizer-collection.so, the NVTX tool these regions go to.
   // NOLINTNEXTLINE(concurrency-mt-unsafe): read once per backend, never written here.
   if (std::getenv("NV_SANITIZER_INJECTION_PORT_RANGE_BEGIN") != nullptr) {
     return true;
   }
   // NOLINTNEXTLINE(concurrency-mt-unsafe)
-  const char* injection = std::getenv("CUDA_INJECTION64_PATH");
-  return injection != nullptr && std::strstr(injection, "sanitizer") != nullptr;
+  const char* nvtx_tool = std::getenv("NVTX_INJECTION64_PATH");
+  return nvtx_tool != nullptr && std::strstr(nvtx_tool, "sanitizer") != nullptr;
 }
 
 namespace {
@@ -93,9 +97,17 @@ void NvtxRegions::on_bound(AllocationId allocation, const std::byte* data,
   if (size == 0) {
     return;
   }
-  char name[48];
-  std::snprintf(name, sizeof(name), "taintpool allocation %llu",
-                static_cast<unsigned long long>(allocation.raw()));
+  // Named as taintpool's reports name it (to_string(AllocationId)), without
+  // allocating: this runs where nothing may fail.
+  char name[80];
+  if (allocation_space(allocation) == 0) {
+    std::snprintf(name, sizeof(name), "taintpool allocation %llu",
+                  static_cast<unsigned long long>(allocation_number(allocation)));
+  } else {
+    std::snprintf(name, sizeof(name), "taintpool allocation %llu (memory %llu)",
+                  static_cast<unsigned long long>(allocation_number(allocation)),
+                  static_cast<unsigned long long>(allocation_space(allocation)));
+  }
   for_each_piece(data, size, [&](void* heap, std::uintptr_t base, std::uint64_t bytes) {
     nvtxMemVirtualRangeDesc_t range{};
     range.ptr = reinterpret_cast<const void*>(base);

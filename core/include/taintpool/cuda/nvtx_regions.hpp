@@ -37,6 +37,27 @@
 // NVTX call (true here: a page exists only after cudaMalloc or cuMemMap).
 //
 // Threading: like every observer, called from the manager's one thread.
+//
+// Running the sanitizers over a program that uses taintpool:
+//
+//   compute-sanitizer --tool memcheck  ./program   # out-of-bounds, per allocation
+//   compute-sanitizer --tool initcheck ./program   # reads of never-written bytes
+//
+// Nothing else is needed: CudaBackend sees compute-sanitizer and describes
+// its pools (SanitizerRegions::Auto), so memcheck reports an access past a
+// pool allocation ("Invalid __global__ write of size 1 bytes") and
+// initcheck a read of a recycled buffer before its new owner wrote it
+// ("Uninitialized __global__ memory read"), each naming the address; the
+// region's name, "taintpool allocation N", is the id taintpool's own
+// reports use. --nvtx yes is the default since CUDA 12 (say it for older
+// tools). TAINTPOOL_SANITIZER_REGIONS=0 gives the old, page-level view
+// (to compare); =1 turns regions on without a sanitizer (for another NVTX
+// tool). A program that builds its own MemoryManager or gives a Device a
+// MemoryConfig of its own sets MemoryConfig::observer to an NvtxRegions
+// itself. Observed on an H200 (compute-sanitizer 2025.3, CUDA 13.0) with a
+// 2 MiB page holding a 200-byte region: initcheck without regions 0
+// errors, with them 200 (one per byte read); memcheck one byte past the
+// region without regions 0 errors, with them the invalid write.
 #pragma once
 
 #include <taintpool/pool/allocation_observer.hpp>
@@ -48,9 +69,10 @@
 namespace taintpool::cuda {
 
 /// Whether this process runs under compute-sanitizer: it sets
-/// NV_SANITIZER_INJECTION_PORT_RANGE_BEGIN for the processes it starts and
-/// injects itself through CUDA_INJECTION64_PATH (a path naming the
-/// sanitizer). Reads the environment; never throws.
+/// NV_SANITIZER_INJECTION_PORT_RANGE_BEGIN for the processes it starts, and
+/// NVTX_INJECTION64_PATH to its own NVTX tool (libsanitizer-collection.so;
+/// both seen with compute-sanitizer 2025.3, CUDA 13.0). Reads the
+/// environment; never throws.
 [[nodiscard]] bool running_under_sanitizer() noexcept;
 
 /// Pages as NVTX heaps, allocations as NVTX regions (see above).
