@@ -1,9 +1,12 @@
 #include <taintpool/cuda/nvtx_regions.hpp>
 
-#include <cstdio>
+#include <algorithm>
+#include <array>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <nvtx3/nvToolsExtMem.h>
+#include <string_view>
 
 namespace taintpool::cuda {
 
@@ -22,6 +25,13 @@ bool running_under_sanitizer() noexcept {
 }
 
 namespace {
+
+/// Copies what of `text` fits before `end` to `at`; the end of the copy.
+char* append(char* at, const char* end, std::string_view text) noexcept {
+  const auto room = static_cast<std::size_t>(end - at);
+  const std::size_t count = text.size() < room ? text.size() : room;
+  return std::copy_n(text.data(), count, at);
+}
 
 nvtxDomainHandle_t domain_of(void* domain) noexcept {
   return static_cast<nvtxDomainHandle_t>(domain);
@@ -98,15 +108,15 @@ void NvtxRegions::on_bound(AllocationId allocation, const std::byte* data,
     return;
   }
   // Named as taintpool's reports name it (to_string(AllocationId)), without
-  // allocating: this runs where nothing may fail.
-  char name[80];
-  if (allocation_space(allocation) == 0) {
-    std::snprintf(name, sizeof(name), "taintpool allocation %llu",
-                  static_cast<unsigned long long>(allocation_number(allocation)));
-  } else {
-    std::snprintf(name, sizeof(name), "taintpool allocation %llu (memory %llu)",
-                  static_cast<unsigned long long>(allocation_number(allocation)),
-                  static_cast<unsigned long long>(allocation_space(allocation)));
+  // allocating: this runs where nothing may fail. 80 bytes hold the longest.
+  std::array<char, 80> name{};
+  char* const end = &name.back(); // The last byte stays the terminating zero.
+  char* at = append(name.data(), end, "taintpool allocation ");
+  at = std::to_chars(at, end, allocation_number(allocation)).ptr;
+  if (allocation_space(allocation) != 0) {
+    at = append(at, end, " (memory ");
+    at = std::to_chars(at, end, allocation_space(allocation)).ptr;
+    append(at, end, ")");
   }
   for_each_piece(data, size, [&](void* heap, std::uintptr_t base, std::uint64_t bytes) {
     nvtxMemVirtualRangeDesc_t range{};
@@ -126,7 +136,7 @@ void NvtxRegions::on_bound(AllocationId allocation, const std::byte* data,
     label.regionRefType = NVTX_MEM_REGION_REF_TYPE_POINTER;
     label.nameType = NVTX_MESSAGE_TYPE_ASCII;
     label.region.pointer = range.ptr;
-    label.name.ascii = name;
+    label.name.ascii = name.data();
     nvtxMemRegionsNameBatch_t names{};
     names.extCompatID = NVTX_EXT_COMPATID_MEM;
     names.structSize = sizeof(names);
