@@ -8,7 +8,9 @@
 #   build.log        GoogleTest (if built here), configure, build
 #   ctest.log        ctest -L gpu (the GPU tests, each in its own process)
 #   sanitizer.log    compute-sanitizer memcheck and racecheck over every GPU
-#                    test binary but the poison one (ctest -L sanitizer)
+#                    test binary but the poison one, and the NVTX-region
+#                    expectations (sanitizer_probe under initcheck and
+#                    memcheck, with and without regions) (ctest -L sanitizer)
 #   stream_bench.md  taintpool_stream_bench: scope cost with and without a
 #                    cross-stream binding, thread scaling, the two-stream
 #                    pipeline against cudaMallocAsync and c10
@@ -101,7 +103,7 @@ test_flags=(-DTAINTPOOL_BUILD_TESTS=OFF)
 if [ "$have_gtest" = 1 ]; then
   test_flags=(-DTAINTPOOL_BUILD_TESTS=ON -DTAINTPOOL_GPU_TESTS_ONLY=ON)
 fi
-test_targets="cuda_storage_test cuda_device_test cuda_checked_test cuda_poison_test cuda_streams_test"
+test_targets="cuda_storage_test cuda_device_test cuda_checked_test cuda_poison_test cuda_streams_test sanitizer_probe"
 built=0
 {
   echo "==== configure"
@@ -187,8 +189,12 @@ if [ "$built" = 1 ] && [ "$have_gtest" = 1 ]; then
   [ "$skipped" != 0 ] && row "GPU tests skipped" "$skipped" "$(grep -E '\*\*\*Skipped' "$OUT/ctest.log" | head -3 | sed -E 's/ +/ /g' | tr '\n' ';')"
   wait "$sanitizer_pid"
   rc=$?
-  row "compute-sanitizer (memcheck + racecheck)" "$(verdict $rc)" \
+  row "compute-sanitizer (memcheck + racecheck, NVTX regions)" "$(verdict $rc)" \
     "$(grep -E 'tests passed|tests failed' "$OUT/sanitizer.log" | tail -1)"
+  # The NVTX-region expectations one by one (issue 15): what each tool said
+  # with and without the pool described to it.
+  grep -E "cuda_(initcheck|memcheck)_(recycled_read|one_past_write)_" "$OUT/sanitizer.log" |
+    grep -E "Passed|Failed|Skipped|Timeout" | sed -E 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: /    /' >>"$summary"
   grep -hE "(ERROR|RACECHECK|LEAK) SUMMARY" "$OUT/sanitizer.log" | sort | uniq -c |
     sed 's/^/    /' >>"$summary"
 elif [ -x .gpu-prebuilt/cuda_streams_test ]; then

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdlib>
+#include <cstring>
 #include <cuda_runtime.h>
 #include <limits>
 #include <stdexcept>
@@ -48,6 +50,22 @@ MemoryConfig default_config(const CudaBackendOptions& options) {
   return config;
 }
 
+bool regions_wanted(SanitizerRegions choice) noexcept {
+  switch (choice) {
+  case SanitizerRegions::On:
+    return true;
+  case SanitizerRegions::Off:
+    return false;
+  case SanitizerRegions::Auto:
+    break;
+  }
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): read once per backend.
+  if (const char* asked = std::getenv("TAINTPOOL_SANITIZER_REGIONS")) {
+    return std::strcmp(asked, "0") != 0 && std::strcmp(asked, "off") != 0;
+  }
+  return running_under_sanitizer();
+}
+
 [[noreturn]] void unusable(int device, const char* what, cudaError_t error) {
   static_cast<void>(cudaGetLastError());
   throw Exception(Error::generic("cuda device " + std::to_string(device) + ": " + what +
@@ -73,6 +91,13 @@ CudaBackend::CudaBackend(CudaBackendOptions options)
     throw;
   }
   storage_ = owned_storage_.get();
+  try {
+    describe_to_sanitizer();
+  } catch (...) {
+    owned_storage_.reset();
+    release();
+    throw;
+  }
 }
 
 CudaBackend::CudaBackend(Storage& storage, CudaBackendOptions options)
@@ -80,6 +105,20 @@ CudaBackend::CudaBackend(Storage& storage, CudaBackendOptions options)
     , storage_(&storage)
     , config_(default_config(options_)) {
   start();
+  try {
+    describe_to_sanitizer();
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+void CudaBackend::describe_to_sanitizer() {
+  // A config that names an observer already keeps it: one observer a manager.
+  if (config_.observer == nullptr && regions_wanted(options_.sanitizer_regions)) {
+    regions_ = std::make_unique<NvtxRegions>();
+    config_.observer = regions_.get();
+  }
 }
 
 void CudaBackend::start() {

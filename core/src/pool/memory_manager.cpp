@@ -72,7 +72,8 @@ IdSpaces& id_spaces() {
 MemoryManager::MemoryManager(Storage& storage, ErrorGraph& graph, MemoryConfig config)
     : storage_(storage)
     , graph_(graph)
-    , config_(std::move(config)) {
+    , config_(std::move(config))
+    , observer_(config_.observer) {
   config_.validate(storage_.alignment());
   // In the body, after validate(): a bad config throws before anything is
   // taken. The id space first: if there is none, nothing else is built.
@@ -89,7 +90,11 @@ MemoryManager::MemoryManager(Storage& storage, ErrorGraph& graph, MemoryConfig c
   try {
     cache_ = std::make_unique<detail::SliceCache>(*inbox_);
     lanes_.resize(max_lanes);
+    if (observer_ != nullptr) {
+      observed_ = std::make_unique<ObservedStorage>(storage_, *observer_);
+    }
   } catch (...) {
+    observed_.reset();
     lanes_.clear();
     cache_.reset();
     inbox_->release();
@@ -150,6 +155,10 @@ void MemoryManager::end_allocations(Slice* released) noexcept {
     // do the rest while it comes.
     const std::uint64_t ended = slice->allocation;
     live_.prefetch(ended);
+    if (observer_ != nullptr) [[unlikely]] {
+      observer_->on_released(AllocationId::from_raw(ended), slice->page->base + slice->offset,
+                             slice->size);
+    }
     stats_.in_use -= slice->size;
     stats_.padding -= slice->extent - slice->size;
     stats_.allocations -= 1;
@@ -180,13 +189,14 @@ std::vector<std::unique_ptr<detail::Pool>>& MemoryManager::open_lane(std::uint32
                                 " lanes a manager serves (0 to " + std::to_string(max_lanes - 1) +
                                 ")");
   }
+  Storage& pages = observed_ ? static_cast<Storage&>(*observed_) : storage_;
   std::vector<std::unique_ptr<detail::Pool>> pools;
   for (const SlicedPoolConfig& pool : config_.sliced) {
-    pools.push_back(std::make_unique<detail::SlicedPool>(storage_, *cache_, stats_,
-                                                         config_.alignment, pool.page_size));
+    pools.push_back(std::make_unique<detail::SlicedPool>(pages, *cache_, stats_, config_.alignment,
+                                                         pool.page_size));
   }
   pools.push_back(
-      std::make_unique<detail::ArenaPool>(storage_, *cache_, stats_, config_.alignment, config_));
+      std::make_unique<detail::ArenaPool>(pages, *cache_, stats_, config_.alignment, config_));
   for (std::uint32_t index = 0; index < pools.size(); ++index) {
     pools[index]->place(index, lane);
   }
@@ -297,6 +307,9 @@ Allocation MemoryManager::allocate(std::uint64_t size, std::uint32_t lane) {
   stats_.padding += slice->extent - size;
   stats_.allocations += 1;
   stats_.peak_in_use = stats_.in_use > stats_.peak_in_use ? stats_.in_use : stats_.peak_in_use;
+  if (observer_ != nullptr) [[unlikely]] {
+    observer_->on_bound(AllocationId::from_raw(id), slice->page->base + slice->offset, size);
+  }
   return Allocation(slice, AllocationId::from_raw(id), size);
 }
 
@@ -407,6 +420,10 @@ void MemoryManager::tombstone_all() noexcept {
   // until its handles are gone.
   live_.for_each([&](const detail::LiveAllocation& entry) {
     Slice* slice = entry.slice;
+    if (observer_ != nullptr) {
+      observer_->on_released(AllocationId::from_raw(slice->allocation),
+                             slice->page->base + slice->offset, slice->size);
+    }
     slice->taint.clear(graph_);
     slice->state = SliceState::Tombstoned;
     stats_.in_use -= slice->size;

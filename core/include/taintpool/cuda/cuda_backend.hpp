@@ -93,6 +93,7 @@
 
 #include <taintpool/cuda/cuda_storage.hpp>
 #include <taintpool/cuda/kernel_status.hpp>
+#include <taintpool/cuda/nvtx_regions.hpp>
 #include <taintpool/device/backend.hpp>
 
 #include <cstddef>
@@ -105,6 +106,17 @@
 #include <vector>
 
 namespace taintpool::cuda {
+
+/// Whether a CudaBackend describes its pools to compute-sanitizer through
+/// NVTX memory regions (nvtx_regions.hpp).
+enum class SanitizerRegions {
+  /// On when the process runs under compute-sanitizer
+  /// (running_under_sanitizer()) or TAINTPOOL_SANITIZER_REGIONS=1 is set;
+  /// TAINTPOOL_SANITIZER_REGIONS=0 turns it off. Off otherwise: free.
+  Auto,
+  On,  ///< Always (NVTX calls are near-free without a tool attached).
+  Off, ///< Never: the sanitizers see whole pages, as before.
+};
 
 /// How a CudaBackend is built; checked by its constructor.
 struct CudaBackendOptions {
@@ -121,6 +133,11 @@ struct CudaBackendOptions {
   /// Capacity of the status-slot arena, in 32-bit words (each checked launch
   /// takes 2 + one bit per tile); held twice, in device and pinned memory.
   std::uint32_t status_words = 1u << 20;
+  /// NVTX regions for compute-sanitizer (see SanitizerRegions). When on,
+  /// memory_config() names the backend's NvtxRegions as its observer,
+  /// unless `memory` already names one. A Device given a MemoryConfig of
+  /// its own (DeviceOptions::memory) uses that config's observer instead.
+  SanitizerRegions sanitizer_regions = SanitizerRegions::Auto;
 };
 
 /// How many CUDA devices this process can use; 0, with `why` set to the
@@ -145,6 +162,9 @@ class CudaBackend final : public Backend {
 
   [[nodiscard]] Storage& storage() override { return *storage_; }
   [[nodiscard]] MemoryConfig memory_config() const override { return config_; }
+  /// The NVTX regions the pools are described with, or null when
+  /// options.sanitizer_regions left them off.
+  [[nodiscard]] const NvtxRegions* sanitizer_regions() const noexcept { return regions_.get(); }
   /// "cuda device 0 (NVIDIA H200)".
   [[nodiscard]] std::string name() const override { return name_; }
 
@@ -252,6 +272,8 @@ class CudaBackend final : public Backend {
 
   void start();
   void release() noexcept;
+  /// Installs NvtxRegions as config_.observer if options_ ask for it.
+  void describe_to_sanitizer();
   /// Records a runtime error seen `where`; poisons the backend if it is
   /// sticky or the stream no longer answers. Returns the error's text.
   std::string note(int code, const char* where);
@@ -269,6 +291,8 @@ class CudaBackend final : public Backend {
   CudaBackendOptions options_;
   std::unique_ptr<CudaStorage> owned_storage_;
   Storage* storage_ = nullptr;
+  /// config_.observer when the pools are described to compute-sanitizer.
+  std::unique_ptr<NvtxRegions> regions_;
   MemoryConfig config_;
   std::string name_;
   Stream stream_ = nullptr;

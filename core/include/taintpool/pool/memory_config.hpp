@@ -24,6 +24,8 @@
 
 namespace taintpool {
 
+class AllocationObserver;
+
 /// One sliced pool of the ladder.
 struct SlicedPoolConfig {
   std::uint64_t page_size; ///< Bytes per page requested from storage.
@@ -64,6 +66,11 @@ struct MemoryConfig {
   /// The smallest step the arena grows by (see above): a positive multiple
   /// of the alignment. Without virtual memory, the smallest page it asks for.
   std::uint64_t arena_min_growth = std::uint64_t{2} << 20;
+  /// Told of every page and every allocation (allocation_observer.hpp), or
+  /// null: none, the default, which costs nothing. Borrowed: it must
+  /// outlive the manager. cuda::NvtxRegions is one (CudaBackend sets it
+  /// under compute-sanitizer).
+  AllocationObserver* observer = nullptr;
 
   /// Throws std::invalid_argument naming the first inconsistency among the
   /// constraints above, checked against the storage's page alignment.

@@ -45,6 +45,11 @@
 // a binding of another manager's allocation never resolves here: the lookup
 // misses as for any unknown id, and the error path tells the two apart.
 //
+// Observing (allocation_observer.hpp): with MemoryConfig::observer set, the
+// observer is told of every page the pools take or give back and of every
+// allocation bound and ended, so a tool such as compute-sanitizer can see
+// the pool's allocations (cuda::NvtxRegions). Without one, nothing changes.
+//
 // Threading: one thread (or one lock) drives a manager; handles may be
 // copied and dropped on any thread. Every non-const call first discovers
 // released allocations.
@@ -58,6 +63,7 @@
 #include <taintpool/pool/detail/slice.hpp>
 #include <taintpool/pool/memory_config.hpp>
 #include <taintpool/pool/memory_stats.hpp>
+#include <taintpool/pool/observed_storage.hpp>
 #include <taintpool/pool/storage.hpp>
 #include <taintpool/taint.hpp>
 
@@ -225,7 +231,8 @@ class MemoryManager {
 
   /// The validated configuration.
   [[nodiscard]] const MemoryConfig& config() const noexcept { return config_; }
-  /// The storage pages come from.
+  /// The storage pages come from (the caller's, not the ObservedStorage
+  /// the manager puts in front of it when config().observer is set).
   [[nodiscard]] Storage& storage() const noexcept { return storage_; }
   /// The graph every slice's taint tags (R1).
   [[nodiscard]] ErrorGraph& graph() const noexcept { return graph_; }
@@ -290,6 +297,12 @@ class MemoryManager {
   Storage& storage_;
   ErrorGraph& graph_;
   MemoryConfig config_;
+  /// config_.observer, or null (allocation_observer.hpp): tested once per
+  /// bind and once per end, nothing else when null.
+  AllocationObserver* observer_ = nullptr;
+  /// What the pools take pages from: storage_ itself, or, with an
+  /// observer, an ObservedStorage around it that reports every page.
+  std::unique_ptr<ObservedStorage> observed_;
   detail::ReleaseInbox* inbox_ = nullptr;
   std::unique_ptr<detail::SliceCache> cache_;
   /// lanes_[lane]: the lane's pools (the ladder, then the arena); empty until
