@@ -90,6 +90,8 @@ ModelLaunch DeviceModel::exchange(std::string_view kernel, std::span<const Bindi
                         LaunchStatus::Ran,
                         std::vector<Binding>(reads.begin(), reads.end()),
                         std::vector<Binding>(writes.begin(), writes.end()),
+                        {},
+                        false,
                         {}});
   out.result.status = LaunchStatus::Ran;
   return out;

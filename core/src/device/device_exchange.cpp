@@ -81,6 +81,8 @@ LaunchResult Device::exchange_locked(std::uint32_t slot, std::string_view kernel
   memory_.sweep();
   resolve_bindings(reads, writes, slot);
   released_.clear();
+  named_only_ = false;
+  named_.clear();
   const std::uint64_t launch = next_launch_++;
 
   // C1: no skip. C2: what the inputs hold, as known now, for the summary.
