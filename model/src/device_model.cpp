@@ -265,6 +265,7 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
 
   LaunchStatus status = LaunchStatus::Ran;
   std::vector<Binding> released;
+  std::optional<std::vector<Binding>> named_only; // S6: what a wrote_only body wrote.
   if (!out.acceptable_roots.empty()) {
     std::pair<FailureId, AllocationId> choice = out.acceptable_roots.front();
     out.choice_acceptable =
@@ -350,9 +351,9 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
       for (const WrittenRange& written : plan.written) {
         if (valid_written(written, writes) && !written.range.empty()) {
           named.push_back(written_bytes(written, writes));
-          released.push_back(named.back());
         }
       }
+      named_only = named;
       for (std::size_t output = 0; output < writes.size(); ++output) {
         const Binding& binding = writes[output];
         Allocation& allocation = allocations_[index_of(binding.allocation)];
@@ -412,7 +413,8 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
     }
   }
   if (status != LaunchStatus::Skipped && !out.body_threw) {
-    race_outputs(launch, kernel, writes, released, context, status, out);
+    race_outputs(launch, kernel, writes, named_only ? &*named_only : nullptr, released, context,
+                 status, out);
   }
   // A body that ran and called check()/fail_later() leaves its launch
   // unconfirmed until the next synchronize (Device::awaits_verdict).
@@ -422,7 +424,8 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
   }
   log_.push_back(Logged{launch, std::string(kernel), status,
                         std::vector<Binding>(reads.begin(), reads.end()),
-                        std::vector<Binding>(writes.begin(), writes.end()), std::move(released)});
+                        std::vector<Binding>(writes.begin(), writes.end()), std::move(released),
+                        named_only.has_value(), named_only.value_or(std::vector<Binding>())});
   return out;
 }
 
@@ -577,9 +580,9 @@ void DeviceModel::race_readers(std::uint64_t launch, std::string_view kernel,
 }
 
 void DeviceModel::race_outputs(std::uint64_t launch, std::string_view kernel,
-                               std::span<const Binding> writes, std::vector<Binding>& released,
-                               const LaunchContext& context, LaunchStatus& status,
-                               ModelLaunch& out) {
+                               std::span<const Binding> writes, const std::vector<Binding>* named,
+                               std::vector<Binding>& released, const LaunchContext& context,
+                               LaunchStatus& status, ModelLaunch& out) {
   bool read_race = false;
   bool write_race = false;
   for (const RaceFinding& race : context.races) {
@@ -589,9 +592,12 @@ void DeviceModel::race_outputs(std::uint64_t launch, std::string_view kernel,
   if (!read_race && !write_race) {
     return;
   }
-  // What it produced: its write set if it ran, else what it reported written.
+  // What it produced: its write set if it ran (a wrote_only body: only the
+  // ranges it named, S6), else what it reported written.
   std::vector<Binding> produced;
-  if (status == LaunchStatus::Ran) {
+  if (status == LaunchStatus::Ran && named != nullptr) {
+    produced = *named;
+  } else if (status == LaunchStatus::Ran) {
     produced.assign(writes.begin(), writes.end());
   } else {
     produced = released;
@@ -742,7 +748,7 @@ std::optional<std::uint64_t> DeviceModel::attribute(const Late& late) {
     return std::nullopt;
   }
   Bytes stale;
-  for (const Binding& output : raced_partial ? origin->released : origin->writes) {
+  for (const Binding& output : raced_partial ? origin->released : origin->covered()) {
     add(stale, output);
   }
   std::size_t ignored = 0;
@@ -767,11 +773,13 @@ std::optional<std::uint64_t> DeviceModel::attribute(const Late& late) {
         break;
       }
     }
-    if (needed != nullptr && later->status == LaunchStatus::Ran) {
-      // It ran on garbage: its outputs are garbage too.
+    const std::vector<Binding>& covered = later->covered();
+    if (needed != nullptr && later->status == LaunchStatus::Ran && !covered.empty()) {
+      // It ran on garbage: what it produced is garbage too (a wrote_only
+      // body's named ranges; the rest of its write set is as it was, S6).
       failures_.at(failure).records.push_back(
-          SkipRecord{later->kernel, needed->allocation, distinct_allocations(later->writes), true});
-      for (const Binding& output : later->writes) {
+          SkipRecord{later->kernel, needed->allocation, distinct_allocations(covered), true});
+      for (const Binding& output : covered) {
         add(stale, output);
       }
       later->status = LaunchStatus::Failed;
@@ -781,7 +789,7 @@ std::optional<std::uint64_t> DeviceModel::attribute(const Late& late) {
                            [](const Binding& bytes) { return !bytes.range.empty(); })) {
       // It failed, but the bytes it reported written were computed from
       // garbage: those are stale now; the rest carries its own failure.
-      for (const Binding& output : later->writes) {
+      for (const Binding& output : covered) {
         remove(stale, output);
       }
       std::vector<Binding> garbage;
@@ -795,8 +803,9 @@ std::optional<std::uint64_t> DeviceModel::attribute(const Late& late) {
           SkipRecord{later->kernel, needed->allocation, distinct_allocations(garbage), true});
       later->released.clear(); // Claimed now; a later late failure finds them carried.
     } else {
-      // It overwrote its outputs, with good data or with its own failure.
-      for (const Binding& output : later->writes) {
+      // It overwrote what it covered, with good data or with its own
+      // failure; a wrote_only launch's other bytes stay as they were (S6).
+      for (const Binding& output : covered) {
         remove(stale, output);
       }
     }

@@ -90,6 +90,8 @@ ModelLaunch DeviceModel::exchange(std::string_view kernel, std::span<const Bindi
                         LaunchStatus::Ran,
                         std::vector<Binding>(reads.begin(), reads.end()),
                         std::vector<Binding>(writes.begin(), writes.end()),
+                        {},
+                        false,
                         {}});
   out.result.status = LaunchStatus::Ran;
   return out;
@@ -129,13 +131,14 @@ bool DeviceModel::awaits_verdict(std::span<const Binding> reads) const {
     for (const Binding& read : entry.reads) {
       fed = fed || touches(suspect, read);
     }
+    // S6: a wrote_only launch changed only the ranges it named.
     if (entry.status == LaunchStatus::Ran && (fed || unconfirmed(entry.launch))) {
-      for (const Binding& output : entry.writes) {
+      for (const Binding& output : entry.covered()) {
         add(suspect, output);
       }
       continue;
     }
-    for (const Binding& output : entry.writes) {
+    for (const Binding& output : entry.covered()) {
       remove(suspect, output);
     }
     if (fed) {

@@ -384,6 +384,35 @@ TEST(Collectives, C2_ACollectiveOnAPendingVerdictsOutputSynchronizesFirst) {
   }
 }
 
+TEST(Collectives, C5_S6_ABytesAWroteOnlyLaunchDidNotWriteStillAwaitTheVerdictOfTheCollective) {
+  // Rank 1's input is stale, so rank 0's in-place all-reduce of a is fed
+  // stale bytes; its verdict arrives at rank 0's next synchronize. A launch
+  // then binds a as output but names nothing written (S6): a still holds
+  // the collective's bytes. Both replays took it as having overwritten a:
+  // awaits_verdict said a was settled, and the late verdict left it clean.
+  World world(2);
+  std::vector<Allocation> a;
+  for (int rank = 0; rank < 2; ++rank) {
+    a.push_back(buffer_of(world[rank].device, 16, 1));
+  }
+  fail_writing(world[1].device, a[1].whole(), "stale");
+  for (int rank = 0; rank < 2; ++rank) {
+    world[rank].collectives.all_reduce(
+        world[rank].device.default_stream(), "a", a[static_cast<std::size_t>(rank)].whole(),
+        a[static_cast<std::size_t>(rank)].whole(), DataType::u8, ReduceOp::sum);
+  }
+  ASSERT_EQ(world[0].collectives.pending(), 1u);
+  ASSERT_TRUE(world[0]
+                  .device
+                  .launch("names nothing", {}, {a[0].whole()},
+                          [](const KernelContext&) { return LaunchOutcome::wrote_only({}); })
+                  .ran());
+  const std::array<Binding, 1> dependent{a[0].whole()};
+  EXPECT_TRUE(world[0].device.awaits_verdict(dependent));
+  world[0].device.synchronize();
+  EXPECT_EQ(reports_of(world[0].device, a[0].whole()).size(), 1u);
+}
+
 TEST(Collectives, C2_ACollectiveIndependentOfAPendingVerdictDoesNotWait) {
   World world(2);
   std::vector<Allocation> a;

@@ -366,5 +366,37 @@ TEST(StreamRegressions, O4_AReaderFailedByAWriteRaceStillTaintsItsOtherOutputsWh
   }
 }
 
+TEST(StreamRegressions,
+     O4_S6_ARacedReadersOutputStaysStaleUnderALaterWroteOnlyLaunchThatDidNotWriteIt) {
+  // R reads x and writes y on a side stream; W, after it there, binds y as
+  // output but its body names nothing written (S6: y keeps its writer, R).
+  // A write of x on the default stream is unordered with R's read, so R's
+  // output is suspect (O4). The race's replay took W as having overwritten
+  // all of y, and y came back clean holding what R computed from x as the
+  // other write may have left it.
+  for (std::uint64_t seed = 0; seed < kSeeds; ++seed) {
+    DeferredHostBackend backend;
+    backend.set_seed(seed);
+    Device device(backend, DeviceOptions{std::nullopt, StreamOrdering::Detect});
+    const StreamId side = device.create_stream();
+    Allocation x = device.create_buffer(16);
+    Allocation y = device.create_buffer(16);
+    device.write(x.whole(), bytes_of(16, 10));
+    device.synchronize();
+    ASSERT_TRUE(
+        device.launch(side, "R: y = x + 1", {x.whole()}, {y.whole()}, add_later(backend, 1)).ran());
+    ASSERT_TRUE(device
+                    .launch(side, "W: names nothing", {}, {y.whole()},
+                            [](const KernelContext&) { return LaunchOutcome::wrote_only({}); })
+                    .ran());
+    static_cast<void>(device.launch("refill x", {}, {x.whole()}, fill_later(backend, 99)));
+    const std::vector<Report> after = device.stale_reports(y.whole());
+    ASSERT_EQ(after.size(), 1u) << "seed " << seed << ": R's output came back clean";
+    EXPECT_EQ(after.front().root.kind(), ErrorKind::Race);
+    EXPECT_EQ(after.front().stale, ByteRange::of(0, 16));
+    device.check_invariants();
+  }
+}
+
 } // namespace
 } // namespace taintpool

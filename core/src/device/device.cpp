@@ -304,6 +304,8 @@ LaunchResult Device::launch_locked(std::uint32_t slot, std::string_view kernel,
   const Resolved in = resolve_side<true>(reads, slot, ordering);
   const Resolved out = resolve_side<false>(writes, slot, ordering);
   released_.clear();
+  named_only_ = false;
+  named_.clear();
   const std::uint64_t launch = next_launch_++;
 
   // S1: decide before claiming. Only reads are checked (S5). A skip queues
@@ -502,10 +504,14 @@ void Device::taint_races(std::string_view kernel, std::uint32_t slot, std::uint6
     hazards_.clear();
     return;
   }
-  // What this launch wrote: its whole write set if it ran, else the bytes
-  // a failed body reported written (S2).
+  // What this launch wrote: its whole write set if it ran, or only the
+  // ranges a wrote_only body named (S6: the rest kept its writer, and no
+  // byte of it was computed from what this launch read); else the bytes a
+  // failed body reported written (S2).
   std::vector<Binding> produced;
-  if (result.ran()) {
+  if (result.ran() && named_only_) {
+    produced = named_;
+  } else if (result.ran()) {
     for (const BoundBuffer& output : writes_) {
       produced.push_back({output.allocation, output.range});
     }
@@ -757,6 +763,9 @@ LaunchResult Device::enter(std::uint32_t slot, std::uint64_t launch, std::string
       }
     }();
     if (outcome.ok()) [[likely]] {
+      if (outcome.wrote_only()) [[unlikely]] {
+        note_named_ranges(outcome); // For the log's replay (S6).
+      }
       graph_.prune(provisional);
       return result;
     }
@@ -817,11 +826,12 @@ LaunchResult Device::enter(std::uint32_t slot, std::uint64_t launch, std::string
 void Device::note_named_ranges(const LaunchOutcome& outcome) {
   // S2/S6: a named range outside its output is ignored; an empty one names
   // nothing.
+  named_only_ = true;
   for (const WrittenRange& written : outcome.written()) {
     if (written.output < writes_.size() &&
         written.range.end() <= writes_[written.output].range.size() && !written.range.empty()) {
       const BoundBuffer& output = writes_[written.output];
-      released_.push_back(
+      named_.push_back(
           {output.allocation, ByteRange::of(output.range.begin() + written.range.begin(),
                                             output.range.begin() + written.range.end())});
     }
@@ -946,7 +956,8 @@ void Device::log_if_unconfirmed(std::uint64_t launch, std::string_view kernel,
   }
   log_.push_back(LoggedLaunch{launch, std::string(kernel), status,
                               std::vector<Binding>(reads.begin(), reads.end()),
-                              std::vector<Binding>(writes.begin(), writes.end()), released_, work});
+                              std::vector<Binding>(writes.begin(), writes.end()), released_, work,
+                              named_only_, named_only_ ? named_ : std::vector<Binding>()});
 }
 
 void Device::synchronize() {
@@ -1012,10 +1023,11 @@ void Device::attribute(const LateFailure& late) {
   // skip records, the launches they mark), touching only locals; then the
   // graph and the taints, and last the log's statuses, which cannot throw.
 
-  // The stale bytes: the write set, less what the kernel says it finished
+  // The stale bytes: what it produced (its write set, or the ranges a
+  // wrote_only body named, S6), less what the kernel says it finished
   // (untrusted: a range outside its output is ignored, S2) — or, for the
   // raced partial reader, the bytes it reported written.
-  std::vector<Binding> stale = raced_partial ? origin->released : origin->writes;
+  std::vector<Binding> stale = raced_partial ? origin->released : origin->covered();
   std::size_t ignored = 0;
   for (const WrittenRange& written : late.written) {
     if (written.output >= origin->writes.size() ||
@@ -1029,8 +1041,11 @@ void Device::attribute(const LateFailure& late) {
   }
 
   // Replay what ran since: a launch that read stale bytes computed garbage,
-  // so its outputs join the stale set; any other launch overwrote its
-  // outputs (with good data, or with its own failure), so they leave it.
+  // so what it produced joins the stale set; any other launch overwrote
+  // what it covered (with good data, or with its own failure), so that
+  // leaves it. A wrote_only launch (S6) covered only the ranges it named:
+  // every other byte of its write set still holds what it held before —
+  // stale bytes stay stale under it, clean ones clean.
   struct Joined {
     LoggedLaunch* launch;
     SkipRecord record;
@@ -1053,20 +1068,21 @@ void Device::attribute(const LateFailure& late) {
           return std::any_of(stale.begin(), stale.end(),
                              [&](const Binding& held) { return overlaps(read, held); });
         });
-    if (consumed != later->reads.end() && later->status == LaunchStatus::Ran) {
-      joined.push_back({&*later, record_of(*later, consumed->allocation, later->writes)});
-      stale.insert(stale.end(), later->writes.begin(), later->writes.end());
+    const std::vector<Binding>& covered = later->covered();
+    if (consumed != later->reads.end() && later->status == LaunchStatus::Ran && !covered.empty()) {
+      joined.push_back({&*later, record_of(*later, consumed->allocation, covered)});
+      stale.insert(stale.end(), covered.begin(), covered.end());
     } else if (consumed != later->reads.end() && !later->released.empty()) {
       // It failed, but the bytes it reported written (S2) were computed
-      // from stale input: they are garbage too (D1). The rest of its
-      // outputs carry its own failure.
-      for (const Binding& output : later->writes) {
+      // from stale input: they are garbage too (D1). The rest of what it
+      // covered carries its own failure.
+      for (const Binding& output : covered) {
         subtract(stale, output);
       }
       joined.push_back({&*later, record_of(*later, consumed->allocation, later->released)});
       stale.insert(stale.end(), later->released.begin(), later->released.end());
     } else {
-      for (const Binding& output : later->writes) {
+      for (const Binding& output : covered) {
         subtract(stale, output);
       }
     }

@@ -81,6 +81,8 @@ LaunchResult Device::exchange_locked(std::uint32_t slot, std::string_view kernel
   memory_.sweep();
   resolve_bindings(reads, writes, slot);
   released_.clear();
+  named_only_ = false;
+  named_.clear();
   const std::uint64_t launch = next_launch_++;
 
   // C1: no skip. C2: what the inputs hold, as known now, for the summary.
@@ -346,15 +348,18 @@ bool Device::awaits_verdict_locked(std::span<const Binding> reads) {
   // an unconfirmed launch that ran may turn out to have written garbage; a
   // launch that ran on such bytes wrote garbage too; anything else that
   // wrote the bytes replaced them (with good data, or with its own failure).
+  // A wrote_only launch (S6) wrote only the ranges it named: the rest of
+  // its write set stays as suspect as it was.
   std::vector<Binding> suspect;
   for (const LoggedLaunch& entry : log_) {
     const bool fed = std::any_of(entry.reads.begin(), entry.reads.end(),
                                  [&](const Binding& read) { return overlaps_any(read, suspect); });
+    const std::vector<Binding>& covered = entry.covered();
     if (entry.status == LaunchStatus::Ran && (fed || backend_.unconfirmed(entry.launch))) {
-      suspect.insert(suspect.end(), entry.writes.begin(), entry.writes.end());
+      suspect.insert(suspect.end(), covered.begin(), covered.end());
       continue;
     }
-    for (const Binding& output : entry.writes) {
+    for (const Binding& output : covered) {
       remove_bytes(suspect, output);
     }
     if (fed) {

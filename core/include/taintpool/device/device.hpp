@@ -351,6 +351,19 @@ class Device {
     /// bytes a late failure makes stale, they were written from garbage.
     std::vector<Binding> released;
     StreamPoint work; ///< Its place on its stream (seq 0: it queued nothing).
+    /// S6: its body named the only bytes it wrote (`named`, a wrote_only
+    /// outcome); every other byte of its write set kept the writer it had
+    /// before, so a replay passes over those bytes and they keep whatever
+    /// staleness they had. False: it covered its whole write set (wrote it,
+    /// or claimed it with its own failure or a skip's root).
+    bool named_only;
+    std::vector<Binding> named;
+
+    /// The bytes it produced or claimed: what a replay adds to the stale
+    /// set when it ran on garbage, and takes out of it otherwise.
+    [[nodiscard]] const std::vector<Binding>& covered() const noexcept {
+      return named_only ? named : writes;
+    }
   };
 
   /// The whole scope, under the lock, with the stream's slot resolved.
@@ -404,7 +417,7 @@ class Device {
   /// The deferred claim of the fast path (every output clean): cannot
   /// allocate or throw.
   void claim_write_set(FailureId provisional);
-  /// A wrote_only outcome's valid, non-empty named ranges into released_.
+  /// A wrote_only outcome's valid, non-empty named ranges into named_ (S6).
   void note_named_ranges(const LaunchOutcome& outcome);
   /// S1, S2: the failure a body returned replaces `provisional`.
   LaunchResult failed(FailureId provisional, std::string_view kernel, const LaunchOutcome& outcome);
@@ -472,6 +485,9 @@ class Device {
   std::vector<PriorClaim> prior_;
   std::vector<FailureId> prior_held_;
   std::vector<Binding> released_; // The current launch's S2 ranges, for the log.
+  // S6: the current launch's body named the only bytes it wrote, named_.
+  bool named_only_ = false;
+  std::vector<Binding> named_;
   std::deque<LoggedLaunch> log_;
   // C2: the current exchange's stale inputs, their reports, the failures held.
   std::vector<StaleInput> stale_inputs_;

@@ -51,14 +51,14 @@
 // longer stands as "ran", unless it failed having reported bytes written
 // (S2): those were computed from what the write may have changed, so they
 // are the stale set (and the replay runs from them). After the body, unless it threw: if the launch
-// read bytes an unordered launch wrote, everything it produced (its write set if it ran, else the
-// bytes it reported written, S2) is claimed by one new Race failure; else, if it wrote bytes an
-// unordered launch also wrote, only those of its produced bytes; and the launch then reports Failed
-// with that error. The wording of a Race message has run-grain detail core chooses (which conflict
-// it names first, how many more it counts); the model checks it names the launch, its stream, one
-// of the conflicts it found, and bytes inside that conflict, then follows core's text. In detect
-// mode a byte's value is only promised where it carries no failure: a race may have changed it, and
-// then it is claimed.
+// read bytes an unordered launch wrote, everything it produced (its write set if it ran — a
+// wrote_only body's named ranges, S6 — else the bytes it reported written, S2) is claimed by one
+// new Race failure; else, if it wrote bytes an unordered launch also wrote, only those of its
+// produced bytes; and the launch then reports Failed with that error. The wording of a Race message
+// has run-grain detail core chooses (which conflict it names first, how many more it counts); the
+// model checks it names the launch, its stream, one of the conflicts it found, and bytes inside
+// that conflict, then follows core's text. In detect mode a byte's value is only promised where it
+// carries no failure: a race may have changed it, and then it is claimed.
 //
 // Late failures (an asynchronous device, DeferredHostBackend), in the model's
 // own words. Every launch since the last synchronize is remembered with its
@@ -72,8 +72,11 @@
 // every later launch, in order: if it stands as "ran" and one of its reads
 // (the first such, in binding order, is `needed`) touches a stale byte, it
 // computed garbage — it gets a record with `ran` set, is marked failed, and
-// its outputs become stale. A launch whose body failed but reported some
-// bytes written (S2) and whose reads touch a stale byte wrote those bytes
+// its outputs become stale. Here a wrote_only launch's outputs (S6) are only
+// the ranges it named, everywhere in this replay (and as the origin's stale
+// set): every other byte of its write set kept its writer, so it stays stale
+// or clean as it was (one naming nothing changes nothing and stays "ran"). A launch whose body
+// failed but reported some bytes written (S2) and whose reads touch a stale byte wrote those bytes
 // from garbage too: its outputs stop being stale except those bytes, which
 // become stale, with a `ran` record (D1: they were not written by work that
 // succeeded). Any other launch wrote its outputs (good data, or its own
@@ -347,6 +350,14 @@ class DeviceModel {
     std::vector<Binding> writes;
     /// A failed body's S2 ranges: bytes it reported written, as bindings.
     std::vector<Binding> released;
+    /// S6: a wrote_only body wrote only `named`; every other byte of its
+    /// write set kept its writer, so a replay leaves it as it was.
+    bool named_only = false;
+    std::vector<Binding> named;
+    /// What it produced or claimed: `named` or its write set.
+    [[nodiscard]] const std::vector<Binding>& covered() const {
+      return named_only ? named : writes;
+    }
   };
   struct Late {
     std::uint64_t launch;
@@ -375,9 +386,11 @@ class DeviceModel {
                    const BodyPlan& plan);
   void race_readers(std::uint64_t launch, std::string_view kernel, const LaunchContext& context,
                     ModelLaunch& out);
+  /// `named`: a wrote_only body's named ranges (S6), the only bytes it
+  /// produced; nullptr for any other body.
   void race_outputs(std::uint64_t launch, std::string_view kernel, std::span<const Binding> writes,
-                    std::vector<Binding>& released, const LaunchContext& context,
-                    LaunchStatus& status, ModelLaunch& out);
+                    const std::vector<Binding>* named, std::vector<Binding>& released,
+                    const LaunchContext& context, LaunchStatus& status, ModelLaunch& out);
   [[nodiscard]] std::string kernel_of(std::uint64_t launch) const;
   [[nodiscard]] std::optional<std::string>
   compare_allocation(AllocationId id, std::uint64_t size,
