@@ -19,6 +19,8 @@
 // larger in the arena.
 #pragma once
 
+#include <taintpool/pool/fresh_bytes.hpp>
+
 #include <cstdint>
 #include <vector>
 
@@ -64,6 +66,11 @@ struct MemoryConfig {
   /// The smallest step the arena grows by (see above): a positive multiple
   /// of the alignment. Without virtual memory, the smallest page it asks for.
   std::uint64_t arena_min_growth = std::uint64_t{2} << 20;
+
+  /// What a fresh allocation's bytes count as (N1, fresh_bytes.hpp):
+  /// Trusted (written, as D1 has always said; the default) or NeverWritten
+  /// (claimed by the manager's NeverWritten failure until written).
+  FreshBytes fresh_bytes = FreshBytes::Trusted;
 
   /// Throws std::invalid_argument naming the first inconsistency among the
   /// constraints above, checked against the storage's page alignment.
