@@ -95,7 +95,10 @@ std::uint64_t PieceLayout::overlapping(ByteRange bytes) const noexcept {
 std::string root_text(const Report& report) {
   std::string text = to_string(report.origin) + " was left unwritten by " +
                      to_string(report.failure) + " (" + to_string(report.root) + ")";
-  for (const SkipRecord& step : std::views::reverse(report.path)) { // Oldest first.
+  // Oldest first. (Not std::views::reverse: clang 14 cannot compile it
+  // against libstdc++ 12, which broke fuzz/build.sh.)
+  for (std::size_t back = report.path.size(); back-- > 0;) {
+    const SkipRecord& step = report.path[back];
     text += ", then " + step.kernel;
     if (step.took_part) {
       text += " took part with stale bytes of ";
