@@ -81,6 +81,7 @@
 #include "common/byte_reader.hpp"
 #include "common/check.hpp"
 #include "common/device_trace.hpp"
+#include "common/fresh_mode.hpp"
 
 namespace {
 
@@ -192,11 +193,20 @@ std::string show_status(LaunchStatus status) {
   return "?";
 }
 
+std::string show_unwritten(const std::vector<taintpool::UnwrittenRead>& unwritten) {
+  std::string out = "[";
+  for (const taintpool::UnwrittenRead& read : unwritten) {
+    out += " " + to_string(read.allocation) + " " + to_string(read.bytes);
+  }
+  return out + " ]";
+}
+
 std::string show_result(const LaunchResult& result) {
   return show_status(result.status) +
          " failure=" + (result.failure ? to_string(*result.failure) : std::string("none")) +
          " needed=" + (result.needed ? to_string(*result.needed) : std::string("none")) +
-         " error=" + (result.error ? "{" + to_string(*result.error) + "}" : std::string("none"));
+         " error=" + (result.error ? "{" + to_string(*result.error) + "}" : std::string("none")) +
+         " unwritten=" + show_unwritten(result.unwritten);
 }
 
 std::string show_record(const taintpool::SkipRecord& record) {
@@ -245,14 +255,16 @@ struct Ending {
 
 class Harness {
  public:
-  explicit Harness(std::optional<std::filesystem::path> trace_path)
+  Harness(std::optional<std::filesystem::path> trace_path, taintpool::fuzz::FreshMode mode)
       : trace_path_(std::move(trace_path))
       , trace_(trace_path_.has_value())
       , storage_(16)
       , backend_(storage_, config())
-      , device_(backend_)
-      , checker_("device_fuzzer") {
+      , device_(backend_, options(mode))
+      , checker_("device_fuzzer")
+      , mode_(mode) {
     checker_.set_context([this] { return context(); });
+    model_.set_fresh_bytes(mode.fresh, mode.reads);
   }
 
   void run(ByteReader& in) {
@@ -276,8 +288,17 @@ class Harness {
     return config;
   }
 
+  /// N1, N2: the input's mode (common/fresh_mode.hpp) on the pools above.
+  static taintpool::DeviceOptions options(const taintpool::fuzz::FreshMode& mode) {
+    taintpool::DeviceOptions options;
+    options.memory = config();
+    options.memory->fresh_bytes = mode.fresh;
+    options.unwritten_reads = mode.reads;
+    return options;
+  }
+
   std::string context() const {
-    std::string text = "ops (" + std::to_string(ops_.size()) + "):\n";
+    std::string text = "mode " + mode_.name() + ", ops (" + std::to_string(ops_.size()) + "):\n";
     const std::size_t first = ops_.size() > 60 ? ops_.size() - 60 : 0;
     for (std::size_t at = first; at < ops_.size(); ++at) {
       text += "  #" + std::to_string(at) + " " + ops_[at] + "\n";
@@ -556,7 +577,8 @@ class Harness {
     }
     const LaunchResult& expected = model.result;
     const bool same = core.status == expected.status && core.failure == expected.failure &&
-                      core.needed == expected.needed && core.error == expected.error;
+                      core.needed == expected.needed && core.error == expected.error &&
+                      core.unwritten == expected.unwritten; // N2
     if (!same) {
       fail("S1/S2/S4", what_text + ": launch result\n  core:  " + show_result(core) +
                            "\n  model: " + show_result(expected));
@@ -822,14 +844,20 @@ class Harness {
   std::array<Allocation, kSlots> slots_;
   std::vector<AllocationId> ids_; ///< Every allocation ever made, dropped ones included.
   std::vector<std::string> ops_;
-  bool ids_diverged_ = false; ///< See synchronize(): the rest of the input is not run.
+  bool ids_diverged_ = false;       ///< See synchronize(): the rest of the input is not run.
+  taintpool::fuzz::FreshMode mode_; ///< N1, N2: named in every failure's context.
 };
 
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  ByteReader in(data, size);
-  Harness harness(taintpool::fuzz::tla::trace_path(data, size, "scopes_"));
+  const taintpool::fuzz::FreshMode mode = taintpool::fuzz::fresh_mode(data, size);
+  ByteReader in(data, mode.size);
+  // Scopes.tla has no NeverWritten node (proofs/ adds it): trace Trusted runs only.
+  Harness harness(mode.fresh == taintpool::FreshBytes::Trusted
+                      ? taintpool::fuzz::tla::trace_path(data, size, "scopes_")
+                      : std::nullopt,
+                  mode);
   harness.run(in);
   return 0;
 }

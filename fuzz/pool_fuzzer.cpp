@@ -62,6 +62,7 @@
 
 #include "common/byte_reader.hpp"
 #include "common/check.hpp"
+#include "common/fresh_mode.hpp"
 #include "common/show.hpp"
 
 namespace taintpool::fuzz {
@@ -111,14 +112,15 @@ const std::vector<model::PoolSetup>& setups() {
 
 class Harness {
  public:
-  explicit Harness(const model::PoolSetup& setup)
+  Harness(const model::PoolSetup& setup, FreshMode mode)
       : setup_(setup)
+      , mode_(mode)
       , checker_("pool_fuzzer")
       , host_(setup.host)
       , faults_(host_)
-      , model_(setup.config)
+      , model_(with_mode(setup.config, mode))
       , observed_(faults_, model_)
-      , memory_(std::make_unique<MemoryManager>(observed_, graph_, setup.config)) {
+      , memory_(std::make_unique<MemoryManager>(observed_, graph_, with_mode(setup.config, mode))) {
     checker_.set_context([this] { return context(); });
   }
 
@@ -427,7 +429,20 @@ class Harness {
       } catch (const std::logic_error& error) {
         checker_.fail("P2/P4", error.what());
       }
-      checker_.expect(info->taint->is_clean(), "P1", "a new allocation starts clean");
+      if (mode_.fresh == FreshBytes::Trusted) {
+        checker_.expect(info->taint->is_clean(), "P1", "a new allocation starts clean");
+      } else {
+        // N1: wholly claimed by the one NeverWritten failure (nothing for
+        // size 0), inline (T6), the failure tagged once more.
+        compare_allocation(allocation.id());
+        checker_.expect_equal("N1", "the never-written failure", memory_->never_written_failure(),
+                              model_.never_written_failure());
+        checker_.expect(!info->taint->is_spilled(), "N1/T6",
+                        "a fresh allocation's claim is the inline one");
+        if (const std::optional<FailureId> node = model_.never_written_failure()) {
+          compare_failure(*node);
+        }
+      }
       logged.c = allocation.id().raw();
       model_handles_.push_back(allocation.id());
       core_handles_.push_back(std::move(allocation));
@@ -545,7 +560,8 @@ class Harness {
   }
 
   std::string context() const {
-    std::string text = std::string("setup: ") + setup_.name + "\nlast ops (oldest first):\n";
+    std::string text = std::string("setup: ") + setup_.name + ", mode " + mode_.name() +
+                       "\nlast ops (oldest first):\n";
     const std::size_t shown = std::min(ops_ + 1, log_.size());
     for (std::size_t back = shown; back-- > 0;) {
       const std::size_t index = ops_ - back;
@@ -560,7 +576,13 @@ class Harness {
     return text;
   }
 
+  static MemoryConfig with_mode(MemoryConfig config, const FreshMode& mode) {
+    config.fresh_bytes = mode.fresh; // N1
+    return config;
+  }
+
   const model::PoolSetup& setup_;
+  FreshMode mode_; ///< N1: the input's trailer (common/fresh_mode.hpp).
   Checker checker_;
   HostStorage host_;
   FaultInjectingStorage faults_;
@@ -581,9 +603,10 @@ class Harness {
 } // namespace taintpool::fuzz
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  taintpool::fuzz::ByteReader in(data, size);
+  const taintpool::fuzz::FreshMode mode = taintpool::fuzz::fresh_mode(data, size);
+  taintpool::fuzz::ByteReader in(data, mode.size);
   const auto& all = taintpool::fuzz::setups();
-  taintpool::fuzz::Harness harness(all[in.below(all.size())]);
+  taintpool::fuzz::Harness harness(all[in.below(all.size())], mode);
   harness.run(in);
   return 0;
 }

@@ -229,6 +229,8 @@ class DeviceTrace {
       return "Remote";
     case ErrorKind::Communicator:
       return "Communicator";
+    case ErrorKind::NeverWritten:
+      return "NeverWritten";
     }
     return "Generic";
   }

@@ -44,7 +44,15 @@ AllocationId DeviceModel::create(std::uint64_t size) {
   discover();
   Allocation fresh;
   fresh.size = size;
-  fresh.writer.assign(size, 0);           // Fresh memory counts as written (D1)…
+  std::uint64_t writer = 0; // Fresh memory counts as written (D1)…
+  if (fresh_ == FreshBytes::NeverWritten && size != 0) {
+    // …unless it is never-written (N1): one failure for every such byte.
+    if (!never_written_failure()) {
+      never_written_ = mint(Error::never_written());
+    }
+    writer = never_written_;
+  }
+  fresh.writer.assign(size, writer);
   fresh.value.assign(size, std::nullopt); // …whatever bytes it holds.
   allocations_.push_back(std::move(fresh));
   return id_at(allocations_.size() - 1);
@@ -250,12 +258,23 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
   const std::uint64_t launch = next_launch_++;
 
   // S1: a read byte with a failure means skip. Only reads are checked (S5).
+  // N2: under Report, never-written bytes do not skip; their runs are listed.
+  const std::uint64_t reported =
+      unwritten_reads_ == UnwrittenReads::Report && never_written_failure() ? never_written_ : 0;
+  std::vector<UnwrittenRead> unwritten;
   for (const Binding& read : reads) {
     const Allocation& allocation = allocations_[index_of(read.allocation)];
     std::set<std::uint64_t> owners;
     for (std::uint64_t byte = read.range.begin(); byte < read.range.end(); ++byte) {
-      if (allocation.writer[byte] != 0) {
-        owners.insert(allocation.writer[byte]);
+      const std::uint64_t writer = allocation.writer[byte];
+      if (writer != 0 && writer == reported) {
+        if (byte != read.range.begin() && allocation.writer[byte - 1] == reported) {
+          unwritten.back().bytes = ByteRange::of(unwritten.back().bytes.begin(), byte + 1);
+        } else {
+          unwritten.push_back(UnwrittenRead{read.allocation, ByteRange::of(byte, byte + 1)});
+        }
+      } else if (writer != 0) {
+        owners.insert(writer);
       }
     }
     for (const std::uint64_t owner : owners) {
@@ -415,6 +434,7 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
   if (status != LaunchStatus::Skipped && !out.body_threw) {
     race_outputs(launch, kernel, writes, named_only ? &*named_only : nullptr, released, context,
                  status, out);
+    out.result.unwritten = std::move(unwritten); // N2.
   }
   // A body that ran and called check()/fail_later() leaves its launch
   // unconfirmed until the next synchronize (Device::awaits_verdict).

@@ -223,7 +223,27 @@ void PoolModel::allocated(AllocationId id, std::uint64_t size, std::uint64_t add
   forget_released(address, address + extent);
   records_.push_back(
       Record{id, size, address, extent, 1, State::Live, engine_.add_allocation(), true, lane});
+  claim_never_written(records_.back());
   track_peaks();
+}
+
+void PoolModel::claim_never_written(const Record& record) {
+  // N1: under NeverWritten every byte of a new allocation belongs to the one
+  // NeverWritten failure, minted now if none lives.
+  if (config_.fresh_bytes != FreshBytes::NeverWritten || record.size == 0) {
+    return;
+  }
+  if (!never_written_failure()) {
+    never_written_ = engine_.insert(Error::never_written()).raw();
+  }
+  engine_.taint(record.carrier, ByteRange::of(0, record.size), FailureId::from_raw(never_written_));
+}
+
+std::optional<FailureId> PoolModel::never_written_failure() const {
+  if (never_written_ != 0 && engine_.live(FailureId::from_raw(never_written_))) {
+    return FailureId::from_raw(never_written_);
+  }
+  return std::nullopt;
 }
 
 void PoolModel::allocated_unplaced(AllocationId id, std::uint64_t size, std::uint32_t lane) {
@@ -233,6 +253,7 @@ void PoolModel::allocated_unplaced(AllocationId id, std::uint64_t size, std::uin
   }
   records_.push_back(Record{id, size, 0, aligned_extent(size), 1, State::Live,
                             engine_.add_allocation(), false, lane});
+  claim_never_written(records_.back());
   track_peaks();
 }
 

@@ -37,6 +37,10 @@ enum class ErrorKind : std::uint8_t {
                   ///< were stale; the message names the rank and its root (C4).
   Communicator,   ///< A collective could not complete: a peer failed, or did not take
                   ///< part within the timeout; the communicator is broken (C6).
+  NeverWritten,   ///< N1: fresh bytes nobody has written since their allocation was made
+                  ///< (FreshBytes::NeverWritten only). Unlike Unwritten — what a *read*
+                  ///< throws when it finds stale bytes of any cause — this is a root
+                  ///< failure: the one node that claims a manager's never-written bytes.
 };
 
 /// The lower-case name of a kind, as printed: "out of memory", "torn down"...
@@ -79,6 +83,12 @@ class Error {
   }
   [[nodiscard]] static Error communicator(std::string message) {
     return {ErrorKind::Communicator, std::move(message)};
+  }
+
+  /// N1: the one failure that claims a manager's never-written bytes.
+  /// Payload-free, like torn_down(): minting it never touches the heap.
+  [[nodiscard]] static Error never_written() noexcept {
+    return {ErrorKind::NeverWritten, std::string()};
   }
 
   /// The provisional failure of a write scope. Payload-free: no allocation.

@@ -133,13 +133,15 @@ Device::Device(Backend& backend)
 }
 
 Device::Device(Backend& backend, MemoryConfig config)
-    : Device(backend, DeviceOptions{std::move(config), StreamOrdering::Wait}) {
+    : Device(backend,
+             DeviceOptions{std::move(config), StreamOrdering::Wait, UnwrittenReads::Skip}) {
 }
 
 Device::Device(Backend& backend, DeviceOptions options)
     : backend_(backend)
     , reports_late_(backend.reports_late_failures())
     , ordering_(options.ordering)
+    , unwritten_reads_(options.unwritten_reads)
     , serial_(next_serial.fetch_add(1, std::memory_order_relaxed))
     , memory_(backend.storage(), graph_,
               options.memory ? std::move(*options.memory) : backend.memory_config())
@@ -193,6 +195,16 @@ Allocation Device::create_buffer(std::uint64_t size, StreamId stream) {
     return memory_.allocate(size, slot);
   }();
   streams_.order().created(StreamAccess{made.id(), made.whole().range, size, slot});
+  return made;
+}
+
+Allocation Device::create_buffer(std::uint64_t size, StreamId stream, std::string_view site) {
+  Allocation made = create_buffer(size, stream);
+  if (memory_.config().fresh_bytes == FreshBytes::NeverWritten && !site.empty()) {
+    // N3, cold: one map entry, pruned of ended buffers as it grows.
+    const Lock lock(*this, "create_buffer");
+    sites_.note(made.id(), site, [&](AllocationId id) { return memory_.contains(id); });
+  }
   return made;
 }
 
@@ -310,9 +322,15 @@ LaunchResult Device::launch_locked(std::uint32_t slot, std::string_view kernel,
 
   // S1: decide before claiming. Only reads are checked (S5). A skip queues
   // no work, so it needs no ordering either.
+  std::vector<UnwrittenRead> unwritten; // N2: filled only under UnwrittenReads::Report.
   if (in.dirty) [[unlikely]] {
+    const std::optional<FailureId> never_written =
+        unwritten_reads_ == UnwrittenReads::Report ? memory_.never_written_failure() : std::nullopt;
     for (std::size_t index = 0; index < reads_.size(); ++index) {
-      if (const auto root = read_taints_[index]->failure(reads_[index].range)) {
+      const std::optional<FailureId> root = never_written
+                                                ? stale_read_root(index, *never_written, unwritten)
+                                                : read_taints_[index]->failure(reads_[index].range);
+      if (root) {
         LaunchResult result = skip(kernel, *root, reads_[index].allocation);
         log_launch(launch, kernel, reads, writes, result.status, StreamPoint{});
         return result;
@@ -334,7 +352,7 @@ LaunchResult Device::launch_locked(std::uint32_t slot, std::string_view kernel,
   }
   LaunchResult result = [&] {
     try {
-      return enter(slot, launch, kernel, body, !out.dirty);
+      return enter(slot, launch, kernel, body, !out.dirty, out.dirty && outputs_fresh());
     } catch (...) {
       // S3: the body may have queued work before it threw.
       const StreamPoint work = ordering ? queue_work(slot, launch, plain) : StreamPoint{};
@@ -350,7 +368,54 @@ LaunchResult Device::launch_locked(std::uint32_t slot, std::string_view kernel,
     }
   }
   log_launch(launch, kernel, reads, writes, result.status, work);
+  if (!unwritten.empty()) [[unlikely]] {
+    result.unwritten = std::move(unwritten);
+  }
   return result;
+}
+
+bool Device::outputs_fresh() const noexcept {
+  if (!Taint::inline_claims) {
+    return false;
+  }
+  const std::optional<FailureId> never_written = memory_.never_written_failure();
+  if (!never_written) {
+    return false;
+  }
+  for (std::size_t index = 0; index < writes_.size(); ++index) {
+    const Taint& taint = *write_taints_[index];
+    if (taint.is_clean()) {
+      continue;
+    }
+    if (taint.is_spilled()) {
+      return false;
+    }
+    bool fresh = true;
+    taint.for_each_claim([&](FailureId failure, ByteRange claimed) {
+      fresh = fresh && failure == *never_written && writes_[index].range.contains(claimed);
+    });
+    if (!fresh) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::optional<FailureId> Device::stale_read_root(std::size_t index, FailureId never_written,
+                                                 std::vector<UnwrittenRead>& unwritten) {
+  const ByteRange range = reads_[index].range;
+  std::optional<FailureId> root;
+  read_taints_[index]->for_each_claim([&](FailureId failure, ByteRange claimed) {
+    if (!claimed.overlaps(range)) {
+      return;
+    }
+    if (failure == never_written) {
+      unwritten.push_back(UnwrittenRead{reads_[index].allocation, claimed.intersect(range)});
+    } else if (!root) {
+      root = failure; // Claims come in offset order: the lowest-offset one.
+    }
+  });
+  return root;
 }
 
 StreamPoint Device::queue_work(std::uint32_t slot, std::uint64_t launch, bool plain) {
@@ -719,16 +784,46 @@ void Device::restore_prior_claims(const LaunchOutcome& outcome) {
 }
 
 void Device::claim_write_set(FailureId provisional) {
-  // Only where every output was clean: each claim is the first on its
-  // taint, stored inline, and tags a node that exists — nothing here can
-  // allocate or throw.
+  // Only where every output was clean or fresh (outputs_fresh()): each
+  // claim is the first on its taint, stored inline, and tags a node that
+  // exists — nothing here can allocate or throw. A fresh output's
+  // never-written claim lies within this binding, so T1 would take all of
+  // it anyway; clearing first (noexcept) keeps the claim the first one.
+  const std::optional<FailureId> never_written = memory_.never_written_failure();
   for (std::size_t index = 0; index < writes_.size(); ++index) {
-    write_taints_[index]->taint(writes_[index].range, provisional, graph_);
+    Taint& taint = *write_taints_[index];
+    if (never_written && taint.carries(*never_written)) [[unlikely]] {
+      taint.clear(graph_);
+    }
+    taint.taint(writes_[index].range, provisional, graph_);
   }
 }
 
+void Device::release_fresh_outputs(const LaunchOutcome& outcome) {
+  // N1, S6: a success releases what it wrote. A plain success wrote the
+  // whole write set; a wrote_only one only its valid named ranges, and every
+  // other byte keeps its prior state — its never-written claim, untouched.
+  if (!outcome.wrote_only()) {
+    for (std::size_t index = 0; index < writes_.size(); ++index) {
+      write_taints_[index]->written(writes_[index].range, graph_);
+    }
+    return;
+  }
+  for (const WrittenRange& written : outcome.written()) {
+    if (written.output < writes_.size() &&
+        written.range.end() <= writes_[written.output].range.size()) {
+      const BoundBuffer& output = writes_[written.output];
+      write_taints_[written.output]->written(
+          ByteRange::of(output.range.begin() + written.range.begin(),
+                        output.range.begin() + written.range.end()),
+          graph_);
+    }
+  }
+  note_named_ranges(outcome);
+}
+
 LaunchResult Device::enter(std::uint32_t slot, std::uint64_t launch, std::string_view kernel,
-                           KernelBody body, bool outputs_clean) {
+                           KernelBody body, bool outputs_clean, bool outputs_fresh) {
   const KernelContext context(launch, kernel, reads_, writes_, backend_.backend_data(),
                               streams_.id(slot), streams_.handle(slot));
   LaunchResult result;
@@ -751,7 +846,14 @@ LaunchResult Device::enter(std::uint32_t slot, std::uint64_t launch, std::string
   // the lock, and the deferred claim cannot fail (the first claim on a clean
   // taint is stored inline and tags a node that exists), so a failing body
   // leaves exactly the state the eager claim would have.
-  if (Taint::inline_claims && outputs_clean) [[likely]] {
+  //
+  // N1: outputs that hold only never-written bytes, inline and within their
+  // own binding (a fresh buffer's first write), take the same path: the
+  // prior state S6 would restore is exactly those claims, so a success
+  // releases the write set (or, wrote_only, the named ranges) and a failure
+  // claims over them — clearing first, so the claim is again the first on a
+  // clean taint and cannot allocate. The fresh path costs one T2 per output.
+  if (Taint::inline_claims && (outputs_clean || outputs_fresh)) [[likely]] {
     const FailureId provisional = graph_.insert_provisional();
     const LaunchOutcome outcome = [&] {
       try {
@@ -765,6 +867,14 @@ LaunchResult Device::enter(std::uint32_t slot, std::uint64_t launch, std::string
     if (outcome.ok()) [[likely]] {
       if (outcome.wrote_only()) [[unlikely]] {
         note_named_ranges(outcome); // For the log's replay (S6).
+      }
+      if (outputs_fresh) [[unlikely]] {
+        try {
+          release_fresh_outputs(outcome);
+        } catch (...) {
+          graph_.prune(provisional); // Unreleased bytes stay never-written: stale, safe.
+          throw;
+        }
       }
       graph_.prune(provisional);
       return result;
@@ -1139,9 +1249,19 @@ std::vector<Report> Device::stale_reports_locked(const Binding& from) {
         report.stale = claimed.intersect(from.range);
       }
     });
+    name_creation_site(report);
     reports.push_back(std::move(report));
   }
   return reports;
+}
+
+void Device::name_creation_site(Report& report) const {
+  if (report.root.kind() != ErrorKind::NeverWritten) {
+    return;
+  }
+  if (const std::string* site = sites_.find(report.origin)) {
+    report.root = Error(ErrorKind::NeverWritten, "created at " + *site);
+  }
 }
 
 ReadOutcome Device::read(StreamId stream, const Binding& from, std::span<std::byte> into) {

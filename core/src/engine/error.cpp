@@ -30,6 +30,8 @@ std::string_view name(ErrorKind kind) noexcept {
     return "stale on another rank";
   case ErrorKind::Communicator:
     return "communicator failed";
+  case ErrorKind::NeverWritten:
+    return "never written";
   }
   return "unknown error kind";
 }

@@ -292,10 +292,21 @@ Allocation MemoryManager::allocate(std::uint64_t size, std::uint32_t lane) {
     throw_out_of_memory(size, "the host could not grow the allocation table", {});
   }
   Slice* slice = reserve_or_throw(pool, size, extent);
+  slice->taint.clear(graph_); // P1: a new allocation on an old slice starts clean.
+  if (config_.fresh_bytes == FreshBytes::NeverWritten) {
+    // N1: its bytes are claimed before anyone can bind them. Only minting
+    // the node can throw (the graph's table growing); the slice goes back
+    // then, and nothing has changed.
+    try {
+      never_written_.claim(slice->taint, size, graph_);
+    } catch (const std::bad_alloc&) {
+      pool.release(slice);
+      throw_out_of_memory(size, "the host could not allocate the never-written failure", {});
+    }
+  }
 
   // Bind: nothing below can fail.
   const std::uint64_t id = next_allocation_++;
-  slice->taint.clear(graph_); // P1: a new allocation on an old slice starts clean.
   slice->state = SliceState::Bound;
   slice->allocation = id;
   slice->size = size;

@@ -100,6 +100,7 @@
 #include <taintpool/device/backend.hpp>
 #include <taintpool/device/exchange.hpp>
 #include <taintpool/device/launch.hpp>
+#include <taintpool/device/unwritten_reads.hpp>
 #include <taintpool/error_graph.hpp>
 #include <taintpool/exception.hpp>
 #include <taintpool/pool/allocation.hpp>
@@ -158,6 +159,10 @@ struct DeviceOptions {
   std::optional<MemoryConfig> memory;
   /// Wait (the default) or Detect.
   StreamOrdering ordering = StreamOrdering::Wait;
+  /// N2, under FreshBytes::NeverWritten (memory's fresh_bytes): a launch
+  /// that reads never-written bytes is skipped (the default) or runs and
+  /// reports them in LaunchResult::unwritten.
+  UnwrittenReads unwritten_reads = UnwrittenReads::Skip;
 };
 
 /// The only way to touch buffers (see above). Owns its graph and memory;
@@ -206,6 +211,16 @@ class Device {
   /// last step before OutOfMemory: then every stream is finished, held
   /// allocations released, and the allocation tried once more.
   [[nodiscard]] Allocation create_buffer(std::uint64_t size, StreamId stream);
+  /// As above, naming the creating site (a label, or file:line): under
+  /// FreshBytes::NeverWritten a report of the buffer's never-written bytes
+  /// says where it was created (N3). Stored only in that mode (cold: one
+  /// map entry); otherwise ignored.
+  [[nodiscard]] Allocation create_buffer(std::uint64_t size, std::string_view site) {
+    return create_buffer(size, default_stream(), site);
+  }
+  /// As above, on `stream`.
+  [[nodiscard]] Allocation create_buffer(std::uint64_t size, StreamId stream,
+                                         std::string_view site);
 
   /// A new buffer holding `bytes` (a create and a host write). A failed copy
   /// is not thrown: the buffer comes back carrying the copy's error, and a
@@ -397,6 +412,18 @@ class Device {
   /// with a failure or an output with a claim (`dirty`: the general path
   /// decides), a binding homed on another stream (`crosses`: ordering must
   /// plan).
+  /// N1: every output is clean, or holds only never-written bytes that lie
+  /// within that output's binding, inline — so the fast path can release
+  /// them on success and claim over them on failure without allocating.
+  [[nodiscard]] bool outputs_fresh() const noexcept;
+  /// N2 under UnwrittenReads::Report: the root a read binding skips on —
+  /// its lowest-offset claim of a failure other than NeverWritten — noting
+  /// its never-written bytes in `unwritten` on the way.
+  [[nodiscard]] std::optional<FailureId> stale_read_root(std::size_t index, FailureId never_written,
+                                                         std::vector<UnwrittenRead>& unwritten);
+  /// N3: a NeverWritten report's root message becomes the origin's creating
+  /// site, when its creator gave one.
+  void name_creation_site(Report& report) const;
   /// Both sides' bindings into the scratch, as a launch does, out of line.
   void resolve_bindings(std::span<const Binding> reads, std::span<const Binding> writes,
                         std::uint32_t slot);
@@ -413,10 +440,14 @@ class Device {
   /// The scope from the claim on (S1-S3, S6); `outputs_clean`: no output
   /// holds a claim (the fast path may defer the provisional one).
   LaunchResult enter(std::uint32_t slot, std::uint64_t launch, std::string_view kernel,
-                     KernelBody body, bool outputs_clean);
+                     KernelBody body, bool outputs_clean, bool outputs_fresh);
   /// The deferred claim of the fast path (every output clean): cannot
   /// allocate or throw.
   void claim_write_set(FailureId provisional);
+  /// N1, S6: a successful fresh-path launch releases what it wrote: the
+  /// write set, or a wrote_only outcome's valid named ranges. T2 on a
+  /// split claim may spill (std::bad_alloc; the rest stays never-written).
+  void release_fresh_outputs(const LaunchOutcome& outcome);
   /// A wrote_only outcome's valid, non-empty named ranges into named_ (S6).
   void note_named_ranges(const LaunchOutcome& outcome);
   /// S1, S2: the failure a body returned replaces `provisional`.
@@ -454,7 +485,8 @@ class Device {
   Backend& backend_;
   bool reports_late_; ///< backend_.reports_late_failures(), asked once.
   StreamOrdering ordering_;
-  std::uint32_t serial_; ///< Process-wide, so StreamIds name their Device.
+  UnwrittenReads unwritten_reads_; ///< N2.
+  std::uint32_t serial_;           ///< Process-wide, so StreamIds name their Device.
   std::mutex mutex_;
   ErrorGraph graph_; // Declared before memory_: the memory clears taints into it on destruction.
   MemoryManager memory_;
@@ -498,6 +530,7 @@ class Device {
   /// next call attributes them before it asks the backend for more.
   std::vector<LateFailure> unattributed_;
   std::uint64_t next_launch_ = 1;
+  CreationSites sites_; ///< N3: named creating sites (FreshBytes::NeverWritten only).
 };
 
 } // namespace taintpool

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <taintpool/byte_range.hpp>
+#include <taintpool/device/unwritten_reads.hpp>
 #include <taintpool/error.hpp>
 #include <taintpool/failure_id.hpp>
 #include <taintpool/pool/allocation.hpp>
@@ -109,6 +110,10 @@ struct LaunchResult {
   std::optional<AllocationId> needed;
   /// Failed: the body's error (as stored on the failure, kernel named).
   std::optional<Error> error;
+  /// N2, UnwrittenReads::Report only: the never-written bytes the launch
+  /// read and ran on anyway, one entry per read binding and claimed range.
+  /// Empty (no allocation) whenever the reads held no such bytes.
+  std::vector<UnwrittenRead> unwritten;
 
   /// status == Ran.
   [[nodiscard]] bool ran() const noexcept { return status == LaunchStatus::Ran; }

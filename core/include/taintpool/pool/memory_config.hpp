@@ -19,6 +19,8 @@
 // larger in the arena.
 #pragma once
 
+#include <taintpool/pool/fresh_bytes.hpp>
+
 #include <cstdint>
 #include <vector>
 
@@ -71,6 +73,11 @@ struct MemoryConfig {
   /// outlive the manager. cuda::NvtxRegions is one (CudaBackend sets it
   /// under compute-sanitizer).
   AllocationObserver* observer = nullptr;
+
+  /// What a fresh allocation's bytes count as (N1, fresh_bytes.hpp):
+  /// Trusted (written, as D1 has always said; the default) or NeverWritten
+  /// (claimed by the manager's NeverWritten failure until written).
+  FreshBytes fresh_bytes = FreshBytes::Trusted;
 
   /// Throws std::invalid_argument naming the first inconsistency among the
   /// constraints above, checked against the storage's page alignment.

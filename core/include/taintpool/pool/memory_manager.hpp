@@ -150,6 +150,9 @@ class MemoryManager {
   /// Reserve-then-bind: a fresh AllocationId on a clean slice of at least
   /// `size` bytes, aligned to config().alignment, from `lane`'s pools (P4;
   /// the lane's pools are made on its first use). Size 0 is valid (P3).
+  /// Under FreshBytes::NeverWritten its bytes come back claimed by the
+  /// manager's NeverWritten failure (N1; minted if none lives), inline (T6);
+  /// size 0 carries nothing.
   /// Throws std::invalid_argument for a lane >= max_lanes,
   /// Exception(BufferTooBig) above max_allocation and
   /// Exception(OutOfMemory) when storage refuses even after every lane's
@@ -228,6 +231,12 @@ class MemoryManager {
   /// Every slice's taint that holds a claim: the carriers for
   /// check_refcounts (R1). Does not sweep.
   [[nodiscard]] std::vector<const Taint*> carriers() const;
+
+  /// N1: the failure that claims this manager's never-written bytes, while
+  /// some allocation carries it; always nullopt under FreshBytes::Trusted.
+  [[nodiscard]] std::optional<FailureId> never_written_failure() const noexcept {
+    return never_written_.failure(graph_);
+  }
 
   /// The validated configuration.
   [[nodiscard]] const MemoryConfig& config() const noexcept { return config_; }
@@ -311,6 +320,7 @@ class MemoryManager {
   detail::IdTable<detail::LiveAllocation> live_;
   detail::Slice* tombstoned_ = nullptr; ///< Ended while handles remain; linked via bin links.
   MemoryStats stats_;
+  NeverWrittenClaim never_written_;   ///< N1: the NeverWritten node (FreshBytes::NeverWritten).
   std::uint32_t space_ = 0;           ///< The id space (see above); handed back by the destructor.
   std::uint64_t next_allocation_ = 1; ///< Raw: the space in the top bits, then the number.
 };

@@ -90,6 +90,7 @@
 #include <taintpool/failure_id.hpp>
 #include <taintpool/model/stream_model.hpp>
 #include <taintpool/pool/allocation.hpp>
+#include <taintpool/pool/fresh_bytes.hpp>
 #include <taintpool/report.hpp>
 
 #include <cstddef>
@@ -210,6 +211,26 @@ class DeviceModel {
   /// MemoryManager does (its id_space()): the first device alive gets 0,
   /// each one alive beside it another. Before the first create.
   void set_id_space(std::uint32_t space) noexcept { space_ = space; }
+
+  /// N1, N2: the never-written mode, as MemoryConfig::fresh_bytes and
+  /// DeviceOptions::unwritten_reads set it on the Device; before the first
+  /// create. Under NeverWritten every byte of a fresh allocation (size > 0)
+  /// has as last writer the one NeverWritten failure, minted when the first
+  /// allocation needs it and none lives; it dies as any failure does, when
+  /// no byte names it. Under Report, a launch whose reads' failures are all
+  /// NeverWritten runs, and its result lists, per read binding in order,
+  /// each maximal run of such bytes it read.
+  void set_fresh_bytes(FreshBytes fresh, UnwrittenReads reads = UnwrittenReads::Skip) noexcept {
+    fresh_ = fresh;
+    unwritten_reads_ = reads;
+  }
+  /// The live NeverWritten failure, if any.
+  [[nodiscard]] std::optional<FailureId> never_written_failure() const {
+    if (never_written_ != 0 && failures_.count(never_written_) != 0) {
+      return FailureId::from_raw(never_written_);
+    }
+    return std::nullopt;
+  }
 
   // ---- allocations and handles
 
@@ -409,7 +430,10 @@ class DeviceModel {
   std::vector<Logged> log_; ///< Every launch since the last synchronize.
   std::vector<Late> late_;  ///< Reported by bodies, attributed at synchronize.
   bool detect_ = false;
-  std::uint32_t space_ = 0; ///< set_id_space.
+  std::uint32_t space_ = 0;                               ///< set_id_space.
+  FreshBytes fresh_ = FreshBytes::Trusted;                ///< set_fresh_bytes.
+  UnwrittenReads unwritten_reads_ = UnwrittenReads::Skip; ///< set_fresh_bytes.
+  std::uint64_t never_written_ = 0; ///< The NeverWritten failure last minted (N1).
   /// An id's place in allocations_ (its number, less one), and back.
   [[nodiscard]] static std::size_t index_of(AllocationId allocation) noexcept {
     return static_cast<std::size_t>(allocation_number(allocation) - 1);

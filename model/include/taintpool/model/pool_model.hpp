@@ -114,6 +114,11 @@ class PoolModel {
   /// The allocation's claims, ascending; empty once it ended.
   [[nodiscard]] std::vector<std::pair<FailureId, ByteRange>> claims(AllocationId id) const;
 
+  /// N1 (MemoryConfig::fresh_bytes == NeverWritten): the NeverWritten
+  /// failure that owns the never-written bytes, while some byte does. A new
+  /// allocation (size > 0) is owned by it wholly, minting it if none lives.
+  [[nodiscard]] std::optional<FailureId> never_written_failure() const;
+
   /// The failures' side: insert, prune, liveness, tags (recounted).
   [[nodiscard]] EngineModel& engine() { return engine_; }
   [[nodiscard]] const EngineModel& engine() const { return engine_; }
@@ -177,6 +182,8 @@ class PoolModel {
   /// Whether [begin, end) lies wholly in memory the storage gave.
   [[nodiscard]] bool in_memory(std::uint64_t begin, std::uint64_t end) const;
   void track_peaks();
+  /// N1 on a new record.
+  void claim_never_written(const Record& record);
 
   MemoryConfig config_;
   EngineModel engine_;
@@ -185,6 +192,7 @@ class PoolModel {
   std::vector<Released> released_;
   std::uint64_t peak_in_use_ = 0;
   std::uint64_t peak_reserved_ = 0;
+  std::uint64_t never_written_ = 0; ///< The NeverWritten failure last minted (N1).
 };
 
 } // namespace taintpool::model

@@ -1,0 +1,55 @@
+// The never-written mode of an input (issue 15, N1-N2): which FreshBytes and
+// UnwrittenReads a device_fuzzer or pool_fuzzer run uses.
+//
+// Why a trailer and not a header byte: the committed corpora and regression
+// files were written before the mode existed, and each must go on decoding
+// to the same op sequence (a regression file must still reproduce its bug).
+// So an input selects the mode only when it ends in the marker byte 0xD7
+// followed by the mode byte, which no committed file did; those two bytes are
+// then cut off before decoding. Every other input runs in Trusted mode, as
+// before. libFuzzer finds the marker through its comparison tracing, and the
+// committed seeds that carry it keep both modes in every campaign.
+#pragma once
+
+#include <taintpool/device/unwritten_reads.hpp>
+#include <taintpool/pool/fresh_bytes.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace taintpool::fuzz {
+
+struct FreshMode {
+  FreshBytes fresh = FreshBytes::Trusted;
+  UnwrittenReads reads = UnwrittenReads::Skip;
+  std::size_t size = 0; ///< The input's size without the trailer.
+
+  /// "trusted", "never-written (skip)" or "never-written (report)".
+  [[nodiscard]] std::string name() const {
+    if (fresh == FreshBytes::Trusted) {
+      return "trusted";
+    }
+    return reads == UnwrittenReads::Skip ? "never-written (skip)" : "never-written (report)";
+  }
+};
+
+/// The marker byte: an input ending in {marker, mode} selects the mode.
+constexpr std::uint8_t kFreshModeMarker = 0xD7;
+
+/// Mode byte: bit 0 set selects NeverWritten; bit 1 then selects Report.
+[[nodiscard]] inline FreshMode fresh_mode(const std::uint8_t* data, std::size_t size) noexcept {
+  FreshMode mode;
+  mode.size = size;
+  if (size >= 2 && data[size - 2] == kFreshModeMarker) {
+    const std::uint8_t bits = data[size - 1];
+    mode.size = size - 2;
+    if ((bits & 1u) != 0) {
+      mode.fresh = FreshBytes::NeverWritten;
+      mode.reads = (bits & 2u) != 0 ? UnwrittenReads::Report : UnwrittenReads::Skip;
+    }
+  }
+  return mode;
+}
+
+} // namespace taintpool::fuzz
