@@ -9,11 +9,18 @@
 (*                                                                         *)
 (* What it models                                                          *)
 (*   layout[p]   the slice records tiling page p, in address order, each   *)
-(*               [size, state "free"/"bound", alloc, claims]; <<>> = no    *)
-(*               page.  `alloc` is the bound allocation, or for a free     *)
-(*               record the allocation it last held (0 for a record that   *)
-(*               never held one: a split remainder, a merged slice, a new  *)
-(*               page).                                                    *)
+(*               [size, state "free"/"bound"/"unmapped", alloc, claims];   *)
+(*               <<>> = no page.  A page is memory, or (the last page      *)
+(*               slot) a reservation of address space (the arena's,        *)
+(*               virtual_memory.hpp) whose "unmapped" records have no      *)
+(*               memory behind them: mapping turns the front of one into a *)
+(*               fresh free record (ArenaPool::grow_mapped, inside         *)
+(*               allocate), and unmapping a free record gives its memory   *)
+(*               back (cleanup or out of memory: a P1 clear point).        *)
+(*               `alloc` is the bound allocation, or for a free record the *)
+(*               allocation it last held (0 for a record that never held   *)
+(*               one: a split remainder, a merged slice, a new page, a     *)
+(*               freshly mapped range).                                    *)
 (*   tombs       tombstoned records: their allocation was ended by reset   *)
 (*               or destruction while handles still point at them          *)
 (*   handles[a]  handles of allocation a; pending: allocations whose last  *)
@@ -43,11 +50,12 @@
 (*                        sweep() alone empties the graph (R4).  As in the *)
 (*                        C++ (discover_released() at the top of every     *)
 (*                        MemoryManager call), discovery is part of each   *)
-(*                        pool call -- allocate (Allocate), cleanup        *)
-(*                        (SweepPage), reset (Reset), sweep (Sweep) -- and *)
-(*                        takes every drop so far; so a bind may take, and *)
-(*                        a sweep give back, the very slice or page whose  *)
-(*                        taint its own discovery just cleared             *)
+(*                        pool call -- allocate (Allocate, and MapRange,   *)
+(*                        the arena growing for it), cleanup (SweepPage,   *)
+(*                        UnmapRecord), reset (Reset), sweep (Sweep) --    *)
+(*                        and takes every drop so far; so a bind may       *)
+(*                        take, and a sweep give back, the very slice or   *)
+(*                        page whose taint its own discovery just cleared  *)
 (*                        (reach/LifecycleEager_*_clears.cfg show both).   *)
 (*                                                                         *)
 (* What it abstracts away                                                  *)
@@ -70,12 +78,17 @@
 (*                       allocations, 4 failures, 2 handles: random        *)
 (*                       simulation for a fixed time                       *)
 (* (1 handle per allocation where not said: a second handle only delays    *)
-(* the drop that matters.)  Together: a page swept while another holds     *)
-(* allocations, three-slice pages (a middle slice coalescing both ways), a *)
-(* failure carried by two slices, reset with handles outstanding, dropped  *)
-(* slices whose taint waits for each later P1 point, a cloned handle whose *)
-(* drop is not the last.  Not covered exhaustively: more than 3           *)
-(* allocations or 2 failures in a behaviour, larger pages.                 *)
+(* the drop that matters.)  The last page slot is always the arena's       *)
+(* reservation, so the one-page cfgs (Wide, Live) check a reservation      *)
+(* alone, and the two-page ones a page of memory next to one.  Together: a *)
+(* page swept while another holds allocations, three-slice pages (a middle *)
+(* slice coalescing both ways), a failure carried by two slices, reset     *)
+(* with handles outstanding, dropped slices whose taint waits for each     *)
+(* later P1 point, a cloned handle whose drop is not the last, a tainted   *)
+(* free slice unmapped, mapping next to a free slice.  Not covered         *)
+(* exhaustively: more than 3 allocations or 2 failures in a behaviour,     *)
+(* larger pages, two unmapped neighbours merging (the C++ carve_unmapped   *)
+(* merges them; here they stay two records).                               *)
 (*                                                                         *)
 (* Liveness (LiveSpec = Spec /\ Fairness: weak fairness of discovery, and  *)
 (* when discovery is lazy of every page's sweep): EventuallyFreed (eager:  *)
@@ -96,6 +109,7 @@
 (*   "discovery_skips_tainted" discovery never takes a drop whose slice is *)
 (*                             tainted: every invariant holds, only the    *)
 (*                             liveness properties reject it               *)
+(*   "unmap_keeps_taint"       unmapping a free record keeps its claims    *)
 (***************************************************************************)
 EXTENDS Naturals, Sequences, FiniteSets
 
@@ -110,6 +124,10 @@ CONSTANTS NumPages,     \* page slots 1..NumPages
 ASSUME Discovery \in {"any", "eager"}
 
 Pages    == 1..NumPages
+\* The last page slot is the arena's reservation (address space mapped on
+\* demand); the others are pages of memory.  A one-page configuration
+\* models a reservation alone.
+ReservationPages == {NumPages}
 AllocIds == 1..MaxAllocs
 FailIds  == 1..MaxFailures
 Eager    == Discovery = "eager"
@@ -245,8 +263,16 @@ SetPool(st) == layout' = st.layout /\ tombs' = st.tombs /\ tags' = st.tags
 (* Memory.                                                                 *)
 (***************************************************************************)
 NewPage(p) ==
+    /\ p \notin ReservationPages
     /\ layout[p] = <<>>
     /\ layout' = [layout EXCEPT ![p] = << Rec(PageSize, "free", 0, {}) >>]
+    /\ UNCHANGED <<tombs, handles, pending, nextAlloc, tags, nextFail>>
+
+\* A reservation: address space only, one unmapped record.
+NewReservation(p) ==
+    /\ p \in ReservationPages
+    /\ layout[p] = <<>>
+    /\ layout' = [layout EXCEPT ![p] = << Rec(PageSize, "unmapped", 0, {}) >>]
     /\ UNCHANGED <<tombs, handles, pending, nextAlloc, tags, nextFail>>
 
 \* allocate(): (eager: discover,) then reserve-then-bind n units on free
@@ -314,17 +340,61 @@ Coalesce(p, j) ==
     /\ tags' = Retag(tags, {}, MergeLost(layout[p], j))
     /\ UNCHANGED <<tombs, handles, pending, nextAlloc, nextFail>>
 
-\* cleanup(): (eager: discover,) then give back a page that holds no
-\* allocation; every record on it is cleared (P1 on page sweep).
+\* cleanup(): (eager: discover,) then give back a page (or a reservation)
+\* that holds no allocation; every record on it is cleared (P1 on page
+\* sweep).
 SweepPage(p) ==
     /\ LET st == Called
            lay == st.layout
        IN  /\ lay[p] # <<>>
-           /\ \A i \in DOMAIN lay[p] : lay[p][i].state = "free"
+           /\ \A i \in DOMAIN lay[p] : lay[p][i].state \in {"free", "unmapped"}
            /\ layout' = [lay EXCEPT ![p] = <<>>]
            /\ tags' = IF Mutation = "sweep_forgets_untag" THEN st.tags
                       ELSE Retag(st.tags, {}, ClaimsOf(lay[p]))
            /\ tombs' = st.tombs
+    /\ pending' = CalledPending
+    /\ UNCHANGED <<handles, nextAlloc, nextFail>>
+
+\* allocate() when no free slice fits: (eager: discover,) then the arena
+\* grows -- the front n units of unmapped record i get memory and become a
+\* fresh free record (clean); the rest stays unmapped.  Eager: the new
+\* record merges with a free neighbour at once (ArenaPool::grow_mapped).
+\* The bind that follows is an Allocate of its own.
+MapRange(p, i, n) ==
+    /\ p \in ReservationPages
+    /\ LET st  == Called
+           lay == st.layout
+       IN  /\ i \in DOMAIN lay[p]
+           /\ lay[p][i].state = "unmapped"
+           /\ n <= lay[p][i].size
+           /\ LET r     == lay[p][i]
+                  fresh == Rec(n, "free", 0, {})
+                  rest  == IF r.size > n THEN << Rec(r.size - n, "unmapped", 0, {}) >>
+                           ELSE <<>>
+                  recs  == Replace(lay[p], i, << fresh >> \o rest)
+                  res   == IF Eager THEN FreeAndMerge(recs, i)
+                           ELSE [recs |-> recs, lost |-> <<>>]
+              IN  /\ layout' = [lay EXCEPT ![p] = res.recs]
+                  /\ tags' = Retag(st.tags, {}, res.lost)
+                  /\ tombs' = st.tombs
+    /\ pending' = CalledPending
+    /\ UNCHANGED <<handles, nextAlloc, nextFail>>
+
+\* cleanup() (or allocate() out of memory): (eager: discover,) then a free
+\* record's memory goes back to storage and it becomes unmapped (P1 on
+\* unmap: its claims go, untagged).
+UnmapRecord(p, i) ==
+    /\ p \in ReservationPages
+    /\ LET st  == Called
+           lay == st.layout
+       IN  /\ i \in DOMAIN lay[p]
+           /\ lay[p][i].state = "free"
+           /\ LET r    == lay[p][i]
+                  keep == Mutation = "unmap_keeps_taint"
+              IN  /\ layout' = [lay EXCEPT ![p][i] =
+                                   Rec(r.size, "unmapped", 0, IF keep THEN r.claims ELSE {})]
+                  /\ tags' = IF keep THEN st.tags ELSE Retag(st.tags, {}, << r.claims >>)
+                  /\ tombs' = st.tombs
     /\ pending' = CalledPending
     /\ UNCHANGED <<handles, nextAlloc, nextFail>>
 
@@ -388,7 +458,9 @@ Write(a, keep) ==
     /\ UNCHANGED <<tombs, handles, pending, nextAlloc, nextFail>>
 
 Next ==
-    \/ \E p \in Pages : NewPage(p) \/ SweepPage(p)
+    \/ \E p \in Pages : NewPage(p) \/ NewReservation(p) \/ SweepPage(p)
+    \/ \E p \in Pages, i \in 1..PageSize : UnmapRecord(p, i)
+    \/ \E p \in Pages, i \in 1..PageSize, n \in 1..PageSize : MapRange(p, i, n)
     \/ \E p \in Pages, i \in 1..PageSize, n \in 1..PageSize : Allocate(p, i, n)
     \/ \E p \in Pages, j \in 1..PageSize : Coalesce(p, j)
     \/ \E a \in AllocIds : Clone(a) \/ DropHandle(a) \/ Discover(a)
@@ -422,7 +494,7 @@ CarrierCount(f) ==
     + Cardinality({t \in tombs : f \in Fails(t.claims)})
 
 TypeOK ==
-    /\ \A s \in Slots : At(s).state \in {"free", "bound"}
+    /\ \A s \in Slots : At(s).state \in {"free", "bound", "unmapped"}
                         /\ At(s).claims \subseteq FailIds \X (0..MaxAllocs)
     /\ handles \in [AllocIds -> 0..MaxHandles]
     /\ pending \subseteq AllocIds
@@ -454,6 +526,11 @@ P1_ClaimsBelongToAllocation ==
 
 \* P1: a tombstoned slice is clean.
 P1_TombstonesClean == \A t \in tombs : t.claims = {}
+
+\* P1: address space with no memory behind it carries no taint and names no
+\* allocation (unmapping is a P1 clear point; mapping starts clean).
+P1_UnmappedClean ==
+    \A s \in Slots : At(s).state = "unmapped" => At(s).claims = {} /\ At(s).alloc = 0
 
 \* P1 (the C++ pool, eager discovery): a free slice is clean, and no two
 \* free slices are neighbours.
