@@ -62,7 +62,7 @@
 (* random simulation for a fixed time (4 launches alone are 11x the       *)
 (* states, too many to enumerate on the development machine).             *)
 (* The mutants run on allocations of 2, 1 and 1 bytes (SmallSizes).        *)
-(* ScopesNeverWritten.cfg: Scopes.cfg's bounds in never-written mode.      *)
+(* ScopesNeverWritten.cfg: never-written mode, SmallSizes, 3 launches.    *)
 (* Covers skip chains of length 2 (A -> B -> C), a skip decided by the     *)
 (* second of two read bindings, read-write bindings, byte-precise reads    *)
 (* next to stale bytes, a claim split by a partial write, repairs by       *)
