@@ -9,11 +9,18 @@
 (*                                                                         *)
 (* What it models                                                          *)
 (*   layout[p]   the slice records tiling page p, in address order, each   *)
-(*               [size, state "free"/"bound", alloc, claims]; <<>> = no    *)
-(*               page.  `alloc` is the bound allocation, or for a free     *)
-(*               record the allocation it last held (0 for a record that   *)
-(*               never held one: a split remainder, a merged slice, a new  *)
-(*               page).                                                    *)
+(*               [size, state "free"/"bound"/"unmapped", alloc, claims];   *)
+(*               <<>> = no page.  A page is memory, or (the last page      *)
+(*               slot) a reservation of address space (the arena's,        *)
+(*               virtual_memory.hpp) whose "unmapped" records have no      *)
+(*               memory behind them: mapping turns the front of one into a *)
+(*               fresh free record (ArenaPool::grow_mapped, inside         *)
+(*               allocate), and unmapping a free record gives its memory   *)
+(*               back (cleanup or out of memory: a P1 clear point).        *)
+(*               `alloc` is the bound allocation, or for a free record the *)
+(*               allocation it last held (0 for a record that never held   *)
+(*               one: a split remainder, a merged slice, a new page, a     *)
+(*               freshly mapped range).                                    *)
 (*   tombs       tombstoned records: their allocation was ended by reset   *)
 (*               or destruction while handles still point at them          *)
 (*   handles[a]  handles of allocation a; pending: allocations whose last  *)
@@ -43,11 +50,12 @@
 (*                        sweep() alone empties the graph (R4).  As in the *)
 (*                        C++ (discover_released() at the top of every     *)
 (*                        MemoryManager call), discovery is part of each   *)
-(*                        pool call -- allocate (Allocate), cleanup        *)
-(*                        (SweepPage), reset (Reset), sweep (Sweep) -- and *)
-(*                        takes every drop so far; so a bind may take, and *)
-(*                        a sweep give back, the very slice or page whose  *)
-(*                        taint its own discovery just cleared             *)
+(*                        pool call -- allocate (Allocate, and MapRange,   *)
+(*                        the arena growing for it), cleanup (SweepPage,   *)
+(*                        UnmapRecord), reset (Reset), sweep (Sweep) --    *)
+(*                        and takes every drop so far; so a bind may       *)
+(*                        take, and a sweep give back, the very slice or   *)
+(*                        page whose taint its own discovery just cleared  *)
 (*                        (reach/LifecycleEager_*_clears.cfg show both).   *)
 (*                                                                         *)
 (* What it abstracts away                                                  *)
@@ -69,13 +77,22 @@
 (*   LifecycleDeep.cfg   Discovery "any", 2 pages of 4 units, 6            *)
 (*                       allocations, 4 failures, 2 handles: random        *)
 (*                       simulation for a fixed time                       *)
+(*   LifecycleNeverWritten.cfg      FreshBytes "never_written", "eager",   *)
+(*                       2 pages of 2 units, 1 launch failure              *)
+(*   LifecycleNeverWrittenLazy.cfg  FreshBytes "never_written", "any",     *)
+(*                       1 page of 3 units, 1 launch failure               *)
 (* (1 handle per allocation where not said: a second handle only delays    *)
-(* the drop that matters.)  Together: a page swept while another holds     *)
-(* allocations, three-slice pages (a middle slice coalescing both ways), a *)
-(* failure carried by two slices, reset with handles outstanding, dropped  *)
-(* slices whose taint waits for each later P1 point, a cloned handle whose *)
-(* drop is not the last.  Not covered exhaustively: more than 3           *)
-(* allocations or 2 failures in a behaviour, larger pages.                 *)
+(* the drop that matters.)  The last page slot is always the arena's       *)
+(* reservation, so the one-page cfgs (Wide, Live) check a reservation      *)
+(* alone, and the two-page ones a page of memory next to one.  Together: a *)
+(* page swept while another holds allocations, three-slice pages (a middle *)
+(* slice coalescing both ways), a failure carried by two slices, reset     *)
+(* with handles outstanding, dropped slices whose taint waits for each     *)
+(* later P1 point, a cloned handle whose drop is not the last, a tainted   *)
+(* free slice unmapped, mapping next to a free slice.  Not covered         *)
+(* exhaustively: more than 3 allocations or 2 failures in a behaviour,     *)
+(* larger pages, two unmapped neighbours merging (the C++ carve_unmapped   *)
+(* merges them; here they stay two records).                               *)
 (*                                                                         *)
 (* Liveness (LiveSpec = Spec /\ Fairness: weak fairness of discovery, and  *)
 (* when discovery is lazy of every page's sweep): EventuallyFreed (eager:  *)
@@ -96,10 +113,18 @@
 (*   "discovery_skips_tainted" discovery never takes a drop whose slice is *)
 (*                             tainted: every invariant holds, only the    *)
 (*                             liveness properties reject it               *)
+(*   "unmap_keeps_taint"       unmapping a free record keeps its claims    *)
+(*   "nw_fresh_not_claimed"    (never-written mode) a fresh allocation is  *)
+(*                             bound clean, not claimed by the node        *)
+(*   "nw_pruned_while_carried" (never-written mode) a write that takes an  *)
+(*                             allocation's never-written claim prunes the *)
+(*                             node, though other allocations carry it     *)
 (***************************************************************************)
 EXTENDS Naturals, Sequences, FiniteSets
 
-CONSTANTS NumPages,     \* page slots 1..NumPages
+CONSTANTS FreshBytes,   \* "written" (D1: fresh memory counts as written) or
+                        \* "never_written" (issue 15: see below)
+          NumPages,     \* page slots 1..NumPages
           PageSize,     \* units per page
           MaxAllocs,    \* allocation ids 1..MaxAllocs over a behaviour
           MaxFailures,  \* failure ids 1..MaxFailures over a behaviour
@@ -108,11 +133,40 @@ CONSTANTS NumPages,     \* page slots 1..NumPages
           Mutation
 
 ASSUME Discovery \in {"any", "eager"}
+ASSUME FreshBytes \in {"written", "never_written"}
 
 Pages    == 1..NumPages
+\* The last page slot is the arena's reservation (address space mapped on
+\* demand); the others are pages of memory.  A one-page configuration
+\* models a reservation alone.
+ReservationPages == {NumPages}
 AllocIds == 1..MaxAllocs
 FailIds  == 1..MaxFailures
 Eager    == Discovery = "eager"
+
+(***************************************************************************)
+(* The never-written mode (issue 15).  FreshBytes = "written" is today's   *)
+(* behaviour and every existing cfg's.  Under "never_written" the bytes of *)
+(* a fresh allocation are claimed, on bind, by ONE per-device failure of   *)
+(* kind NeverWritten: a single graph node (here the id NW, beyond the      *)
+(* launch failures), minted lazily by the first bind that needs it         *)
+(* (tags[NW] going from 0 to 1), tagged once by every allocation that      *)
+(* still carries never-written bytes, and gone exactly when the last such  *)
+(* carrier lets go of it: a host write or successful launch releases the   *)
+(* bytes (T2: Write), a failed launch steals them (Fail), or the           *)
+(* allocation ends and its slice is cleared at a P1 point (bind,           *)
+(* coalesce, tombstone, sweep, unmap, destruction).  A skipped launch that *)
+(* read such bytes spreads NW to its outputs (S1, Spread) like any stale   *)
+(* read.  It is never replaced (Scopes.tla checks that: G4 replaces only a *)
+(* provisional) nor pruned while carried (N1_NeverWrittenLivesWhileCarried *)
+(* below, with P1_NoTagOutlivesCarrier).                                   *)
+(***************************************************************************)
+NWMode == FreshBytes = "never_written"
+NW     == MaxFailures + 1
+TagIds == IF NWMode THEN FailIds \cup {NW} ELSE FailIds
+\* What a fresh allocation a is bound with: nothing, or the node's claim.
+FreshClaims(a) ==
+    IF NWMode /\ Mutation # "nw_fresh_not_claimed" THEN {<<NW, a>>} ELSE {}
 
 VARIABLES layout, tombs, handles, pending, nextAlloc, tags, nextFail
 vars == <<layout, tombs, handles, pending, nextAlloc, tags, nextFail>>
@@ -137,7 +191,7 @@ Replace2(seq, i, with) == SubSeq(seq, 1, i - 1) \o with \o SubSeq(seq, i + 2, Le
 Fails(claims) == {c[1] : c \in claims}
 CountIn(sets, f) == Cardinality({i \in DOMAIN sets : f \in Fails(sets[i])})
 Retag(t, gained, lost) ==
-    [f \in FailIds |-> t[f] + (IF f \in gained THEN 1 ELSE 0) - CountIn(lost, f)]
+    [f \in TagIds |-> t[f] + (IF f \in gained THEN 1 ELSE 0) - CountIn(lost, f)]
 ClaimsOf(recs) == [i \in DOMAIN recs |-> recs[i].claims]
 
 \* Every record on every page of layout `lay`, page by page.
@@ -156,7 +210,7 @@ Init ==
     /\ handles = [a \in AllocIds |-> 0]
     /\ pending = {}
     /\ nextAlloc = 1
-    /\ tags = [f \in FailIds |-> 0]
+    /\ tags = [f \in TagIds |-> 0]
     /\ nextFail = 1
 
 (***************************************************************************)
@@ -245,14 +299,23 @@ SetPool(st) == layout' = st.layout /\ tombs' = st.tombs /\ tags' = st.tags
 (* Memory.                                                                 *)
 (***************************************************************************)
 NewPage(p) ==
+    /\ p \notin ReservationPages
     /\ layout[p] = <<>>
     /\ layout' = [layout EXCEPT ![p] = << Rec(PageSize, "free", 0, {}) >>]
+    /\ UNCHANGED <<tombs, handles, pending, nextAlloc, tags, nextFail>>
+
+\* A reservation: address space only, one unmapped record.
+NewReservation(p) ==
+    /\ p \in ReservationPages
+    /\ layout[p] = <<>>
+    /\ layout' = [layout EXCEPT ![p] = << Rec(PageSize, "unmapped", 0, {}) >>]
     /\ UNCHANGED <<tombs, handles, pending, nextAlloc, tags, nextFail>>
 
 \* allocate(): (eager: discover,) then reserve-then-bind n units on free
 \* slice i of page p: split off the rest (a fresh record, clean), bind the
 \* front to a fresh allocation id and clear whatever the old slice still
-\* carried (P1 on bind).
+\* carried (P1 on bind); in never-written mode the front is claimed whole
+\* by the never-written node (minted now if no allocation carries it).
 Allocate(p, i, n) ==
     /\ nextAlloc <= MaxAllocs
     /\ LET st == Called
@@ -262,13 +325,15 @@ Allocate(p, i, n) ==
                   a == nextAlloc
                   keep == Mutation = "bind_keeps_taint"
                   restClaims == IF Mutation = "split_remainder_keeps" THEN r.claims ELSE {}
-                  front == Rec(n, "bound", a, IF keep THEN r.claims ELSE {})
+                  front == Rec(n, "bound", a,
+                               (IF keep THEN r.claims ELSE {}) \cup FreshClaims(a))
                   rest  == IF r.size > n /\ Mutation # "split_loses_remainder"
                            THEN << Rec(r.size - n, "free", 0, restClaims) >> ELSE <<>>
               IN  /\ r.state = "free"
                   /\ n <= r.size
                   /\ layout' = [lay EXCEPT ![p] = Replace(lay[p], i, <<front>> \o rest)]
-                  /\ tags' = IF keep THEN st.tags ELSE Retag(st.tags, {}, << r.claims >>)
+                  /\ tags' = Retag(st.tags, Fails(FreshClaims(a)),
+                                   IF keep THEN <<>> ELSE << r.claims >>)
                   /\ tombs' = st.tombs
     /\ pending' = CalledPending
     /\ handles' = [handles EXCEPT ![nextAlloc] = 1]
@@ -314,17 +379,61 @@ Coalesce(p, j) ==
     /\ tags' = Retag(tags, {}, MergeLost(layout[p], j))
     /\ UNCHANGED <<tombs, handles, pending, nextAlloc, nextFail>>
 
-\* cleanup(): (eager: discover,) then give back a page that holds no
-\* allocation; every record on it is cleared (P1 on page sweep).
+\* cleanup(): (eager: discover,) then give back a page (or a reservation)
+\* that holds no allocation; every record on it is cleared (P1 on page
+\* sweep).
 SweepPage(p) ==
     /\ LET st == Called
            lay == st.layout
        IN  /\ lay[p] # <<>>
-           /\ \A i \in DOMAIN lay[p] : lay[p][i].state = "free"
+           /\ \A i \in DOMAIN lay[p] : lay[p][i].state \in {"free", "unmapped"}
            /\ layout' = [lay EXCEPT ![p] = <<>>]
            /\ tags' = IF Mutation = "sweep_forgets_untag" THEN st.tags
                       ELSE Retag(st.tags, {}, ClaimsOf(lay[p]))
            /\ tombs' = st.tombs
+    /\ pending' = CalledPending
+    /\ UNCHANGED <<handles, nextAlloc, nextFail>>
+
+\* allocate() when no free slice fits: (eager: discover,) then the arena
+\* grows -- the front n units of unmapped record i get memory and become a
+\* fresh free record (clean); the rest stays unmapped.  Eager: the new
+\* record merges with a free neighbour at once (ArenaPool::grow_mapped).
+\* The bind that follows is an Allocate of its own.
+MapRange(p, i, n) ==
+    /\ p \in ReservationPages
+    /\ LET st  == Called
+           lay == st.layout
+       IN  /\ i \in DOMAIN lay[p]
+           /\ lay[p][i].state = "unmapped"
+           /\ n <= lay[p][i].size
+           /\ LET r     == lay[p][i]
+                  fresh == Rec(n, "free", 0, {})
+                  rest  == IF r.size > n THEN << Rec(r.size - n, "unmapped", 0, {}) >>
+                           ELSE <<>>
+                  recs  == Replace(lay[p], i, << fresh >> \o rest)
+                  res   == IF Eager THEN FreeAndMerge(recs, i)
+                           ELSE [recs |-> recs, lost |-> <<>>]
+              IN  /\ layout' = [lay EXCEPT ![p] = res.recs]
+                  /\ tags' = Retag(st.tags, {}, res.lost)
+                  /\ tombs' = st.tombs
+    /\ pending' = CalledPending
+    /\ UNCHANGED <<handles, nextAlloc, nextFail>>
+
+\* cleanup() (or allocate() out of memory): (eager: discover,) then a free
+\* record's memory goes back to storage and it becomes unmapped (P1 on
+\* unmap: its claims go, untagged).
+UnmapRecord(p, i) ==
+    /\ p \in ReservationPages
+    /\ LET st  == Called
+           lay == st.layout
+       IN  /\ i \in DOMAIN lay[p]
+           /\ lay[p][i].state = "free"
+           /\ LET r    == lay[p][i]
+                  keep == Mutation = "unmap_keeps_taint"
+              IN  /\ layout' = [lay EXCEPT ![p][i] =
+                                   Rec(r.size, "unmapped", 0, IF keep THEN r.claims ELSE {})]
+                  /\ tags' = IF keep THEN st.tags ELSE Retag(st.tags, {}, << r.claims >>)
+                  /\ tombs' = st.tombs
     /\ pending' = CalledPending
     /\ UNCHANGED <<handles, nextAlloc, nextFail>>
 
@@ -363,9 +472,14 @@ SetClaims(a, keep, f) ==
     LET s == SlotOf(a)
         before == At(s).claims
         after == IF f = 0 \/ f \in Fails(keep) THEN keep ELSE keep \cup {<<f, a>>}
+        t2 == Retag(tags, Fails(after) \ Fails(before),
+                    << {c \in before : c[1] \notin Fails(after)} >>)
+        \* nw_pruned_while_carried: taking a's never-written claim prunes
+        \* the node outright (all its tags), as if it were a's alone.
+        pruneNW == Mutation = "nw_pruned_while_carried" /\ NWMode
+                   /\ NW \in Fails(before) /\ NW \notin Fails(after)
     IN  /\ layout' = [layout EXCEPT ![s[1]][s[2]].claims = after]
-        /\ tags' = Retag(tags, Fails(after) \ Fails(before),
-                          << {c \in before : c[1] \notin Fails(after)} >>)
+        /\ tags' = IF pruneNW THEN [t2 EXCEPT ![NW] = 0] ELSE t2
 
 \* A launch writing a fails with a new failure; `keep` are the claims that
 \* still own some byte afterwards.
@@ -388,7 +502,9 @@ Write(a, keep) ==
     /\ UNCHANGED <<tombs, handles, pending, nextAlloc, nextFail>>
 
 Next ==
-    \/ \E p \in Pages : NewPage(p) \/ SweepPage(p)
+    \/ \E p \in Pages : NewPage(p) \/ NewReservation(p) \/ SweepPage(p)
+    \/ \E p \in Pages, i \in 1..PageSize : UnmapRecord(p, i)
+    \/ \E p \in Pages, i \in 1..PageSize, n \in 1..PageSize : MapRange(p, i, n)
     \/ \E p \in Pages, i \in 1..PageSize, n \in 1..PageSize : Allocate(p, i, n)
     \/ \E p \in Pages, j \in 1..PageSize : Coalesce(p, j)
     \/ \E a \in AllocIds : Clone(a) \/ DropHandle(a) \/ Discover(a)
@@ -399,7 +515,7 @@ Next ==
           \E keep \in SUBSET mine :
              \/ Fail(a, keep)
              \/ Write(a, keep)
-             \/ \E f \in FailIds : Spread(a, f, keep)
+             \/ \E f \in TagIds : Spread(a, f, keep)
 
 Spec == Init /\ [][Next]_vars
 
@@ -422,11 +538,11 @@ CarrierCount(f) ==
     + Cardinality({t \in tombs : f \in Fails(t.claims)})
 
 TypeOK ==
-    /\ \A s \in Slots : At(s).state \in {"free", "bound"}
-                        /\ At(s).claims \subseteq FailIds \X (0..MaxAllocs)
+    /\ \A s \in Slots : At(s).state \in {"free", "bound", "unmapped"}
+                        /\ At(s).claims \subseteq TagIds \X (0..MaxAllocs)
     /\ handles \in [AllocIds -> 0..MaxHandles]
     /\ pending \subseteq AllocIds
-    /\ tags \in [FailIds -> Nat]
+    /\ tags \in [TagIds -> Nat]
 
 \* P2: the slices of a page tile it exactly (positive sizes summing to the
 \* page), and a live allocation is bound to exactly one slice.
@@ -444,7 +560,7 @@ P2_Tiling ==
 \* failure with no such record has no node.  A record that goes away
 \* (coalesced, swept, recycled) takes no tag with it.
 P1_NoTagOutlivesCarrier ==
-    \A f \in FailIds : tags[f] = CarrierCount(f)
+    \A f \in TagIds : tags[f] = CarrierCount(f)
 
 \* P1: a slice only carries claims made on the allocation it holds (or last
 \* held): bind starts clean, and a split remainder or a merged slice (alloc
@@ -455,6 +571,11 @@ P1_ClaimsBelongToAllocation ==
 \* P1: a tombstoned slice is clean.
 P1_TombstonesClean == \A t \in tombs : t.claims = {}
 
+\* P1: address space with no memory behind it carries no taint and names no
+\* allocation (unmapping is a P1 clear point; mapping starts clean).
+P1_UnmappedClean ==
+    \A s \in Slots : At(s).state = "unmapped" => At(s).claims = {} /\ At(s).alloc = 0
+
 \* P1 (the C++ pool, eager discovery): a free slice is clean, and no two
 \* free slices are neighbours.
 P1_FreeSlicesClean ==
@@ -462,8 +583,32 @@ P1_FreeSlicesClean ==
         /\ layout[p][i].state = "free" => layout[p][i].claims = {}
         /\ i < Len(layout[p]) => ~(layout[p][i].state = "free" /\ layout[p][i + 1].state = "free")
 
+(***************************************************************************)
+(* The never-written node (issue 15; trivially true when the mode is off). *)
+(***************************************************************************)
+\* N1: the node lives exactly as long as some record carries it -- it has a
+\* tag iff a bound, free or tombstoned record claims it -- and only
+\* records of allocations claim it (never a split remainder, a merged or a
+\* freshly mapped slice: P1_ClaimsBelongToAllocation).
+N1_NeverWrittenLivesWhileCarried ==
+    NWMode => ((tags[NW] > 0) <=> (CarrierCount(NW) > 0))
+
+\* N1 (a step property): every bind of a fresh allocation claims it whole
+\* for the never-written node and for nothing else, whatever the slice held.
+N1_FreshClaimedByNeverWritten ==
+    [][ (NWMode /\ nextAlloc' # nextAlloc) =>
+          \E s \in SlotsIn(layout') :
+             /\ layout'[s[1]][s[2]].state = "bound"
+             /\ layout'[s[1]][s[2]].alloc = nextAlloc
+             /\ layout'[s[1]][s[2]].claims = {<<NW, nextAlloc>>} ]_vars
+
+\* Witness (proofs/reach/): the node is never gone once minted.  A never-
+\* written cfg must VIOLATE it: the last carrier does let go of it.
+NoNeverWrittenRelease ==
+    [][ (NWMode /\ tags[NW] > 0) => tags'[NW] > 0 ]_vars
+
 NoHandles == \A a \in AllocIds : handles[a] = 0
-GraphEmpty == \A f \in FailIds : tags[f] = 0
+GraphEmpty == \A f \in TagIds : tags[f] = 0
 
 \* R4: with every handle dropped, every drop discovered and every page
 \* swept, the graph is empty.
@@ -488,7 +633,7 @@ LiveCarrier(f) == \E a \in AllocIds : Live(a) /\ f \in Fails(At(SlotOf(a)).claim
 \* dropped slice's taint may wait for a P1 point that a neighbour living
 \* for ever postpones, so there only R4_EventuallyEmpty is promised.
 EventuallyFreed ==
-    \A f \in FailIds : (tags[f] > 0 /\ ~LiveCarrier(f)) ~> tags[f] = 0
+    \A f \in TagIds : (tags[f] > 0 /\ ~LiveCarrier(f)) ~> tags[f] = 0
 
 \* R4 as liveness: once no handle is ever held again, the graph empties and
 \* stays empty.
@@ -503,10 +648,10 @@ R4_EventuallyEmpty == (<>[]NoHandles) => <>[]GraphEmpty
 \* discovery clears; lazy: the slice's own leftover taint).
 NoBindClears ==
     [][\A p \in Pages, i \in 1..PageSize, n \in 1..PageSize :
-          Allocate(p, i, n) => \A f \in FailIds : tags'[f] >= tags[f]]_vars
+          Allocate(p, i, n) => \A f \in TagIds : tags'[f] >= tags[f]]_vars
 \* A pool call that gives a page back never drops a tag.
 NoSweepClears ==
-    [][\A p \in Pages : SweepPage(p) => \A f \in FailIds : tags'[f] >= tags[f]]_vars
+    [][\A p \in Pages : SweepPage(p) => \A f \in TagIds : tags'[f] >= tags[f]]_vars
 \* No allocation ever has two handles (Clone never runs).
 NoClone == \A a \in AllocIds : handles[a] <= 1
 

@@ -62,6 +62,7 @@
 (* random simulation for a fixed time (4 launches alone are 11x the       *)
 (* states, too many to enumerate on the development machine).             *)
 (* The mutants run on allocations of 2, 1 and 1 bytes (SmallSizes).        *)
+(* ScopesNeverWritten.cfg: never-written mode, SmallSizes, 3 launches.    *)
 (* Covers skip chains of length 2 (A -> B -> C), a skip decided by the     *)
 (* second of two read bindings, read-write bindings, byte-precise reads    *)
 (* next to stale bytes, a claim split by a partial write, repairs by       *)
@@ -89,11 +90,42 @@
 (*   "throw_replaces"      a throwing body's provisional is replaced by a  *)
 (*                         real error (G4, S3)                             *)
 (*   "read_reports_one"    a read over several failures reports one (G9)   *)
+(* and, in never-written mode (below):                                     *)
+(*   "nw_fresh_not_claimed"    fresh allocations are not claimed: a read   *)
+(*                             of bytes nobody wrote succeeds (D1)         *)
+(*   "nw_pruned_while_carried" a launch whose write set takes never-       *)
+(*                             written bytes prunes the node, though other *)
+(*                             bytes still carry it (N1, R2)               *)
+(*   "nw_replaced"             a failing body's error replaces the never-  *)
+(*                             written node's kind too (N1, G4)            *)
+(*                                                                         *)
+(* Never-written mode (issue 15; FreshBytes = "never_written"; every       *)
+(* other cfg has FreshBytes = "written", today's D1 where fresh memory     *)
+(* counts as written).  The allocations exist before the first launch, and *)
+(* their bytes are claimed by ONE failure of kind NeverWritten, the node   *)
+(* NW, minted first (G1: id 1; the launches' provisionals take 2, 3, ...), *)
+(* payload-free, tagged by every allocation that still carries never-      *)
+(* written bytes.  The oracle agrees: such bytes have root NW, and NW's    *)
+(* launch "claimed" every allocation (direct[NW] = Allocs).  A launch      *)
+(* reading them is skipped (S1) and its outputs inherit NW, like any stale *)
+(* read; a host write or successful launch releases them (T2), a launch    *)
+(* entering steals them for its provisional (T1).  The node is gone        *)
+(* exactly when its last carrier lets go (G3), never replaced (G4 replaces *)
+(* only the open scope's provisional), never pruned while carried, never   *)
+(* minted again (no allocation is created later here; Lifecycle.tla binds  *)
+(* fresh allocations under the mode).                                      *)
 (***************************************************************************)
 EXTENDS TaintOps
 
 CONSTANTS Sizes,        \* Sizes[a]: bytes of allocation a; allocations 1..Len(Sizes)
-          MaxLaunches   \* launches (and so failures) over a behaviour
+          MaxLaunches,  \* launches (and so failures) over a behaviour
+          FreshBytes    \* "written" (D1 today) or "never_written" (issue 15)
+
+ASSUME FreshBytes \in {"written", "never_written"}
+NWMode == FreshBytes = "never_written"
+\* The never-written node's id: minted before any launch, so the first.
+NW == 1
+FirstLaunchId == IF NWMode THEN 2 ELSE 1
 
 \* The sizes the cfgs check (a cfg file cannot write a tuple): one allocation
 \* of three bytes, so a write in its middle splits a claim in two, and two of
@@ -105,12 +137,12 @@ DeepSizes == <<4, 2, 1>>      \* ScopesDeep.cfg (simulation)
 \* The error kinds a body may fail with ("Launch" in model checking; a trace
 \* names the kind the C++ body returned) and the provisional's.
 ErrorKinds == {"Launch", "OutOfMemory", "Generic", "TornDown", "Unwritten", "NotFound",
-               "InvalidBinding", "BufferTooBig"}
+               "InvalidBinding", "BufferTooBig", "NeverWritten"}
 
 Allocs  == DOMAIN Sizes
 Offsets(a) == 0..(Sizes[a] - 1)
-Ids     == 1..MaxLaunches
-Bad     == MaxLaunches + 1          \* the oracle's "no such root" marker
+Ids     == 1..(MaxLaunches + FirstLaunchId - 1)
+Bad     == MaxLaunches + FirstLaunchId  \* the oracle's "no such root" marker
 Binds   == UNION {{<<a, lo, hi>> : lo \in 0..Sizes[a], hi \in 0..Sizes[a]} : a \in Allocs}
 Proper  == {w \in Binds : w[2] < w[3]}
 Whole(a) == <<a, 0, Sizes[a]>>
@@ -175,19 +207,26 @@ Flow(rch, reads, ws) ==
     [f \in Ids |-> IF AllocsOf(reads) \cap rch[f] # {} THEN rch[f] \cup AllocsOf(ws)
                    ELSE rch[f]]
 
+\* Never-written mode: every allocation starts claimed whole by NW (unless
+\* the broken variant forgets to), and NW has one tag per carrier.
+FreshClaimed == NWMode /\ Mutation # "nw_fresh_not_claimed"
+IsNW(f) == NWMode /\ f = NW
+
 Init ==
-    /\ taint = [a \in Allocs |-> {}]
-    /\ nodes = {}
-    /\ tags = [f \in Ids |-> 0]
-    /\ kind = [f \in Ids |-> "none"]
+    /\ taint = [a \in Allocs |->
+                  IF FreshClaimed THEN {[f |-> NW, rs |-> << <<0, Sizes[a]>> >>]} ELSE {}]
+    /\ nodes = IF NWMode THEN {NW} ELSE {}
+    /\ tags = [f \in Ids |-> IF IsNW(f) /\ FreshClaimed THEN Cardinality(Allocs) ELSE 0]
+    /\ kind = [f \in Ids |-> IF IsNW(f) THEN "NeverWritten" ELSE "none"]
     /\ records = [f \in Ids |-> <<>>]
-    /\ nextId = 1
+    /\ nextId = FirstLaunchId
     /\ launches = 0
     /\ scope = NoScope
-    /\ why = [a \in Allocs |-> [b \in Offsets(a) |-> 0]]
-    /\ direct = [f \in Ids |-> {}]
-    /\ reach = [f \in Ids |-> {}]
-    /\ ended = [f \in Ids |-> "none"]
+    \* the oracle: fresh bytes were written by nobody (root NW) in the mode
+    /\ why = [a \in Allocs |-> [b \in Offsets(a) |-> IF NWMode THEN NW ELSE 0]]
+    /\ direct = [f \in Ids |-> IF IsNW(f) THEN Allocs ELSE {}]
+    /\ reach = [f \in Ids |-> IF IsNW(f) THEN Allocs ELSE {}]
+    /\ ended = [f \in Ids |-> IF IsNW(f) THEN "NeverWritten" ELSE "none"]
 
 (***************************************************************************)
 (* S1: Launch(reads, writes).                                              *)
@@ -267,9 +306,15 @@ Launch(reads, ws) ==
        \/ /\ ~skips
           /\ ws # <<>>
           \* enter: the provisional TornDown failure claims the write set
-          /\ LET S1 == IF early THEN S0
-                       ELSE TaintSeq([Engine EXCEPT !.nodes = @ \cup {p},
-                                                    !.tags = [@ EXCEPT ![p] = 0]], ws, p)
+          /\ LET S1a == IF early THEN S0
+                        ELSE TaintSeq([Engine EXCEPT !.nodes = @ \cup {p},
+                                                     !.tags = [@ EXCEPT ![p] = 0]], ws, p)
+                 \* nw_pruned_while_carried: the first launch to take never-
+                 \* written bytes retires the node, as if it were one
+                 \* allocation's, while other bytes still carry it.
+                 S1 == IF Mutation = "nw_pruned_while_carried" /\ NWMode
+                          /\ S1a.tags[NW] < tags[NW]
+                       THEN [S1a EXCEPT !.nodes = @ \ {NW}] ELSE S1a
                  \* the oracle: a launch that would read garbage does not run
                  gRoot == IF whyRead = {} THEN 0 ELSE CHOOSE g \in whyRead : TRUE
              IN /\ SetEngine(S1)
@@ -298,8 +343,11 @@ CloseWith(S, released, newKind, how) ==
 
 \* G4: the body's error replaces the provisional one; a gone id is ignored.
 Replaced(err) ==
-    IF scope.p \in nodes /\ Mutation # "fail_keeps_torndown"
-    THEN [kind EXCEPT ![scope.p] = err] ELSE kind
+    LET k1 == IF scope.p \in nodes /\ Mutation # "fail_keeps_torndown"
+              THEN [kind EXCEPT ![scope.p] = err] ELSE kind
+    \* nw_replaced: replace reaches the never-written node too.
+    IN  IF Mutation = "nw_replaced" /\ NWMode /\ NW \in nodes
+        THEN [k1 EXCEPT ![NW] = err] ELSE k1
 
 Succeed ==
     /\ scope.k # 0
@@ -439,6 +487,33 @@ G4_ErrorIsTheBodys == \A f \in nodes : kind[f] = ended[f]
 \* work that shares no allocation with a failure is never affected by it.
 D2_Isolation ==
     \A a \in Allocs : \A f \in ClaimedFailures(taint[a]) : a \in reach[f]
+
+(***************************************************************************)
+(* The never-written node (issue 15; true when the mode is off).           *)
+(***************************************************************************)
+CarriersIn(t, f) == {a \in Allocs : Carries(t[a], f)}
+
+\* N1: the node lives exactly as long as a carrier does: it exists iff
+\* some allocation's claims name it (and then its tags count them).
+N1_NeverWrittenLivesWhileCarried ==
+    NWMode => /\ (NW \in nodes) <=> (Carriers(NW) # {})
+              /\ NW \in nodes => tags[NW] = Cardinality(Carriers(NW))
+
+\* N1: never replaced -- while it lives its kind is NeverWritten.
+N1_NeverWrittenNeverReplaced ==
+    NWMode => (NW \in nodes => kind[NW] = "NeverWritten")
+
+\* N1 (step): it goes exactly in the step in which its last carrier lets go
+\* of it, never while carried, and once gone it is never minted again.
+N1_NeverWrittenGoesWithLastCarrier ==
+    [][ NWMode =>
+          /\ (NW \in nodes /\ NW \notin nodes') => CarriersIn(taint', NW) = {}
+          /\ (NW \in nodes /\ CarriersIn(taint', NW) = {}) => NW \notin nodes'
+          /\ NW \notin nodes => NW \notin nodes' ]_vars
+
+\* Witness (proofs/reach/): the node is never gone.  A never-written cfg
+\* must VIOLATE it: the last carrier does let go within the bounds.
+NoNeverWrittenRelease == NWMode => NW \in nodes
 
 \* S4 (with S1): an id is spent, and a node minted, only by a launch that
 \* enters with a non-empty write set, and it is that scope's provisional.
