@@ -175,7 +175,7 @@ fi
 # time anything; the sanitizer runs take longest, so they start at once)
 if [ "$built" = 1 ] && [ "$have_gtest" = 1 ]; then
   budget="$(left 240)"
-  timeout "$budget" ctest --test-dir "$build" -L gpu -LE "sanitizer|bench" -j4 \
+  timeout "$budget" ctest --test-dir "$build" -L gpu -LE "sanitizer|bench|nccl" -j4 \
     --output-on-failure >"$OUT/ctest.log" 2>&1 &
   tests_pid=$!
   timeout "$budget" ctest --test-dir "$build" -L sanitizer -j8 --output-on-failure \

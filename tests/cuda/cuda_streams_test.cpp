@@ -17,6 +17,7 @@
 // Label gpu; skipped without a device.
 #include <taintpool/cuda/cuda_backend.hpp>
 #include <taintpool/cuda/kernel_launch.hpp>
+#include <taintpool/cuda/nvtx_regions.hpp>
 #include <taintpool/device/device.hpp>
 #include <taintpool/exception.hpp>
 #include <taintpool/host/host_backend.hpp>
@@ -203,6 +204,11 @@ bool finishes_within(cudaStream_t stream, double seconds) {
 
 TEST(CudaStreams, O1_O2_ConsumersOnTwoStreamsWaitForAGatedProducerOnceEachAndReadItsBytes) {
   TAINTPOOL_REQUIRE_GPU();
+  if (cuda::running_under_sanitizer()) {
+    // compute-sanitizer runs kernels one after another: the gated producer
+    // gives up waiting before the host can open its gate.
+    GTEST_SKIP() << "a gated producer cannot be held open under compute-sanitizer";
+  }
   CudaBackend backend;
   Device device(backend);
   const StreamId s1 = device.create_stream();
@@ -384,6 +390,11 @@ TEST(CudaStreams, O3_Pytorch188655_ABufferASideStreamStillWritesIsNotReusedByThe
 
 TEST(CudaStreams, O4_DetectModeQueuesNoWaitAndTaintsTheReaderWithARaceNamingBothLaunches) {
   TAINTPOOL_REQUIRE_GPU();
+  if (cuda::running_under_sanitizer()) {
+    // compute-sanitizer runs kernels one after another: the gated producer
+    // gives up waiting before the host can open its gate.
+    GTEST_SKIP() << "a gated producer cannot be held open under compute-sanitizer";
+  }
   CudaBackend backend;
   Device device(backend, DeviceOptions{std::nullopt, StreamOrdering::Detect});
   const StreamId s1 = device.create_stream();

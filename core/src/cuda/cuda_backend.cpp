@@ -115,7 +115,12 @@ CudaBackend::CudaBackend(Storage& storage, CudaBackendOptions options)
 
 void CudaBackend::describe_to_sanitizer() {
   // A config that names an observer already keeps it: one observer a manager.
-  if (config_.observer == nullptr && regions_wanted(options_.sanitizer_regions)) {
+  // Auto leaves stream-ordered storage alone: compute-sanitizer refuses
+  // cudaMallocAsync memory as an NVTX heap ("one or more of the parameters
+  // is invalid", seen on the H200), so regions there only add warnings.
+  const bool refused =
+      options_.sanitizer_regions == SanitizerRegions::Auto && options_.stream_ordered_storage;
+  if (config_.observer == nullptr && !refused && regions_wanted(options_.sanitizer_regions)) {
     regions_ = std::make_unique<NvtxRegions>();
     config_.observer = regions_.get();
   }

@@ -137,6 +137,8 @@ struct CudaBackendOptions {
   /// memory_config() names the backend's NvtxRegions as its observer,
   /// unless `memory` already names one. A Device given a MemoryConfig of
   /// its own (DeviceOptions::memory) uses that config's observer instead.
+  /// Auto stays off with stream_ordered_storage: compute-sanitizer does not
+  /// accept cudaMallocAsync memory as an NVTX heap.
   SanitizerRegions sanitizer_regions = SanitizerRegions::Auto;
 };
 
