@@ -96,8 +96,8 @@ std::string root_text(const Report& report) {
                      to_string(report.failure) + " (" + to_string(report.root) + ")";
   // Oldest first. (Reverse iterators, not std::views::reverse: clang 14
   // cannot use libstdc++ 12's ranges.)
-  for (auto it = report.path.rbegin(); it != report.path.rend(); ++it) {
-    const SkipRecord& step = *it;
+  for (std::size_t back = report.path.size(); back-- > 0;) {
+    const SkipRecord& step = report.path[back];
     text += ", then " + step.kernel;
     if (step.took_part) {
       text += " took part with stale bytes of ";

@@ -210,7 +210,7 @@ CUmemAllocationProp chunk_properties(int device) noexcept {
 }
 
 CUdeviceptr address_of(StorageHandle handle, std::uint64_t offset) noexcept {
-  return static_cast<CUdeviceptr>(handle.value + offset);
+  return static_cast<CUdeviceptr>(handle.value) + static_cast<CUdeviceptr>(offset);
 }
 
 } // namespace

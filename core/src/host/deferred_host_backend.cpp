@@ -66,7 +66,7 @@ std::uint64_t DeferredHostBackend::next_random() noexcept {
   return z ^ (z >> 31);
 }
 
-bool DeferredHostBackend::runnable(const Queue& queue) const noexcept {
+bool DeferredHostBackend::runnable(const Queue& queue) noexcept {
   if (queue.items.empty()) {
     return false;
   }

@@ -9,9 +9,9 @@
 #if __has_include(<sys/mman.h>) && __has_include(<unistd.h>)
 #include <sys/mman.h>
 #include <unistd.h>
-#define TAINTPOOL_HOST_HAS_MMAP 1
+#define TAINTPOOL_HOST_HAS_MMAP 1 // NOLINT(cppcoreguidelines-macro-usage): tested by #if
 #else
-#define TAINTPOOL_HOST_HAS_MMAP 0
+#define TAINTPOOL_HOST_HAS_MMAP 0 // NOLINT(cppcoreguidelines-macro-usage): tested by #if
 #endif
 
 namespace taintpool {
@@ -168,8 +168,12 @@ void HostStorage::unmap(StorageHandle reservation, std::uint64_t offset, std::ui
   auto* at = static_cast<std::byte*>(resolve(reservation)) + offset;
   // Back to an inaccessible, unbacked part of the reservation: the memory
   // goes back to the system.
-  ::mmap(at, static_cast<std::size_t>(size), PROT_NONE,
-         MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+  if (::mmap(at, static_cast<std::size_t>(size), PROT_NONE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED) {
+    // Cannot remap (out of mappings): at least drop the pages' contents, so
+    // the memory still goes back; the range stays accessible, unused.
+    static_cast<void>(::madvise(at, static_cast<std::size_t>(size), MADV_DONTNEED));
+  }
 }
 
 #else

@@ -111,7 +111,13 @@ void Pool::drop_page(Page* page) noexcept {
 
 void Pool::release_all_pages() noexcept {
   while (pages_ != nullptr) {
+    // Pop the head page: the list never points at a page being freed.
     Page* page = pages_;
+    pages_ = page->next;
+    if (pages_ != nullptr) {
+      pages_->prev = nullptr;
+    }
+    page->next = nullptr;
     for (Slice* slice = page->first; slice != nullptr;) {
       Slice* next = slice->page_next;
       if (slice->state == SliceState::Tombstoned) {
@@ -127,7 +133,6 @@ void Pool::release_all_pages() noexcept {
       }
       slice = next;
     }
-    unlink_page(page);
     free_page(page);
   }
 }

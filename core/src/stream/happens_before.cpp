@@ -266,13 +266,11 @@ std::size_t HappensBefore::prune_completed() {
     return point.seq == 0 || point.seq <= completed_[point.stream];
   };
   return std::erase_if(records_, [&](const auto& entry) {
-    for (const Run& run : entry.second.runs) {
-      if (!std::all_of(run.writers.begin(), run.writers.end(), complete) ||
-          !std::all_of(run.readers.begin(), run.readers.end(), complete)) {
-        return false;
-      }
-    }
-    return true;
+    const auto& runs = entry.second.runs;
+    return std::all_of(runs.begin(), runs.end(), [&](const Run& run) {
+      return std::all_of(run.writers.begin(), run.writers.end(), complete) &&
+             std::all_of(run.readers.begin(), run.readers.end(), complete);
+    });
   });
 }
 

@@ -58,7 +58,7 @@ class VerdictSource {
   VerdictSource& operator=(const VerdictSource&) = default;
   VerdictSource(VerdictSource&&) = default;
   VerdictSource& operator=(VerdictSource&&) = default;
-  virtual ~VerdictSource() = default;
+  ~VerdictSource() = default;
 };
 
 /// The adaptor (see above). Borrows the inner backend, which must outlive it.

@@ -87,7 +87,7 @@ class Collectives final : private VerdictSource {
   /// the communicator may deliver summaries late and `device` does not run
   /// on a CollectiveBackend (the verdicts would have no way in).
   Collectives(Device& device, Communicator& communicator);
-  ~Collectives() override;
+  virtual ~Collectives(); // Virtual: it has virtual functions (VerdictSource's).
   Collectives(const Collectives&) = delete;
   Collectives& operator=(const Collectives&) = delete;
   Collectives(Collectives&&) = delete;

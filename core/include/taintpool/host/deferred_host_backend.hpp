@@ -158,7 +158,7 @@ class DeferredHostBackend final : public HostBackend {
   };
 
   [[nodiscard]] Queue& queue(StreamHandle stream);
-  [[nodiscard]] bool runnable(const Queue& queue) const noexcept;
+  [[nodiscard]] static bool runnable(const Queue& queue) noexcept;
   void run_until(const bool& flag);
   std::uint64_t next_random() noexcept;
 
