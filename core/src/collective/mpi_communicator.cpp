@@ -77,6 +77,17 @@ MpiCommunicator::MpiCommunicator(MPI_Comm communicator, MpiOptions options)
 }
 
 MpiCommunicator::~MpiCommunicator() {
+  if (!abandoned_.empty()) {
+    // C6: a peer may still complete an abandoned request — MPI progresses
+    // it inside any later call, even a barrier on another communicator — so
+    // its buffers must outlive this object: they are kept until the process
+    // ends, never freed (found by AddressSanitizer in the timeout test).
+    static auto* const kept =
+        new std::vector<Abandoned>(); // NOLINT(cppcoreguidelines-owning-memory)
+    for (Abandoned& each : abandoned_) {
+      kept->push_back(std::move(each));
+    }
+  }
   if (!broken_ && communicator_ != MPI_COMM_NULL) {
     int finalized = 0;
     MPI_Finalized(&finalized);
