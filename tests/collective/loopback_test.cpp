@@ -16,10 +16,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <utility>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace taintpool {
@@ -104,11 +104,11 @@ TEST(Loopback, C3_AllReduceComputesEveryOpOnEveryElementTypeExactlyOnEveryRank) 
 TEST(Loopback, C3_IntegerSumsAndProductsWrapInsteadOfOverflowing) {
   const auto u8 = all_reduce_two<std::uint8_t>(DataType::u8, ReduceOp::sum, {200}, {100});
   EXPECT_EQ(u8[0], std::vector<std::uint8_t>{44});
-  const auto i32 = all_reduce_two<std::int32_t>(
-      DataType::i32, ReduceOp::sum, {std::numeric_limits<std::int32_t>::max()}, {1});
+  const auto i32 = all_reduce_two<std::int32_t>(DataType::i32, ReduceOp::sum,
+                                                {std::numeric_limits<std::int32_t>::max()}, {1});
   EXPECT_EQ(i32[1], std::vector<std::int32_t>{std::numeric_limits<std::int32_t>::min()});
-  const auto i64 = all_reduce_two<std::int64_t>(
-      DataType::i64, ReduceOp::prod, {std::numeric_limits<std::int64_t>::min()}, {-1});
+  const auto i64 = all_reduce_two<std::int64_t>(DataType::i64, ReduceOp::prod,
+                                                {std::numeric_limits<std::int64_t>::min()}, {-1});
   EXPECT_EQ(i64[0], std::vector<std::int64_t>{std::numeric_limits<std::int64_t>::min()});
 }
 
@@ -197,9 +197,8 @@ TEST(Loopback, D2_ASendMeetsOnlyTheRecvOfItsPeerAndCarriesItsSummary) {
   const std::array<std::byte, 1> summary{std::byte{0x11}};
   std::vector<std::byte> into(16);
   // Rank 2 waits to receive from rank 0; rank 1's send to rank 2 is not it.
-  const Ticket recv =
-      world.rank(2).start(call_of(CollectiveKind::recv, nullptr, &into, 2, DataType::i64,
-                                  ReduceOp::sum, 0));
+  const Ticket recv = world.rank(2).start(
+      call_of(CollectiveKind::recv, nullptr, &into, 2, DataType::i64, ReduceOp::sum, 0));
   const std::vector<std::byte> other = bytes_of(std::vector<std::int64_t>{1, 1});
   const Ticket stray = world.rank(1).start(
       call_of(CollectiveKind::send, &other, nullptr, 2, DataType::i64, ReduceOp::sum, 0));
@@ -261,8 +260,8 @@ TEST(Loopback, C6_ACollectiveMissingTwoRanksNamesBothWhenItsCallerWaits) {
   LoopbackWorld world(3);
   const std::vector<std::byte> send(2, std::byte{1});
   std::vector<std::byte> recv(6);
-  const Ticket ticket = world.rank(0).start(
-      call_of(CollectiveKind::all_gather, &send, &recv, 2, DataType::u8));
+  const Ticket ticket =
+      world.rank(0).start(call_of(CollectiveKind::all_gather, &send, &recv, 2, DataType::u8));
   world.rank(1).wait_all(); // Not rank 1's call: nothing breaks.
   EXPECT_FALSE(world.broken());
   world.rank(0).wait_all();
