@@ -214,7 +214,8 @@ TEST(Collectives,
   ASSERT_EQ(reports.size(), 1u);
   EXPECT_EQ(reports[0].root.kind(), ErrorKind::Communicator);
   EXPECT_EQ(reports[0].root.message(),
-            "never-lands: the collective had not landed when waited for");
+            "all_gather(x) on rank 0: never-lands: the collective had not landed when waited for "
+            "(reported when the device synchronised)");
   // A send has no outputs: its late failure is dropped, its input stays readable.
   EXPECT_TRUE(collectives.send(device.default_stream(), "y", send.whole(), DataType::u8, 1)
                   .verdict_pending);
