@@ -356,6 +356,19 @@ TEST(Summary, C4_AnUnknownKindSendsReceivesAndFeedsNothing) {
   EXPECT_TRUE(shape.image(0, 0).empty());
 }
 
+TEST(Summary, D2_ASendReceivesNothingAndFeedsNoRank) {
+  CollectiveShape shape;
+  shape.kind = CollectiveKind::send;
+  shape.count = 4;
+  shape.element_size = 8;
+  shape.ranks = 2;
+  shape.peer = 1;
+  EXPECT_EQ(shape.send_bytes(), 32u);
+  EXPECT_EQ(shape.recv_bytes(), 0u);
+  EXPECT_FALSE(shape.feeds_me(1));
+  EXPECT_TRUE(shape.image(1, 0).empty());
+}
+
 // ------------------------------------------------------------ the exchange
 
 TEST(Exchange, C4_CarryingAFailureTheInputDoesNotHaveIsALoudContractViolation) {
