@@ -187,8 +187,7 @@ TEST(DeferredHostBackend, O1_AWaitOnARecordThatWasDroppedIsALoudDeadlockNotAHang
     static_cast<void>(backend.step());
     ADD_FAILURE() << "a queue that can never run stepped";
   } catch (const std::logic_error& error) {
-    EXPECT_NE(std::string(error.what()).find("cannot complete"), std::string::npos)
-        << error.what();
+    EXPECT_NE(std::string(error.what()).find("cannot complete"), std::string::npos) << error.what();
   }
   EXPECT_THROW(static_cast<void>(backend.run_all()), std::logic_error);
   EXPECT_EQ(ran, 0);
@@ -215,8 +214,7 @@ TEST(HappensBefore, O1_OnlyALiveStreamOtherThanTheDefaultCanBeRemovedAndItsSlotI
     order.remove_stream(slot);
     ADD_FAILURE() << "a free slot was removed twice";
   } catch (const std::logic_error& error) {
-    EXPECT_NE(std::string(error.what()).find("slot 1 is not a removable stream"),
-              std::string::npos)
+    EXPECT_NE(std::string(error.what()).find("slot 1 is not a removable stream"), std::string::npos)
         << error.what();
   }
   EXPECT_EQ(order.add_stream(), 1u) << "the free slot is reused";

@@ -12,13 +12,12 @@
 
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <unistd.h>
 
 namespace taintpool {
 namespace {
@@ -55,27 +54,31 @@ bool all_zero(const std::byte* at, std::size_t size) {
 }
 
 TEST(HostStorage, P1_AnAlignmentBelowEightOrNotAPowerOfTwoIsRefusedWithTheFigure) {
-  EXPECT_NE(invalid_argument_of([] { HostStorage storage(HostStorageOptions{4, true, kGranule}); })
-                .find("alignment 4 is not a power of two of at least 8"),
+  EXPECT_NE(invalid_argument_of([] {
+              HostStorage storage(HostStorageOptions{4, true, kGranule});
+            }).find("alignment 4 is not a power of two of at least 8"),
             std::string::npos);
-  EXPECT_NE(invalid_argument_of([] { HostStorage storage(std::uint64_t{24}); })
-                .find("alignment 24 is not"),
+  EXPECT_NE(invalid_argument_of([] {
+              HostStorage storage(std::uint64_t{24});
+            }).find("alignment 24 is not"),
             std::string::npos);
 }
 
 TEST(HostStorage, P1_AGranularityNotAPowerOfTwoOfWholePagesAtLeastTheAlignmentIsRefused) {
-  const std::string odd =
-      invalid_argument_of([] { HostStorage storage(HostStorageOptions{256, true, 3 * kGranule}); });
+  const std::string odd = invalid_argument_of([] {
+    HostStorage storage(HostStorageOptions{256, true, 3 * kGranule});
+  });
   EXPECT_NE(odd.find("granularity 6291456 is not a power of two"), std::string::npos) << odd;
   EXPECT_NE(odd.find("system page size " + std::to_string(::sysconf(_SC_PAGESIZE))),
             std::string::npos)
       << odd;
-  EXPECT_NE(invalid_argument_of([] { HostStorage storage(HostStorageOptions{256, true, 512}); })
-                .find("granularity 512"),
+  EXPECT_NE(invalid_argument_of([] {
+              HostStorage storage(HostStorageOptions{256, true, 512});
+            }).find("granularity 512"),
             std::string::npos);
-  EXPECT_NE(invalid_argument_of(
-                [] { HostStorage storage(HostStorageOptions{kGranule * 2, true, kGranule}); })
-                .find("at least the alignment"),
+  EXPECT_NE(invalid_argument_of([] {
+              HostStorage storage(HostStorageOptions{kGranule * 2, true, kGranule});
+            }).find("at least the alignment"),
             std::string::npos);
 }
 
@@ -90,9 +93,7 @@ TEST(HostStorage, P2_VirtualMemoryIsOfferedByDefaultWithTwoMebibyteGranulesAndOn
 TEST(HostStorage, P2_ReserveAndMapTakeWholeGranulesOnly) {
   HostStorage storage;
   VirtualMemory& memory = *storage.virtual_memory();
-  const std::string reserve = invalid_argument_of([&] {
-    static_cast<void>(memory.reserve(4096));
-  });
+  const std::string reserve = invalid_argument_of([&] { static_cast<void>(memory.reserve(4096)); });
   EXPECT_NE(reserve.find("HostStorage::reserve: 4096 is not a multiple of the granularity 2097152"),
             std::string::npos)
       << reserve;
@@ -155,22 +156,25 @@ TEST(HostStorage, P1_AnAlignmentAboveThePageIsHonouredForPagesAndReservations) {
 
 TEST(HostStorage, P1_ARequestTheSystemCannotSatisfyIsStorageExhausted) {
   HostStorage storage;
-  EXPECT_NE(exhausted_of([&] { static_cast<void>(storage.allocate(0)); })
-                .find("host: the system refused a page of 0 bytes"),
+  EXPECT_NE(exhausted_of([&] {
+              static_cast<void>(storage.allocate(0));
+            }).find("host: the system refused a page of 0 bytes"),
             std::string::npos);
   // Past PTRDIFF_MAX: refused before asking the system.
   const std::uint64_t huge = std::uint64_t{1} << 63;
-  EXPECT_NE(exhausted_of([&] { static_cast<void>(storage.reserve(huge)); })
-                .find("refused to reserve 9223372036854775808 bytes"),
+  EXPECT_NE(exhausted_of([&] {
+              static_cast<void>(storage.reserve(huge));
+            }).find("refused to reserve 9223372036854775808 bytes"),
             std::string::npos);
   // Within PTRDIFF_MAX but past any user address space (2^57 at most): the
   // system itself refuses.
   const std::uint64_t beyond = std::uint64_t{1} << 62;
-  EXPECT_NE(exhausted_of([&] { static_cast<void>(storage.reserve(beyond)); })
-                .find("refused to reserve"),
-            std::string::npos);
-  EXPECT_NE(exhausted_of([&] { static_cast<void>(storage.allocate(beyond)); })
-                .find("refused a page of 4611686018427387904 bytes"),
+  EXPECT_NE(
+      exhausted_of([&] { static_cast<void>(storage.reserve(beyond)); }).find("refused to reserve"),
+      std::string::npos);
+  EXPECT_NE(exhausted_of([&] {
+              static_cast<void>(storage.allocate(beyond));
+            }).find("refused a page of 4611686018427387904 bytes"),
             std::string::npos);
 }
 
@@ -179,8 +183,9 @@ TEST(HostStorage, P1_AMapOutsideAnyAddressTheProcessCanHaveIsStorageExhausted) {
   // A "reservation" at 2^62: no user mapping can be there (x86-64 and
   // AArch64 stop at 2^57), so MAP_FIXED fails and nothing of ours is hit.
   const StorageHandle unreachable{std::uint64_t{1} << 62};
-  EXPECT_NE(exhausted_of([&] { static_cast<void>(storage.map(unreachable, 0, kGranule)); })
-                .find("host: the system refused to map 2097152 bytes"),
+  EXPECT_NE(exhausted_of([&] {
+              static_cast<void>(storage.map(unreachable, 0, kGranule));
+            }).find("host: the system refused to map 2097152 bytes"),
             std::string::npos);
 }
 
