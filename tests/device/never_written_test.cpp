@@ -353,5 +353,12 @@ TEST(CreationSites, N3_AnEmptySiteIsNotStoredAndEndedBuffersArePrunedWhenTheMapG
   EXPECT_EQ(sites.size(), 34u);
 }
 
+TEST(CreationSites, N2_TwoUnwrittenReadsAreEqualOnlyForTheSameAllocationAndBytes) {
+  const UnwrittenRead read{AllocationId::from_raw(4), ByteRange::of(0, 8)};
+  EXPECT_EQ(read, (UnwrittenRead{AllocationId::from_raw(4), ByteRange::of(0, 8)}));
+  EXPECT_NE(read, (UnwrittenRead{AllocationId::from_raw(5), ByteRange::of(0, 8)}));
+  EXPECT_NE(read, (UnwrittenRead{AllocationId::from_raw(4), ByteRange::of(0, 4)}));
+}
+
 } // namespace
 } // namespace taintpool

@@ -266,6 +266,14 @@ TEST(HappensBefore, O1_AForgottenAllocationLeavesNoRecord) {
   order.check_invariants();
 }
 
+TEST(HappensBefore, O1_TwoStreamPointsAreEqualOnlyWhenStreamSeqAndLaunchAllAgree) {
+  const StreamPoint point{1, 2, 3};
+  EXPECT_EQ(point, (StreamPoint{1, 2, 3}));
+  EXPECT_NE(point, (StreamPoint{0, 2, 3}));
+  EXPECT_NE(point, (StreamPoint{1, 4, 3}));
+  EXPECT_NE(point, (StreamPoint{1, 2, 5}));
+}
+
 // ------------------------------------------------------------ StreamTable, through the Device
 
 TEST(Streams, O1_AtMostMaxStreamsAreLiveAndTheNextIsAClearErrorThatChangesNothing) {
