@@ -210,8 +210,10 @@ TEST_F(PoolTest, P3_SharingAnIdThatNeverExistedIsNotFoundAndADroppedOneGivesNoHa
     EXPECT_NE(std::string(error.what()).find("no longer exists"), std::string::npos)
         << error.what();
   }
+  EXPECT_FALSE(memory->info(never).has_value()) << "info of an id never minted is nullopt";
   Allocation kept = memory->allocate(64);
   const AllocationId id = kept.id();
+  EXPECT_TRUE(memory->info(id).has_value());
   Allocation shared = memory->share(id);
   ASSERT_TRUE(shared);
   EXPECT_EQ(shared.id(), id);
