@@ -833,5 +833,22 @@ TEST_F(DeferredDeviceTest, LateFailure_OnALaunchThatAlreadyFailedChangesNothing)
   EXPECT_EQ(reports[0].failure, *failed.failure);
 }
 
+TEST(Device, P3_ADeviceMadeWithAMemoryConfigRefusesABufferPastItsMaxAllocationAsBufferTooBig) {
+  HostBackend backend;
+  MemoryConfig config;
+  config.max_allocation = std::uint64_t{1} << 20;
+  Device device(backend, config);
+  try {
+    static_cast<void>(device.create_buffer((std::uint64_t{1} << 20) + 1));
+    ADD_FAILURE() << "a buffer past max_allocation was made";
+  } catch (const Exception& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::BufferTooBig);
+    EXPECT_NE(std::string(error.what()).find("MemoryConfig::max_allocation"), std::string::npos)
+        << error.what();
+  }
+  Allocation fits = device.create_buffer(std::uint64_t{1} << 20);
+  EXPECT_EQ(fits.size(), std::uint64_t{1} << 20);
+}
+
 } // namespace
 } // namespace taintpool

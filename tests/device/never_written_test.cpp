@@ -329,5 +329,36 @@ TEST(FreshBytes, N1_AManagerClaimsAFreshAllocationInlineAndPrunesWithItsLastCarr
   EXPECT_TRUE(graph.empty()); // P1: the manager's end clears every claim (R4).
 }
 
+TEST(CreationSites, N3_AnEmptySiteIsNotStoredAndEndedBuffersArePrunedWhenTheMapGrows) {
+  CreationSites sites;
+  auto all_live = [](AllocationId) { return true; };
+  sites.note(AllocationId::from_raw(1), "", all_live);
+  EXPECT_EQ(sites.size(), 0u);
+  EXPECT_EQ(sites.find(AllocationId::from_raw(1)), nullptr);
+  for (std::uint64_t raw = 1; raw <= 64; ++raw) {
+    sites.note(AllocationId::from_raw(raw), "site " + std::to_string(raw), all_live);
+  }
+  EXPECT_EQ(sites.size(), 64u);
+  // The 65th note prunes first: only the odd ids are still live.
+  auto odd_live = [](AllocationId allocation) { return allocation.raw() % 2 == 1; };
+  sites.note(AllocationId::from_raw(65), "site 65", odd_live);
+  EXPECT_EQ(sites.size(), 33u);
+  EXPECT_EQ(sites.find(AllocationId::from_raw(2)), nullptr);
+  ASSERT_NE(sites.find(AllocationId::from_raw(3)), nullptr);
+  EXPECT_EQ(*sites.find(AllocationId::from_raw(3)), "site 3");
+  ASSERT_NE(sites.find(AllocationId::from_raw(65)), nullptr);
+  EXPECT_EQ(*sites.find(AllocationId::from_raw(65)), "site 65");
+  // Next prune at 2 * 32 + 64 = 128 entries: none before then.
+  sites.note(AllocationId::from_raw(66), "site 66", odd_live);
+  EXPECT_EQ(sites.size(), 34u);
+}
+
+TEST(CreationSites, N2_TwoUnwrittenReadsAreEqualOnlyForTheSameAllocationAndBytes) {
+  const UnwrittenRead read{AllocationId::from_raw(4), ByteRange::of(0, 8)};
+  EXPECT_EQ(read, (UnwrittenRead{AllocationId::from_raw(4), ByteRange::of(0, 8)}));
+  EXPECT_NE(read, (UnwrittenRead{AllocationId::from_raw(5), ByteRange::of(0, 8)}));
+  EXPECT_NE(read, (UnwrittenRead{AllocationId::from_raw(4), ByteRange::of(0, 4)}));
+}
+
 } // namespace
 } // namespace taintpool

@@ -200,5 +200,25 @@ TEST(AllocationHandle, AnEmptyHandleHasNoIdAndBindsNothing) {
   EXPECT_FALSE(moved);
 }
 
+TEST_F(PoolTest, P3_SharingAnIdThatNeverExistedIsNotFoundAndADroppedOneGivesNoHandle) {
+  const AllocationId never = AllocationId::from_raw(0xABCDEF);
+  try {
+    static_cast<void>(memory->share(never));
+    ADD_FAILURE() << "an id never minted was shared";
+  } catch (const Exception& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::NotFound);
+    EXPECT_NE(std::string(error.what()).find("no longer exists"), std::string::npos)
+        << error.what();
+  }
+  EXPECT_FALSE(memory->info(never).has_value()) << "info of an id never minted is nullopt";
+  Allocation kept = memory->allocate(64);
+  const AllocationId id = kept.id();
+  EXPECT_TRUE(memory->info(id).has_value());
+  Allocation shared = memory->share(id);
+  ASSERT_TRUE(shared);
+  EXPECT_EQ(shared.id(), id);
+  EXPECT_EQ(shared.size(), 64u);
+}
+
 } // namespace
 } // namespace taintpool

@@ -1,0 +1,360 @@
+// Pins the stream machinery below the Device: QueueBackend's defaults (a
+// synchronous backend with one queue), DeferredHostBackend's scheduler
+// (step, run_all, pending, events, a queue that can never run), the
+// HappensBefore table's slot contract and pruning, and StreamTable's limits
+// and event bookkeeping as the Device shows them (O1, O2, P3).
+//
+// Why here: the rule tests (streams_test.cpp) drive these through seeded
+// programs; the edges — the 65th stream, a stream destroyed with events
+// still tracked, a wait that can never be satisfied — are checked one by
+// one, each with the exact figures it must give.
+#include <taintpool/device/device.hpp>
+#include <taintpool/exception.hpp>
+#include <taintpool/host/deferred_host_backend.hpp>
+#include <taintpool/stream/happens_before.hpp>
+#include <taintpool/stream/queue_backend.hpp>
+#include <taintpool/stream/stream_table.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace taintpool {
+namespace {
+
+std::vector<std::byte> bytes_of(std::size_t size, std::uint8_t value) {
+  return std::vector<std::byte>(size, static_cast<std::byte>(value));
+}
+
+/// Device work: fills every output with `value`, later, on the launch's stream.
+auto fill_later(DeferredHostBackend& backend, std::uint8_t value) {
+  return [&backend, value](const KernelContext& context) {
+    for (std::size_t index = 0; index < context.writes(); ++index) {
+      const std::span<std::byte> out = context.write(index);
+      backend.enqueue(context, [out, value] {
+        std::fill(out.begin(), out.end(), static_cast<std::byte>(value));
+      });
+    }
+    return LaunchOutcome::success();
+  };
+}
+
+/// Device work: copies input 0 into output 0, later, on the launch's stream.
+auto copy_later(DeferredHostBackend& backend) {
+  return [&backend](const KernelContext& context) {
+    const std::span<const std::byte> in = context.read(0);
+    const std::span<std::byte> out = context.write(0);
+    backend.enqueue(context, [in, out] { std::copy(in.begin(), in.end(), out.begin()); });
+    return LaunchOutcome::success();
+  };
+}
+
+std::vector<std::byte> read_ok(Device& device, const Binding& binding) {
+  std::vector<std::byte> out(static_cast<std::size_t>(binding.range.size()));
+  const ReadOutcome outcome = device.read(binding, out);
+  EXPECT_TRUE(outcome.ok()) << to_string(outcome);
+  return out;
+}
+
+// ------------------------------------------------------------ QueueBackend
+
+/// QueueBackend with every default: its constructor is for subclasses.
+class DefaultQueues final : public QueueBackend {};
+
+TEST(QueueBackend, O1_TheDefaultsAreOneSynchronousQueueWhoseEventsAreDoneAtOnce) {
+  DefaultQueues backend;
+  EXPECT_TRUE(backend.synchronous());
+  const StreamHandle first = backend.default_stream();
+  const StreamHandle made = backend.create_stream();
+  const StreamHandle again = backend.create_stream();
+  EXPECT_NE(first, nullptr);
+  EXPECT_NE(made, first);
+  EXPECT_NE(again, made);
+  const EventHandle event = backend.record(made);
+  EXPECT_NE(event, nullptr);
+  EXPECT_TRUE(backend.done(event));
+  EXPECT_NO_THROW(backend.wait(again, event));
+  EXPECT_NO_THROW(backend.finish(made));
+  backend.release(event);
+  backend.destroy_stream(made);
+  EXPECT_EQ(backend.default_stream(), first);
+}
+
+TEST(StreamId, P3_AStreamPrintsAsItsNumber) {
+  const StreamId stream = StreamId::of(3, 5);
+  EXPECT_EQ(to_string(stream), "stream 5");
+  std::ostringstream out;
+  out << stream;
+  EXPECT_EQ(out.str(), "stream 5");
+}
+
+// ------------------------------------------------------------ DeferredHostBackend
+
+TEST(DeferredHostBackend, O1_QueuedWorkRunsOnlyWhenSteppedAndPendingCountsIt) {
+  DeferredHostBackend backend;
+  const StreamHandle stream = backend.create_stream();
+  std::vector<int> ran;
+  backend.enqueue(stream, [&] { ran.push_back(1); });
+  backend.enqueue(stream, [&] { ran.push_back(2); });
+  backend.enqueue(backend.default_stream(), [&] { ran.push_back(3); });
+  EXPECT_EQ(backend.pending(), 3u);
+  EXPECT_TRUE(ran.empty());
+  EXPECT_TRUE(backend.step());
+  EXPECT_EQ(ran.size(), 1u);
+  EXPECT_EQ(backend.pending(), 2u);
+  EXPECT_EQ(backend.run_all(), 2u);
+  EXPECT_EQ(backend.pending(), 0u);
+  ASSERT_EQ(ran.size(), 3u);
+  // One stream's items in their queue's order, whatever the interleaving.
+  EXPECT_LT(std::find(ran.begin(), ran.end(), 1), std::find(ran.begin(), ran.end(), 2));
+  EXPECT_FALSE(backend.step()) << "nothing queued";
+  EXPECT_EQ(backend.run_all(), 0u);
+}
+
+TEST(DeferredHostBackend, O2_AnEventOnAnEmptyQueueIsDoneAtOnceAndAWaitOnItQueuesNothing) {
+  DeferredHostBackend backend;
+  const StreamHandle a = backend.create_stream();
+  const StreamHandle b = backend.create_stream();
+  const EventHandle event = backend.record(a);
+  EXPECT_TRUE(backend.done(event));
+  backend.wait(b, event);
+  EXPECT_EQ(backend.pending(), 0u);
+  EXPECT_EQ(backend.events_made(), 1u);
+  backend.release(event);
+  // A released event is reused, not made again.
+  const EventHandle reused = backend.record(a);
+  EXPECT_EQ(reused, event);
+  EXPECT_EQ(backend.events_made(), 1u);
+  backend.release(reused);
+}
+
+TEST(DeferredHostBackend, O2_AWaitHoldsItsQueueUntilTheEventsRecordRan) {
+  DeferredHostBackend backend;
+  const StreamHandle a = backend.create_stream();
+  const StreamHandle b = backend.create_stream();
+  std::vector<int> ran;
+  backend.enqueue(a, [&] { ran.push_back(1); });
+  const EventHandle event = backend.record(a);
+  EXPECT_FALSE(backend.done(event));
+  backend.wait(b, event);
+  backend.enqueue(b, [&] { ran.push_back(2); });
+  EXPECT_EQ(backend.pending(), 4u) << "work, record, wait, work";
+  backend.finish(b);
+  EXPECT_TRUE(backend.done(event));
+  EXPECT_EQ(ran, (std::vector<int>{1, 2}));
+  EXPECT_EQ(backend.pending(), 0u);
+  backend.release(event);
+}
+
+TEST(DeferredHostBackend, O1_QueuedWorkOfADestroyedStreamStillRunsAndTheHandleIsDead) {
+  DeferredHostBackend backend;
+  const StreamHandle stream = backend.create_stream();
+  int ran = 0;
+  backend.enqueue(stream, [&] { ++ran; });
+  backend.enqueue(stream, [&] { ++ran; });
+  backend.destroy_stream(stream);
+  EXPECT_EQ(ran, 2);
+  EXPECT_EQ(backend.pending(), 0u);
+  try {
+    backend.enqueue(stream, [&] { ++ran; });
+    ADD_FAILURE() << "a dead stream took work";
+  } catch (const std::logic_error& error) {
+    EXPECT_NE(std::string(error.what()).find("not a live stream"), std::string::npos)
+        << error.what();
+  }
+  EXPECT_THROW(static_cast<void>(backend.record(stream)), std::logic_error);
+  EXPECT_EQ(ran, 2);
+}
+
+TEST(DeferredHostBackend, O1_AWaitOnARecordThatWasDroppedIsALoudDeadlockNotAHang) {
+  DeferredHostBackend backend;
+  const StreamHandle a = backend.create_stream();
+  const StreamHandle b = backend.create_stream();
+  int ran = 0;
+  backend.enqueue(a, [] { throw std::runtime_error("the item fails"); });
+  const EventHandle event = backend.record(a);
+  backend.wait(b, event);
+  backend.enqueue(b, [&] { ++ran; });
+  // Destroying `a` runs its failing item; the throw drops a's queue, the
+  // record with it, so b's wait can never be satisfied.
+  backend.destroy_stream(a);
+  EXPECT_FALSE(backend.done(event));
+  EXPECT_EQ(backend.pending(), 2u);
+  try {
+    static_cast<void>(backend.step());
+    ADD_FAILURE() << "a queue that can never run stepped";
+  } catch (const std::logic_error& error) {
+    EXPECT_NE(std::string(error.what()).find("cannot complete"), std::string::npos) << error.what();
+  }
+  EXPECT_THROW(static_cast<void>(backend.run_all()), std::logic_error);
+  EXPECT_EQ(ran, 0);
+  // Destroying the stuck stream gives up on its queue without throwing.
+  backend.destroy_stream(b);
+  EXPECT_EQ(backend.pending(), 0u);
+  EXPECT_EQ(ran, 0);
+  backend.release(event);
+}
+
+// ------------------------------------------------------------ HappensBefore
+
+TEST(HappensBefore, O1_OnlyALiveStreamOtherThanTheDefaultCanBeRemovedAndItsSlotIsReused) {
+  HappensBefore order;
+  EXPECT_EQ(order.slots(), 1u);
+  EXPECT_THROW(order.remove_stream(0), std::logic_error);
+  EXPECT_THROW(order.remove_stream(1), std::logic_error);
+  const std::uint32_t slot = order.add_stream();
+  EXPECT_EQ(slot, 1u);
+  EXPECT_EQ(order.slots(), 2u);
+  EXPECT_EQ(order.tail(slot), 0u);
+  order.remove_stream(slot);
+  try {
+    order.remove_stream(slot);
+    ADD_FAILURE() << "a free slot was removed twice";
+  } catch (const std::logic_error& error) {
+    EXPECT_NE(std::string(error.what()).find("slot 1 is not a removable stream"), std::string::npos)
+        << error.what();
+  }
+  EXPECT_EQ(order.add_stream(), 1u) << "the free slot is reused";
+  EXPECT_EQ(order.slots(), 2u);
+  EXPECT_THROW(static_cast<void>(order.tail(7)), std::out_of_range);
+  order.check_invariants();
+}
+
+TEST(HappensBefore, O1_ARecordGoesWhenEveryAccessInItIsKnownCompleteAndNotBefore) {
+  HappensBefore order;
+  const std::uint32_t other = order.add_stream();
+  const AllocationId x = AllocationId::from_raw(1);
+  const StreamAccess access{x, ByteRange::of(0, 8), 16, 0};
+  // Written on its home stream, then read on another: the read crosses
+  // streams, so the allocation gets a record.
+  const StreamPoint write = order.commit(0, 1, {}, std::span<const StreamAccess>(&access, 1));
+  order.ordered(other, 0, write.seq);
+  const StreamPoint read = order.commit(other, 2, std::span<const StreamAccess>(&access, 1), {});
+  EXPECT_EQ(read.stream, other);
+  EXPECT_EQ(read.seq, 1u);
+  ASSERT_TRUE(order.tracked(x));
+  EXPECT_TRUE(order.any_record());
+  EXPECT_EQ(order.records(), 1u);
+  order.check_invariants();
+  order.completed(0, write.seq);
+  EXPECT_EQ(order.prune_completed(), 0u) << "the read is not known complete";
+  EXPECT_TRUE(order.tracked(x));
+  order.completed(other, read.seq);
+  EXPECT_EQ(order.completed(other), read.seq);
+  EXPECT_EQ(order.prune_completed(), 1u);
+  EXPECT_FALSE(order.tracked(x));
+  EXPECT_FALSE(order.any_record());
+  order.check_invariants();
+}
+
+TEST(HappensBefore, O1_AForgottenAllocationLeavesNoRecord) {
+  HappensBefore order;
+  const std::uint32_t other = order.add_stream();
+  const AllocationId x = AllocationId::from_raw(9);
+  const StreamAccess access{x, ByteRange::of(0, 4), 4, 0};
+  static_cast<void>(order.commit(other, 1, {}, std::span<const StreamAccess>(&access, 1)));
+  ASSERT_TRUE(order.tracked(x));
+  order.forget(x);
+  EXPECT_FALSE(order.tracked(x));
+  EXPECT_EQ(order.records(), 0u);
+  order.check_invariants();
+}
+
+TEST(HappensBefore, O1_TwoStreamPointsAreEqualOnlyWhenStreamSeqAndLaunchAllAgree) {
+  const StreamPoint point{1, 2, 3};
+  EXPECT_EQ(point, (StreamPoint{1, 2, 3}));
+  EXPECT_NE(point, (StreamPoint{0, 2, 3}));
+  EXPECT_NE(point, (StreamPoint{1, 4, 3}));
+  EXPECT_NE(point, (StreamPoint{1, 2, 5}));
+}
+
+// ------------------------------------------------------------ StreamTable, through the Device
+
+TEST(Streams, O1_AtMostMaxStreamsAreLiveAndTheNextIsAClearErrorThatChangesNothing) {
+  DeferredHostBackend backend;
+  Device device(backend);
+  std::vector<StreamId> made;
+  for (std::uint32_t count = 1; count < StreamTable::max_streams; ++count) {
+    made.push_back(device.create_stream());
+  }
+  EXPECT_EQ(device.stream_stats().streams_created, StreamTable::max_streams - 1);
+  try {
+    static_cast<void>(device.create_stream());
+    ADD_FAILURE() << "a stream past the limit was made";
+  } catch (const Exception& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::Generic);
+    EXPECT_NE(std::string(error.what()).find("64 are live on this device"), std::string::npos)
+        << error.what();
+  }
+  EXPECT_EQ(device.stream_stats().streams_created, StreamTable::max_streams - 1);
+  // One destroyed, one more can be made, in its slot.
+  device.destroy_stream(made[5]);
+  const StreamId again = device.create_stream();
+  EXPECT_NE(again, made[5]);
+  EXPECT_EQ(device.stream_stats().streams_created, StreamTable::max_streams);
+  Allocation x = device.create_buffer(8, again);
+  EXPECT_TRUE(device.launch(again, "fill", {}, {x.whole()}, fill_later(backend, 4)).ran());
+  EXPECT_EQ(read_ok(device, x.whole()), bytes_of(8, 4));
+}
+
+TEST(Streams, P3_ADestroyedStreamAndANeverMadeOneAreNotFoundWithTheirReason) {
+  DeferredHostBackend backend;
+  Device device(backend);
+  const StreamId stream = device.create_stream();
+  device.destroy_stream(stream);
+  auto message_of = [&](StreamId gone) {
+    try {
+      device.destroy_stream(gone);
+    } catch (const Exception& error) {
+      EXPECT_EQ(error.kind(), ErrorKind::NotFound);
+      return std::string(error.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message_of(stream).find("was destroyed"), std::string::npos) << message_of(stream);
+  const StreamId never = StreamId::of(stream.device(), 40);
+  EXPECT_NE(message_of(never).find("was never created"), std::string::npos) << message_of(never);
+  EXPECT_NE(message_of(StreamId{}).find("names no device"), std::string::npos)
+      << message_of(StreamId{});
+  try {
+    device.destroy_stream(device.default_stream());
+    ADD_FAILURE() << "the default stream was destroyed";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_NE(std::string(error.what()).find("default stream cannot be destroyed"),
+              std::string::npos);
+  }
+}
+
+TEST(Streams, O2_ManyWaitsOnOneSourceKeepABoundedEventListAndDestroyingItReleasesThem) {
+  DeferredHostBackend backend;
+  Device device(backend);
+  const StreamId writer = device.create_stream();
+  const StreamId reader = device.create_stream();
+  Allocation x = device.create_buffer(8, writer);
+  Allocation y = device.create_buffer(8, reader);
+  constexpr std::uint32_t rounds = 20; // More than the 16 events a stream keeps.
+  for (std::uint32_t round = 1; round <= rounds; ++round) {
+    ASSERT_TRUE(device
+                    .launch(writer, "fill", {}, {x.whole()},
+                            fill_later(backend, static_cast<std::uint8_t>(round)))
+                    .ran());
+    ASSERT_TRUE(device.launch(reader, "copy", {x.whole()}, {y.whole()}, copy_later(backend)).ran());
+  }
+  const StreamStats stats = device.stream_stats();
+  EXPECT_GE(stats.waits_inserted, rounds) << "each read waits for the write before it";
+  EXPECT_EQ(stats.events_recorded, stats.waits_inserted);
+  device.destroy_stream(writer);
+  EXPECT_EQ(read_ok(device, y.whole()), bytes_of(8, rounds));
+  EXPECT_EQ(read_ok(device, x.whole()), bytes_of(8, rounds));
+  device.destroy_stream(reader);
+  EXPECT_EQ(backend.pending(), 0u);
+}
+
+} // namespace
+} // namespace taintpool
