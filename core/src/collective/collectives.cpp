@@ -191,6 +191,14 @@ CollectiveResult Collectives::run(StreamId stream, const Call& call) {
           }
           communicator_.release(ticket);
         } else {
+          if (verdicts_ == nullptr) {
+            // The engine said it lands at once, and has not after wait_all:
+            // its contract is broken, and no backend could take a verdict.
+            communicator_.release(ticket);
+            throw std::logic_error("Collectives: " + communicator_.name() +
+                                   " claims to land at once but had not landed after wait_all, "
+                                   "and the Device has no CollectiveBackend for a late verdict");
+          }
           pending_.push_back(Pending{kernel.launch(), ticket, shape});
           verdicts_->expect(kernel.launch(), *this);
           result.verdict_pending = true;
