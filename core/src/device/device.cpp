@@ -819,7 +819,8 @@ void Device::release_fresh_outputs(const LaunchOutcome& outcome) {
           graph_);
     }
   }
-  note_named_ranges(outcome);
+  // The named ranges are noted for the log by enter(), like any wrote_only
+  // success's.
 }
 
 LaunchResult Device::enter(std::uint32_t slot, std::uint64_t launch, std::string_view kernel,
