@@ -17,43 +17,16 @@
 #include <string>
 #include <vector>
 
+#include "deferred_work.hpp"
+
 namespace taintpool {
 namespace {
 
 constexpr std::uint64_t kSeeds = 64;
 
-std::vector<std::byte> bytes_of(std::size_t size, std::uint8_t value) {
-  return std::vector<std::byte>(size, static_cast<std::byte>(value));
-}
-
-/// Device work: fills every output with `value`, later, on the launch's stream.
-auto fill_later(DeferredHostBackend& backend, std::uint8_t value) {
-  return [&backend, value](const KernelContext& context) {
-    for (std::size_t index = 0; index < context.writes(); ++index) {
-      const std::span<std::byte> out = context.write(index);
-      backend.enqueue(context, [out, value] {
-        std::fill(out.begin(), out.end(), static_cast<std::byte>(value));
-      });
-    }
-    return LaunchOutcome::success();
-  };
-}
-
-/// Device work: output 0 = input 0 + delta, later, in two queued steps.
-auto add_later(DeferredHostBackend& backend, std::uint8_t delta) {
-  return [&backend, delta](const KernelContext& context) {
-    const std::span<const std::byte> in = context.read(0);
-    const std::span<std::byte> out = context.write(0);
-    auto scratch = std::make_shared<std::vector<std::byte>>();
-    backend.enqueue(context, [in, scratch] { scratch->assign(in.begin(), in.end()); });
-    backend.enqueue(context, [out, scratch, delta] {
-      for (std::size_t at = 0; at < out.size(); ++at) {
-        out[at] = static_cast<std::byte>(static_cast<std::uint8_t>((*scratch)[at]) + delta);
-      }
-    });
-    return LaunchOutcome::success();
-  };
-}
+using test::add_later;
+using test::bytes_of;
+using test::fill_later;
 
 TEST(StreamRegressions, O1_WorkQueuedBeforeTheSecondStreamExistedIsOrderedBeforeIt) {
   // With one stream the Device orders nothing, so it counted nothing; the
