@@ -252,6 +252,13 @@ TEST(CudaStreams, O1_WithoutTheDevicesWaitsTheSameKernelsOnTwoStreamsReadStaleBy
   // producer is gated and reads the bytes from before — the hazard the
   // Device's waits remove is real on this GPU.
   TAINTPOOL_REQUIRE_GPU();
+  if (cuda::running_under_sanitizer()) {
+    // compute-sanitizer runs kernels one after another: the gated producer
+    // gives up waiting and writes before the consumer runs, which then
+    // "finishes early" with the new bytes (seen under memcheck on the
+    // H200: overlapped, yet word 0 already written). No hazard to show.
+    GTEST_SKIP() << "a gated producer cannot be held open under compute-sanitizer";
+  }
   cudaStream_t producer = nullptr;
   cudaStream_t consumer = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&producer, cudaStreamNonBlocking), cudaSuccess);

@@ -2,7 +2,8 @@
 // to find — or to miss — depending on whether the pool is described to it
 // through NVTX regions (cuda/nvtx_regions.hpp, issue 15).
 //
-//   sanitizer_probe recycled-read|one-past-write on|off|auto
+//   sanitizer_probe recycled-read|one-past-write|arena-one-past-write|
+//                   heap-on-page|heap-on-mapped-chunk on|off|auto
 //
 //   recycled-read   an allocation is written by a kernel and dropped; the
 //                   next allocation of its size gets the same slice (the
@@ -16,6 +17,16 @@
 //                   without regions sees a write inside a cudaMalloc'd page:
 //                   silent. With regions the byte is in the heap but in no
 //                   region: "Invalid __global__ write of size 1".
+//   arena-one-past-write   the same past a 256 KiB + 1000-byte allocation,
+//                   which lives in the arena: with regions on the arena
+//                   grows by cudaMalloc pages (the only memory the tool
+//                   takes as a heap), so memcheck reports it too.
+//   heap-on-page, heap-on-mapped-chunk   no pool: one NVTX heap (through
+//                   cuda::nvtx_memory_api()) over a whole cudaMalloc page,
+//                   or over a chunk CudaStorage mapped into a reserved range
+//                   (cuMemCreate + cuMemMap), with one region in it. What
+//                   the tool accepts as a heap (nvtx_regions.hpp): the
+//                   page, silently; the chunk it was seen to refuse.
 //
 // The second argument is CudaBackendOptions::sanitizer_regions (auto: on
 // exactly when run under compute-sanitizer). The pool is the one a Device on
@@ -30,10 +41,13 @@
 // to the end; tests/cuda/sanitizer_expect.sh asserts on the sanitizer's
 // report around it.
 #include <taintpool/cuda/cuda_backend.hpp>
+#include <taintpool/cuda/nvtx_memory_calls.hpp>
 #include <taintpool/cuda/nvtx_regions.hpp>
 #include <taintpool/error_graph.hpp>
 #include <taintpool/pool/memory_manager.hpp>
 
+#include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -108,8 +122,9 @@ int recycled_read(const CudaBackend& backend, MemoryManager& memory, bool want) 
   return kernels != 0 ? 4 : 0;
 }
 
-int one_past_write(const CudaBackend& backend, MemoryManager& memory, bool want) {
-  constexpr std::size_t size = 1000; // Its slice is 1024 bytes: byte 1000 is padding.
+int one_past_write(const CudaBackend& backend, MemoryManager& memory, bool want, std::size_t size) {
+  // size % 256 == 1000 % 256: the slice ends 24 bytes later, so the byte
+  // just past the allocation is padding inside the same page.
   const Allocation buffer = memory.allocate(size);
   if (const int status = check_regions(backend, want, 1); status != 0) {
     return status;
@@ -121,11 +136,54 @@ int one_past_write(const CudaBackend& backend, MemoryManager& memory, bool want)
   return kernels != 0 ? 4 : 0;
 }
 
+/// One NVTX heap over a whole cudaMalloc page or a mapped chunk, one region
+/// in it, both unregistered before the memory goes (see the top).
+int heap_probe(CudaBackend& backend, bool mapped_chunk) {
+  constexpr std::uint64_t size = std::uint64_t{2} << 20;
+  taintpool::cuda::NvtxMemoryCalls& nvtx = taintpool::cuda::nvtx_memory_api();
+  taintpool::Storage& storage = backend.storage();
+  taintpool::VirtualMemory* memory = storage.virtual_memory();
+  if (mapped_chunk && memory == nullptr) {
+    std::printf("sanitizer_probe: heap-on-mapped-chunk: no virtual memory here: skipped\n");
+    return 77;
+  }
+  const std::uint64_t granule = mapped_chunk ? memory->granularity() : 1;
+  const std::uint64_t chunk_size = (size + granule - 1) / granule * granule;
+  taintpool::StorageHandle reservation;
+  taintpool::StorageHandle chunk;
+  std::byte* base = nullptr;
+  if (mapped_chunk) {
+    reservation = memory->reserve(4 * chunk_size);
+    chunk = memory->map(reservation, chunk_size, chunk_size); // The reservation's second chunk.
+    base = static_cast<std::byte*>(storage.resolve(reservation)) + chunk_size;
+  } else {
+    chunk = storage.allocate(chunk_size);
+    base = static_cast<std::byte*>(storage.resolve(chunk));
+  }
+  std::printf("sanitizer_probe: heap over %s [%p, +%llu)\n",
+              mapped_chunk ? "a mapped chunk" : "a cudaMalloc page", static_cast<void*>(base),
+              static_cast<unsigned long long>(chunk_size));
+  void* heap = nvtx.register_heap(base, chunk_size, "taintpool probe heap");
+  nvtx.register_region(heap, base + 256, 1000, "taintpool probe region");
+  const int kernels =
+      taintpool::cuda::testing::probe_fill(reinterpret_cast<unsigned char*>(base) + 256, 1000, 1);
+  nvtx.unregister_region(base + 256);
+  nvtx.unregister_heap(heap);
+  if (mapped_chunk) {
+    memory->unmap(reservation, chunk_size, chunk_size, chunk);
+    memory->unreserve(reservation, 4 * chunk_size);
+  } else {
+    storage.deallocate(chunk, chunk_size);
+  }
+  return kernels != 0 ? 4 : 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::printf("usage: sanitizer_probe recycled-read|one-past-write on|off|auto\n");
+    std::printf("usage: sanitizer_probe recycled-read|one-past-write|arena-one-past-write|"
+                "heap-on-page|heap-on-mapped-chunk on|off|auto\n");
     return 2;
   }
   const std::string scenario = argv[1];
@@ -159,7 +217,14 @@ int main(int argc, char** argv) {
     if (scenario == "recycled-read") {
       status = recycled_read(backend, memory, want);
     } else if (scenario == "one-past-write") {
-      status = one_past_write(backend, memory, want);
+      status = one_past_write(backend, memory, want, 1000);
+    } else if (scenario == "arena-one-past-write") {
+      status = one_past_write(backend, memory, want, (std::size_t{256} << 10) + 1000);
+    } else if (scenario == "heap-on-page" || scenario == "heap-on-mapped-chunk") {
+      status = heap_probe(backend, scenario == "heap-on-mapped-chunk");
+      if (status == 77) {
+        return 77;
+      }
     } else {
       std::printf("sanitizer_probe: no scenario %s\n", scenario.c_str());
       return 2;

@@ -115,6 +115,9 @@ class RecordingObserver final : public AllocationObserver {
   std::uint64_t bound_ = 0;
   std::uint64_t released_ = 0;
   bool refuse_pages_ = false;
+  bool accepts_chunks_ = true;
+
+  [[nodiscard]] bool accepts_mapped_chunks() const noexcept override { return accepts_chunks_; }
 };
 
 MemoryConfig observed(RecordingObserver& observer) {
@@ -274,6 +277,28 @@ TEST(ObservedStorage, ReportsPagesAndMappedChunksButNotAddressSpace) {
   EXPECT_TRUE(observer.violations_.empty());
   EXPECT_EQ(adaptor.name(), storage.name());
   EXPECT_EQ(adaptor.alignment(), storage.alignment());
+}
+
+TEST(ObservedStorage, AnObserverThatRefusesMappedChunksGetsNoVirtualMemoryAndOnlyPages) {
+  // cuda::NvtxRegions refuses them (compute-sanitizer takes no cuMemMap
+  // chunk as a heap): the arena then grows by pages, each reported as one.
+  HostStorage storage(HostStorageOptions{256, true, std::uint64_t{2} << 20});
+  RecordingObserver observer;
+  observer.accepts_chunks_ = false;
+  ObservedStorage adaptor(storage, observer);
+  EXPECT_EQ(adaptor.virtual_memory(), nullptr);
+  CountingStorage counted(storage);
+  ErrorGraph graph;
+  {
+    MemoryManager memory(counted, graph, observed(observer));
+    const std::vector<Allocation> held = churn(memory); // Arena sizes up to 5 MiB.
+    memory.check_invariants();
+    EXPECT_EQ(counted.counts().reserves, 0u) << "the arena reserved address space";
+    EXPECT_EQ(counted.counts().maps, 0u) << "the arena mapped a chunk";
+    EXPECT_EQ(observer.pages_added_, counted.counts().allocations);
+  }
+  EXPECT_TRUE(observer.pages_.empty());
+  EXPECT_TRUE(observer.violations_.empty());
 }
 
 TEST(ObservedStorage, OffersVirtualMemoryExactlyWhenTheInnerStorageDoes) {

@@ -19,7 +19,9 @@ void ObservedStorage::deallocate(StorageHandle handle, std::uint64_t size) noexc
 }
 
 VirtualMemory* ObservedStorage::virtual_memory() noexcept {
-  return inner_.virtual_memory() != nullptr ? this : nullptr;
+  // An observer that cannot describe mapped chunks gets none: the arena
+  // then grows by pages (allocation_observer.hpp, accepts_mapped_chunks).
+  return observer_.accepts_mapped_chunks() && inner_.virtual_memory() != nullptr ? this : nullptr;
 }
 
 std::uint64_t ObservedStorage::granularity() const noexcept {

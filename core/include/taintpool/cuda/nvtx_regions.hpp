@@ -16,9 +16,32 @@
 // then reports an access outside every live region of a heap as an invalid
 // access, and initcheck treats a region as new memory.
 //
-// An allocation in the arena may span adjacent mapped chunks, each its own
-// heap: it is registered as one region per chunk it covers, so its bytes
-// are exactly covered and its end is still its end.
+// Which memory becomes a heap: only pages from Storage::allocate, i.e.
+// whole cudaMalloc allocations. The sanitizer's guide names cudaMalloc
+// (and cuMemAlloc) allocations as heaps; a chunk that CudaStorage maps
+// into a reserved range (cuMemCreate + cuMemMap, the arena's growth when
+// the storage has virtual memory) is refused. Seen on the H200
+// (compute-sanitizer 2025.3.1, memcheck): a heap over a whole cudaMalloc
+// allocation, or over part of one, is accepted; over one cuMemMap chunk
+// or two adjacent ones, "Call to nvtxMemHeapRegister failed: One or more
+// of the parameters is invalid" with a null handle, and the same for its
+// unregister — each counted as an error, as is every region registered
+// in the null heap. So NvtxRegions
+// accepts no mapped chunks (accepts_mapped_chunks() is false): while it
+// observes a manager, the arena grows by cudaMalloc pages, and every
+// allocation, small or large, is a region of a heap the tool accepts.
+// (Before this, cuda_streams_test — whose 256 KiB buffers live in the
+// arena — drew 154 memcheck errors under the sanitizer on the H200, none
+// of them from a kernel; with the arena on pages, 0.) Should adjacent pages be reported (a caller
+// driving an NvtxRegions by hand), an allocation across them is
+// registered as one region per page it covers.
+//
+// The rules it keeps (the guide's, and the bookkeeping's own): each heap
+// one whole page, registered once and never overlapping another; each
+// region inside one live heap, registered once, unregistered before its
+// heap; names 1 to 49 printable ASCII characters. tests/cuda/
+// nvtx_rules_test.cpp checks them through an NvtxMemoryCalls that
+// enforces them, over pools driven by several streams' lanes.
 //
 // When it is on: CudaBackend installs one as its MemoryConfig::observer when
 // CudaBackendOptions::sanitizer_regions says so — On, or Auto (the default)
@@ -30,7 +53,10 @@
 // page, bind and release makes one or two NVTX calls; without a tool
 // attached an NVTX call is an indirect call to an empty function, and the
 // bookkeeping is a std::map of live pages (one node per page, not per
-// allocation). Under compute-sanitizer the tool's own costs dominate.
+// allocation). The arena grows by cudaMalloc pages rather than mapped
+// chunks while regions are on (see above): more storage calls on a cold
+// start, and free space split across pages. Under compute-sanitizer the
+// tool's own costs dominate.
 //
 // Requirements: the NVTX headers of the CUDA toolkit (nvtx3, header-only,
 // no library to link), and the CUDA runtime initialised before the first
@@ -60,8 +86,10 @@
 // region without regions 0 errors, with them the invalid write.
 #pragma once
 
+#include <taintpool/cuda/nvtx_memory_calls.hpp>
 #include <taintpool/pool/allocation_observer.hpp>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -78,14 +106,21 @@ namespace taintpool::cuda {
 /// Pages as NVTX heaps, allocations as NVTX regions (see above).
 class NvtxRegions final : public AllocationObserver {
  public:
-  /// Creates the NVTX domain "taintpool" (no CUDA call).
-  NvtxRegions();
+  /// Makes the real NVTX calls (nvtx_memory_api(); no CUDA call).
+  NvtxRegions() noexcept;
+  /// Makes its calls through `calls`, which must outlive it (a test's
+  /// recording calls, another tool's).
+  explicit NvtxRegions(NvtxMemoryCalls& calls) noexcept;
   /// Unregisters every heap still registered.
   ~NvtxRegions() override;
   NvtxRegions(const NvtxRegions&) = delete;
   NvtxRegions& operator=(const NvtxRegions&) = delete;
   NvtxRegions(NvtxRegions&&) = delete;
   NvtxRegions& operator=(NvtxRegions&&) = delete;
+
+  /// No: the sanitizer accepts only whole cudaMalloc allocations as heaps
+  /// (see above), so the arena it observes grows by pages.
+  [[nodiscard]] bool accepts_mapped_chunks() const noexcept override { return false; }
 
   /// nvtxMemHeapRegister over the page. Throws std::bad_alloc if the page
   /// cannot be recorded (then nothing is registered).
@@ -106,6 +141,17 @@ class NvtxRegions final : public AllocationObserver {
   /// Regions registered now (at least one per live allocation of size > 0).
   [[nodiscard]] std::uint64_t regions() const noexcept { return regions_; }
 
+  /// The longest region name the sanitizer takes (its guide: 1 to 49
+  /// printable ASCII characters), plus the terminating zero.
+  static constexpr std::size_t name_capacity = 50;
+  /// The name of `allocation`'s region: taintpool's own name for it
+  /// (to_string(AllocationId): "taintpool allocation 7", with
+  /// " (memory 2)" for a manager other than the first), shortened to
+  /// "allocation 7 (memory 2)" where that would pass 49 characters. Never
+  /// allocates: it runs where nothing may fail.
+  [[nodiscard]] static std::array<char, name_capacity>
+  region_name(AllocationId allocation) noexcept;
+
  private:
   struct Heap {
     std::uint64_t size;
@@ -116,7 +162,7 @@ class NvtxRegions final : public AllocationObserver {
   template <class Fn>
   void for_each_piece(const std::byte* data, std::uint64_t size, Fn&& fn) const noexcept;
 
-  void* domain_ = nullptr;               ///< nvtxDomainHandle_t.
+  NvtxMemoryCalls& calls_;
   std::map<std::uintptr_t, Heap> heaps_; ///< By base address.
   std::uint64_t regions_ = 0;
 };

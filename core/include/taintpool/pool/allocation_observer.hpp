@@ -57,6 +57,16 @@ class AllocationObserver {
   virtual void on_released(AllocationId allocation, const std::byte* data,
                            std::uint64_t size) noexcept = 0;
 
+  /// Whether this observer can describe chunks mapped into a reserved
+  /// range (VirtualMemory::map) as pages. Yes by default. An observer that
+  /// says no gets pages from Storage::allocate only: the manager's
+  /// ObservedStorage then offers no virtual memory, so the arena grows by
+  /// whole pages instead (its pre-virtual-memory behaviour; more storage
+  /// calls, and free space split across pages). cuda::NvtxRegions says no:
+  /// compute-sanitizer accepts only whole cudaMalloc (or cuMemAlloc)
+  /// allocations as NVTX heaps, and rejects a cuMemMap chunk.
+  [[nodiscard]] virtual bool accepts_mapped_chunks() const noexcept { return true; }
+
  protected:
   AllocationObserver() = default;
   AllocationObserver(const AllocationObserver&) = default;

@@ -11,7 +11,8 @@
 // What it reports: a page from allocate() and a chunk from map() as added
 // (after the inner storage succeeded), the same before deallocate() and
 // unmap() as removed. Reservations are address space without memory: not
-// reported. Offers virtual memory exactly when the inner storage does.
+// reported. Offers virtual memory exactly when the inner storage does and
+// the observer accepts mapped chunks.
 //
 // Costs: one virtual call per page event, which is rare (the pool's steady
 // state makes no storage call).
@@ -45,7 +46,8 @@ class ObservedStorage final : public Storage, public VirtualMemory {
     return inner_.resolve(handle);
   }
   [[nodiscard]] std::string name() const override { return inner_.name(); }
-  /// This adaptor when `inner` has virtual memory, else null.
+  /// This adaptor when `inner` has virtual memory and the observer accepts
+  /// mapped chunks (AllocationObserver::accepts_mapped_chunks), else null.
   [[nodiscard]] VirtualMemory* virtual_memory() noexcept override;
 
   /// VirtualMemory, forwarded; map and unmap report the chunk as allocate
