@@ -5,8 +5,11 @@
 #include <taintpool/exception.hpp>
 
 #include <algorithm>
+#include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace taintpool {
 
@@ -141,21 +144,25 @@ CollectiveResult Collectives::run(StreamId stream, const Call& call) {
   kernel_ += ") on rank ";
   kernel_ += std::to_string(shape.me);
   CollectiveResult result;
+  std::vector<UnwrittenRead> unwritten; // N2 under Report: filled only when some are read.
   result.launch =
       device_.exchange(stream, kernel_, reads, writes, [&](const ExchangeContext& context) {
         const KernelContext& kernel = context.kernel();
         Summarized roots;
         if (contributes) {
           const AllocationId input_allocation = kernel.read_binding(0).allocation;
-          roots = summarize(summary_, shape.layout(), context.stale(),
-                            [&](FailureId failure) -> const Report& {
-                              const Report* report = context.report(failure, input_allocation);
-                              if (report == nullptr) {
-                                throw std::logic_error("Collectives: no report of " +
-                                                       to_string(failure) + " for the input");
-                              }
-                              return *report;
-                            });
+          std::vector<StaleInput> reported; // Scratch: the stale bytes less the reported ones.
+          const std::span<const StaleInput> stale =
+              reported_unwritten(context.stale(), *call.send, unwritten, reported);
+          roots =
+              summarize(summary_, shape.layout(), stale, [&](FailureId failure) -> const Report& {
+                const Report* report = context.report(failure, input_allocation);
+                if (report == nullptr) {
+                  throw std::logic_error("Collectives: no report of " + to_string(failure) +
+                                         " for the input");
+                }
+                return *report;
+              });
         } else {
           clear_summary(summary_);
         }
@@ -211,7 +218,39 @@ CollectiveResult Collectives::run(StreamId stream, const Call& call) {
         }
         return outcome;
       });
+  if (!unwritten.empty()) [[unlikely]] {
+    result.launch.unwritten = std::move(unwritten);
+  }
   return result;
+}
+
+std::span<const StaleInput> Collectives::reported_unwritten(std::span<const StaleInput> stale,
+                                                            const Binding& send,
+                                                            std::vector<UnwrittenRead>& unwritten,
+                                                            std::vector<StaleInput>& kept) const {
+  if (stale.empty() || device_.unwritten_reads() != UnwrittenReads::Report) {
+    return stale; // Skip: never-written bytes are stale like any (C1, C4).
+  }
+  const std::optional<FailureId> never_written = device_.memory().never_written_failure();
+  const auto is_unwritten = [&](const StaleInput& input) {
+    return never_written && input.failure == *never_written;
+  };
+  if (std::none_of(stale.begin(), stale.end(), is_unwritten)) {
+    return stale;
+  }
+  // N2: the collective reads them as it would have anyway (C1), and they
+  // are listed, not carried: no output byte and no other rank's summary
+  // takes the NeverWritten failure. Any other failure is carried as ever.
+  for (const StaleInput& input : stale) {
+    if (is_unwritten(input)) {
+      unwritten.push_back(
+          UnwrittenRead{send.allocation, ByteRange::of(send.range.begin() + input.range.begin(),
+                                                       send.range.begin() + input.range.end())});
+    } else {
+      kept.push_back(input);
+    }
+  }
+  return kept;
 }
 
 // ------------------------------------------------------------ the operations

@@ -38,6 +38,15 @@
 //      Communicator) before it starts anything. Nothing hangs.
 //   D2 carries over: ranks that take no part (a send/recv pair's
 //      bystanders) and bytes outside the bindings are untouched.
+//   N2 never-written input (FreshBytes::NeverWritten): under
+//      UnwrittenReads::Skip its bytes are stale like any failure's — the
+//      collective takes part (C1), the outputs they feed carry the
+//      NeverWritten failure here (C4, carried) and a Remote one on the
+//      other ranks. Under Report the collective reads them as a launch
+//      would (it runs either way) and lists them in the result's
+//      launch.unwritten instead: no output byte carries them and the
+//      summary the other ranks get calls them clean. Any other failure of
+//      the input is carried as ever.
 //
 // What a summary cannot know: a checked kernel's failure found only at a
 // later synchronize (CudaBackend::checked, DeferredHostBackend::fail_later).
@@ -62,6 +71,7 @@
 #include <taintpool/device/device.hpp>
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -139,6 +149,14 @@ class Collectives final : private VerdictSource {
   };
 
   CollectiveResult run(StreamId stream, const Call& call);
+  /// N2 under UnwrittenReads::Report: the stale input bytes less those the
+  /// memory's NeverWritten failure claims, which are appended to
+  /// `unwritten` (allocation-relative, for LaunchResult::unwritten)
+  /// instead. `stale` itself when none are (no copy), else a view of
+  /// `kept`. Under Skip, `stale` unchanged.
+  [[nodiscard]] std::span<const StaleInput>
+  reported_unwritten(std::span<const StaleInput> stale, const Binding& send,
+                     std::vector<UnwrittenRead>& unwritten, std::vector<StaleInput>& kept) const;
   [[nodiscard]] CollectiveShape shape_of(const Call& call) const;
   std::vector<Pending>::iterator find(std::uint64_t launch);
 

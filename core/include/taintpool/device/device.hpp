@@ -342,6 +342,9 @@ class Device {
   /// D1 are then the caller's to keep.
   [[nodiscard]] ErrorGraph& graph() noexcept { return graph_; }
   [[nodiscard]] MemoryManager& memory() noexcept { return memory_; }
+  /// N2: what a launch does with never-written input (DeviceOptions);
+  /// collectives follow it for their exchanges.
+  [[nodiscard]] UnwrittenReads unwritten_reads() const noexcept { return unwritten_reads_; }
   [[nodiscard]] Backend& backend() noexcept { return backend_; }
 
   /// The graph's and the memory's own invariants, R1–R3 across every slice

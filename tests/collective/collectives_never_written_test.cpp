@@ -1,0 +1,227 @@
+// Collectives in the never-written mode (issue 15; proposed N1-N3 with
+// C1-C6), on the in-process loopback: what an all-reduce does with input
+// bytes no one wrote since their buffer was created.
+//
+//   Skip (the default policy)  the bytes are stale like any failure's: the
+//       rank takes part (C1), the outputs they feed carry the NeverWritten
+//       failure on that rank (C4, carried) and a Remote failure on every
+//       other rank, whose report names the buffer that was never written.
+//   Report (N2)  the collective reads them, as it would have anyway, and
+//       lists them in result.launch.unwritten, as a launch lists the
+//       never-written runs it read; no output byte on any rank carries
+//       them. A failure of another kind on the same input is carried as
+//       ever.
+//
+// Every test ends with check_invariants() on every rank (R1-R3).
+#include <taintpool/collective/collectives.hpp>
+#include <taintpool/collective/loopback.hpp>
+#include <taintpool/device/device.hpp>
+#include <taintpool/exception.hpp>
+#include <taintpool/host/host_backend.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace taintpool {
+namespace {
+
+DeviceOptions never_written(UnwrittenReads reads) {
+  DeviceOptions options;
+  options.memory = MemoryConfig{};
+  options.memory->fresh_bytes = FreshBytes::NeverWritten;
+  options.unwritten_reads = reads;
+  return options;
+}
+
+/// One rank: a never-written Device on a CollectiveBackend.
+struct Rank {
+  Rank(LoopbackWorld& world, int rank, UnwrittenReads reads)
+      : device(backend, never_written(reads))
+      , collectives(device, world.rank(rank)) {}
+  HostBackend host;
+  CollectiveBackend backend{host};
+  Device device;
+  Collectives collectives;
+};
+
+struct World {
+  World(int ranks, UnwrittenReads reads)
+      : loopback(ranks) {
+    for (int rank = 0; rank < ranks; ++rank) {
+      all.push_back(std::make_unique<Rank>(loopback, rank, reads));
+    }
+  }
+  Rank& operator[](int rank) { return *all[static_cast<std::size_t>(rank)]; }
+  LoopbackWorld loopback;
+  std::vector<std::unique_ptr<Rank>> all;
+};
+
+constexpr int kRanks = 3;
+constexpr std::uint64_t kBytes = 128; // 64 pieces of 2 bytes (C2).
+
+std::vector<std::byte> filled(std::size_t size, std::uint8_t value) {
+  return std::vector<std::byte>(size, static_cast<std::byte>(value));
+}
+
+Binding part(const Allocation& allocation, std::uint64_t begin, std::uint64_t end) {
+  return Binding{allocation.id(), ByteRange::of(begin, end)};
+}
+
+/// Each rank's send holds 1 in every byte — but rank 1 wrote only its
+/// first half: [64, 128) was never written since it was created.
+struct Buffers {
+  explicit Buffers(World& world) {
+    for (int rank = 0; rank < kRanks; ++rank) {
+      Device& device = world[rank].device;
+      send.push_back(device.create_buffer(kBytes, "send"));
+      recv.push_back(device.create_buffer(kBytes));
+      const std::uint64_t written = rank == 1 ? kBytes / 2 : kBytes;
+      EXPECT_TRUE(device.write(part(send.back(), 0, written), filled(written, 1)).ran());
+    }
+  }
+  std::vector<Allocation> send;
+  std::vector<Allocation> recv;
+};
+
+std::vector<CollectiveResult> all_reduce(World& world, const Buffers& buffers) {
+  std::vector<CollectiveResult> results;
+  for (int rank = 0; rank < kRanks; ++rank) {
+    const auto at = static_cast<std::size_t>(rank);
+    results.push_back(world[rank].collectives.all_reduce(
+        world[rank].device.default_stream(), "grads", buffers.send[at].whole(),
+        buffers.recv[at].whole(), DataType::u8, ReduceOp::sum));
+    EXPECT_TRUE(results.back().launch.ran()) << "rank " << rank << " (C1)";
+  }
+  return results;
+}
+
+TEST(CollectivesNeverWritten, C1_C4_UnderSkipANeverWrittenInputIsStaleOnEveryRankItFeeds) {
+  World world(kRanks, UnwrittenReads::Skip);
+  const Buffers buffers(world);
+  const std::vector<CollectiveResult> results = all_reduce(world, buffers);
+  for (int rank = 0; rank < kRanks; ++rank) {
+    const auto at = static_cast<std::size_t>(rank);
+    Device& device = world[rank].device;
+    EXPECT_TRUE(results[at].launch.unwritten.empty()) << "rank " << rank;
+    EXPECT_EQ(device.read_bytes(part(buffers.recv[at], 0, 64)), filled(64, 3)) << "rank " << rank;
+    const std::vector<Report> reports = device.stale_reports(part(buffers.recv[at], 64, kBytes));
+    ASSERT_EQ(reports.size(), 1u) << "rank " << rank;
+    EXPECT_EQ(reports[0].stale, ByteRange::of(64, kBytes));
+    // C4: rank 1's own never-written bytes, carried; a Remote failure
+    // elsewhere, naming rank 1's buffer and why.
+    EXPECT_EQ(reports[0].root.kind(), rank == 1 ? ErrorKind::NeverWritten : ErrorKind::Remote)
+        << "rank " << rank << ": " << to_string(reports[0]);
+    if (rank != 1) {
+      const std::string text = to_string(reports[0]);
+      EXPECT_NE(text.find("from rank 1"), std::string::npos) << text;
+      EXPECT_NE(text.find(to_string(buffers.send[1].id())), std::string::npos) << text;
+      EXPECT_NE(text.find("never written"), std::string::npos) << text;
+    }
+  }
+  EXPECT_EQ(results[1].stale_bytes, kBytes / 2);
+  for (int rank = 0; rank < kRanks; ++rank) {
+    world[rank].device.check_invariants();
+  }
+}
+
+TEST(CollectivesNeverWritten,
+     N2_UnderReportTheCollectiveListsTheNeverWrittenBytesItReadAndNoRankCarriesThem) {
+  World world(kRanks, UnwrittenReads::Report);
+  const Buffers buffers(world);
+  const std::vector<CollectiveResult> results = all_reduce(world, buffers);
+  ASSERT_EQ(results[1].launch.unwritten.size(), 1u);
+  EXPECT_EQ(results[1].launch.unwritten[0],
+            (UnwrittenRead{buffers.send[1].id(), ByteRange::of(64, kBytes)}));
+  EXPECT_EQ(results[1].stale_bytes, 0u);
+  for (int rank = 0; rank < kRanks; ++rank) {
+    const auto at = static_cast<std::size_t>(rank);
+    Device& device = world[rank].device;
+    if (rank != 1) {
+      EXPECT_TRUE(results[at].launch.unwritten.empty()) << "rank " << rank;
+    }
+    EXPECT_TRUE(device.stale_reports(buffers.recv[at].whole()).empty()) << "rank " << rank;
+    const std::vector<std::byte> got = device.read_bytes(buffers.recv[at].whole());
+    EXPECT_EQ(std::vector<std::byte>(got.begin(), got.begin() + 64), filled(64, 3));
+    device.check_invariants();
+  }
+  // N3: the input itself still reads as never written.
+  const std::vector<Report> input = world[1].device.stale_reports(buffers.send[1].whole());
+  ASSERT_EQ(input.size(), 1u);
+  EXPECT_EQ(to_string(input[0]), to_string(buffers.send[1].id()) +
+                                     " bytes [64, 128) were never written since it was created "
+                                     "(created at send)");
+}
+
+TEST(CollectivesNeverWritten, N2_UnderReportAnotherFailureOfTheSameInputIsStillCarried) {
+  World world(kRanks, UnwrittenReads::Report);
+  const Buffers buffers(world);
+  // Rank 1's producer fails over the half it had written: [0, 64) is now
+  // claimed by an out-of-memory failure, [64, 128) still never written.
+  const LaunchResult failed = world[1].device.launch(
+      "backward", {}, {part(buffers.send[1], 0, 64)}, [](const KernelContext&) {
+        return LaunchOutcome::failure(Error::out_of_memory("no room for the activations"));
+      });
+  ASSERT_EQ(failed.status, LaunchStatus::Failed);
+  const std::vector<CollectiveResult> results = all_reduce(world, buffers);
+  ASSERT_EQ(results[1].launch.unwritten.size(), 1u);
+  EXPECT_EQ(results[1].launch.unwritten[0],
+            (UnwrittenRead{buffers.send[1].id(), ByteRange::of(64, kBytes)}));
+  EXPECT_EQ(results[1].stale_bytes, 64u);
+  for (int rank = 0; rank < kRanks; ++rank) {
+    const auto at = static_cast<std::size_t>(rank);
+    Device& device = world[rank].device;
+    const std::vector<Report> reports = device.stale_reports(buffers.recv[at].whole());
+    ASSERT_EQ(reports.size(), 1u) << "rank " << rank;
+    EXPECT_EQ(reports[0].stale, ByteRange::of(0, 64)) << "rank " << rank;
+    EXPECT_EQ(reports[0].root.kind(), rank == 1 ? ErrorKind::OutOfMemory : ErrorKind::Remote)
+        << "rank " << rank;
+    EXPECT_TRUE(device.stale_reports(part(buffers.recv[at], 64, kBytes)).empty());
+    device.check_invariants();
+  }
+}
+
+TEST(CollectivesNeverWritten, D1_InTheDefaultModeTheUnwrittenHalfIsTrustedAndNothingIsListed) {
+  // Trusted (the default): the same program reports nothing — the mode is
+  // what finds it.
+  LoopbackWorld loopback(kRanks);
+  struct Plain {
+    Plain(LoopbackWorld& world, int rank)
+        : collectives(device, world.rank(rank)) {}
+    HostBackend host;
+    CollectiveBackend backend{host};
+    Device device{backend};
+    Collectives collectives;
+  };
+  std::vector<std::unique_ptr<Plain>> ranks;
+  std::vector<Allocation> send;
+  std::vector<Allocation> recv;
+  for (int rank = 0; rank < kRanks; ++rank) {
+    ranks.push_back(std::make_unique<Plain>(loopback, rank));
+    send.push_back(ranks.back()->device.create_buffer(kBytes));
+    recv.push_back(ranks.back()->device.create_buffer(kBytes));
+    const std::uint64_t written = rank == 1 ? kBytes / 2 : kBytes;
+    ASSERT_TRUE(
+        ranks.back()->device.write(part(send.back(), 0, written), filled(written, 1)).ran());
+  }
+  for (int rank = 0; rank < kRanks; ++rank) {
+    const auto at = static_cast<std::size_t>(rank);
+    const CollectiveResult result = ranks[at]->collectives.all_reduce(
+        ranks[at]->device.default_stream(), "grads", send[at].whole(), recv[at].whole(),
+        DataType::u8, ReduceOp::sum);
+    EXPECT_TRUE(result.launch.ran());
+    EXPECT_TRUE(result.launch.unwritten.empty());
+    EXPECT_EQ(result.stale_bytes, 0u);
+  }
+  for (int rank = 0; rank < kRanks; ++rank) {
+    const auto at = static_cast<std::size_t>(rank);
+    EXPECT_TRUE(ranks[at]->device.stale_reports(recv[at].whole()).empty());
+  }
+}
+
+} // namespace
+} // namespace taintpool
