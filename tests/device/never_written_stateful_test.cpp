@@ -1,0 +1,443 @@
+// Pins: the never-written mode (issue 15; proposed N1-N3) against its oracle
+// (model::DeviceModel::set_fresh_bytes), after every command of a random
+// sequence of allocate / host write / launch / read / drop / synchronize /
+// sweep, under both launch policies:
+//
+//   N1  every fresh allocation of size > 0 is claimed wholly by the memory's
+//       one NeverWritten failure, tagged by each carrier and gone exactly
+//       with the last (R1-R4: check_invariants and the graph compared after
+//       every command, an empty graph at the end), never replaced while
+//       carried (the failure ids compared);
+//   N2  Skip: a launch that reads never-written bytes is skipped (S1) and
+//       its outputs carry the path; Report: it runs and its result lists,
+//       per read binding, the never-written runs it read (compared exactly);
+//       any other failure still skips;
+//   N3  a read of never-written bytes fails with the report the oracle
+//       writes ("... were never written since it was created"), exactly.
+//
+// Host writes and successful launches release bytes as ever (T2, S1, S6);
+// failed, late-failing and throwing bodies keep their usual rules (S2-S4).
+// Why a stateful test beside device_fuzzer's both-mode runs: it runs on
+// every build, and RapidCheck shrinks a failure to a short command list.
+#include <taintpool/device/device.hpp>
+#include <taintpool/host/deferred_host_backend.hpp>
+#include <taintpool/model/device_model.hpp>
+
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
+#include <rapidcheck/state.h>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace taintpool {
+namespace {
+
+using model::BodyKind;
+using model::BodyPlan;
+using model::DeviceModel;
+
+constexpr std::size_t kSlots = 4;
+
+/// What the generators know: each slot's handle size, or none.
+struct Shape {
+  std::array<std::optional<std::uint64_t>, kSlots> sizes;
+};
+
+DeviceOptions never_written(UnwrittenReads reads) {
+  DeviceOptions options;
+  options.memory = MemoryConfig{};
+  options.memory->fresh_bytes = FreshBytes::NeverWritten;
+  options.unwritten_reads = reads;
+  return options;
+}
+
+/// The system under test and its oracle, side by side, both in the
+/// never-written mode with one launch policy.
+struct Sut {
+  explicit Sut(UnwrittenReads reads)
+      : device(backend, never_written(reads)) {
+    oracle.set_fresh_bytes(FreshBytes::NeverWritten, reads);
+  }
+  DeferredHostBackend backend;
+  Device device;
+  DeviceModel oracle;
+  std::array<Allocation, kSlots> handles;
+  std::vector<AllocationId> dropped; ///< Ids whose handles are gone: NotFound (P3).
+
+  void compare(const std::string& after) {
+    if (auto difference = oracle.mismatch(device)) {
+      RC_FAIL("after " + after + ": " + *difference);
+    }
+    try {
+      device.check_invariants();
+    } catch (const std::exception& error) {
+      RC_FAIL("after " + after + ": check_invariants: " + error.what());
+    }
+  }
+
+  void drop(std::size_t slot) {
+    if (handles[slot]) {
+      oracle.drop_handle(handles[slot].id());
+      dropped.push_back(handles[slot].id());
+      handles[slot].reset();
+    }
+  }
+};
+
+using Command = rc::state::Command<Shape, Sut>;
+
+/// A binding by slot; resolved against the handles when the command runs.
+/// An empty slot names a dropped allocation (or one never made).
+struct BindSpec {
+  std::size_t slot = 0;
+  std::uint64_t begin = 0;
+  std::uint64_t size = 0;
+  bool past_end = false;
+
+  [[nodiscard]] Binding resolve(const Sut& sut) const {
+    if (!sut.handles[slot]) {
+      const AllocationId id =
+          sut.dropped.empty() ? AllocationId::from_raw(999) : sut.dropped.back();
+      return Binding{id, ByteRange::sized(begin, size)};
+    }
+    const std::uint64_t end = sut.handles[slot].size();
+    if (past_end) {
+      return Binding{sut.handles[slot].id(), ByteRange::of(std::min(begin, end), end + 1)};
+    }
+    const std::uint64_t from = std::min(begin, end);
+    return Binding{sut.handles[slot].id(), ByteRange::sized(from, std::min(size, end - from))};
+  }
+};
+
+std::ostream& operator<<(std::ostream& out, const BindSpec& spec) {
+  return out << "slot" << spec.slot << "[" << spec.begin << "+" << spec.size
+             << (spec.past_end ? " past the end" : "") << ")";
+}
+
+rc::Gen<BindSpec> gen_binding(const Shape& shape) {
+  return rc::gen::exec([shape] {
+    BindSpec spec;
+    spec.slot = *rc::gen::inRange<std::size_t>(0, kSlots);
+    const std::uint64_t size = shape.sizes[spec.slot].value_or(8);
+    if (*rc::gen::weightedElement<int>({{3, 0}, {1, 1}}) == 0) {
+      spec.size = size; // Whole.
+    } else {
+      spec.begin = *rc::gen::inRange<std::uint64_t>(0, size + 1);
+      spec.size = *rc::gen::inRange<std::uint64_t>(0, size - spec.begin + 1);
+    }
+    spec.past_end = *rc::gen::weightedElement<int>({{30, 0}, {1, 1}}) == 1;
+    return spec;
+  });
+}
+
+std::string show_bindings(const std::vector<Binding>& bindings) {
+  std::string out;
+  for (const Binding& binding : bindings) {
+    out += " " + to_string(binding.allocation) + to_string(binding.range);
+  }
+  return out;
+}
+
+struct Create : Command {
+  std::size_t slot;
+  std::uint64_t size;
+  explicit Create(const Shape&)
+      : slot(*rc::gen::inRange<std::size_t>(0, kSlots))
+      , size(*rc::gen::weightedElement<std::uint64_t>({{1, 0}, {6, 16}, {3, 40}, {1, 257}})) {}
+  void apply(Shape& shape) const override { shape.sizes[slot] = size; }
+  void run(const Shape&, Sut& sut) const override {
+    sut.drop(slot);
+    sut.handles[slot] = sut.device.create_buffer(size);
+    RC_ASSERT(sut.handles[slot].id() == sut.oracle.create(size));
+    sut.compare("create");
+  }
+  void show(std::ostream& out) const override {
+    out << "slot" << slot << " = create_buffer(" << size << ")";
+  }
+};
+
+struct Drop : Command {
+  std::size_t slot;
+  explicit Drop(const Shape&)
+      : slot(*rc::gen::inRange<std::size_t>(0, kSlots)) {}
+  void apply(Shape& shape) const override { shape.sizes[slot].reset(); }
+  void run(const Shape&, Sut& sut) const override {
+    sut.drop(slot);
+    sut.compare("drop");
+  }
+  void show(std::ostream& out) const override { out << "drop slot" << slot; }
+};
+
+struct Launch : Command {
+  std::string kernel;
+  std::vector<BindSpec> reads;
+  std::vector<BindSpec> writes;
+  BodyPlan plan;
+
+  explicit Launch(const Shape& shape)
+      : kernel(*rc::gen::element<std::string>("fill", "matmul", "gelu")) {
+    const auto read_count = *rc::gen::inRange<std::size_t>(0, 3);
+    const auto write_count = *rc::gen::inRange<std::size_t>(0, 3);
+    for (std::size_t at = 0; at < read_count; ++at) {
+      reads.push_back(*gen_binding(shape));
+    }
+    for (std::size_t at = 0; at < write_count; ++at) {
+      writes.push_back(*gen_binding(shape));
+    }
+    if (!reads.empty() && *rc::gen::weightedElement<int>({{3, 0}, {1, 1}}) == 1) {
+      writes.push_back(*rc::gen::elementOf(reads)); // In place (S5).
+    }
+    plan.kind = *rc::gen::weightedElement<BodyKind>({{8, BodyKind::succeed},
+                                                     {3, BodyKind::fail},
+                                                     {1, BodyKind::throws},
+                                                     {1, BodyKind::check},
+                                                     {2, BodyKind::fail_late}});
+    plan.seed = *rc::gen::arbitrary<std::uint8_t>();
+    plan.error = Error(*rc::gen::element(ErrorKind::Launch, ErrorKind::OutOfMemory),
+                       *rc::gen::element<std::string>("", "bad tile"));
+    if (plan.kind == BodyKind::fail || plan.kind == BodyKind::fail_late) {
+      const auto count = *rc::gen::inRange<std::size_t>(0, 3);
+      for (std::size_t at = 0; at < count; ++at) {
+        const auto output = *rc::gen::inRange<std::uint32_t>(0, 3);
+        const auto begin = *rc::gen::inRange<std::uint64_t>(0, 20);
+        const auto length = *rc::gen::inRange<std::uint64_t>(0, 20);
+        plan.written.push_back(WrittenRange{output, ByteRange::sized(begin, length)});
+      }
+    }
+    plan.std_exception = *rc::gen::arbitrary<bool>();
+  }
+
+  void apply(Shape&) const override {}
+
+  void run(const Shape&, Sut& sut) const override {
+    std::vector<Binding> in;
+    std::vector<Binding> out;
+    for (const BindSpec& spec : reads) {
+      in.push_back(spec.resolve(sut));
+    }
+    for (const BindSpec& spec : writes) {
+      out.push_back(spec.resolve(sut));
+    }
+    auto body = [&](const KernelContext& context) -> LaunchOutcome {
+      std::uint32_t digest = plan.seed;
+      for (std::size_t index = 0; index < context.reads(); ++index) {
+        for (const std::byte byte : context.read(index)) {
+          digest = model::kernel_digest_step(digest, static_cast<std::uint8_t>(byte));
+        }
+      }
+      for (std::size_t index = 0; index < context.writes(); ++index) {
+        const std::span<std::byte> bytes = context.write(index);
+        for (std::size_t position = 0; position < bytes.size(); ++position) {
+          bytes[position] =
+              static_cast<std::byte>(model::kernel_output_byte(digest, plan.seed, index, position));
+        }
+      }
+      switch (plan.kind) {
+      case BodyKind::succeed:
+        return LaunchOutcome::success();
+      case BodyKind::fail:
+        return plan.written.empty() ? LaunchOutcome::failure(plan.error)
+                                    : LaunchOutcome::partial(plan.error, plan.written);
+      case BodyKind::throws:
+        if (plan.std_exception) {
+          throw std::runtime_error(plan.what);
+        }
+        throw 42;
+      case BodyKind::check:
+        sut.backend.check(context);
+        return LaunchOutcome::success();
+      case BodyKind::fail_late:
+        sut.backend.fail_later(context, plan.error, plan.written);
+        return LaunchOutcome::success();
+      case BodyKind::wrote_only: // Not generated here (this body writes every output).
+        throw std::logic_error("wrote_only bodies are the stream test's");
+      }
+      return LaunchOutcome::success();
+    };
+
+    LaunchResult result;
+    std::optional<ErrorKind> binding_error;
+    bool body_threw = false;
+    try {
+      result = sut.device.launch(kernel, in, out, body);
+    } catch (const Exception& error) {
+      binding_error = error.kind();
+    } catch (const std::runtime_error&) {
+      body_threw = true;
+    } catch (int) {
+      body_threw = true;
+    }
+    std::optional<std::pair<FailureId, AllocationId>> choice;
+    if (result.status == LaunchStatus::Skipped && result.failure && result.needed) {
+      choice.emplace(*result.failure, *result.needed);
+    }
+    const model::ModelLaunch expected = sut.oracle.launch(kernel, in, out, plan, choice);
+    if (!expected.binding_errors.empty()) {
+      RC_ASSERT(binding_error.has_value());
+      RC_ASSERT(std::find(expected.binding_errors.begin(), expected.binding_errors.end(),
+                          *binding_error) != expected.binding_errors.end());
+    } else {
+      RC_ASSERT(!binding_error.has_value());
+      RC_ASSERT(body_threw == expected.body_threw); // S3.
+      if (!body_threw) {
+        RC_ASSERT(expected.choice_acceptable); // S1/T3: a root S1 allows.
+        RC_ASSERT(result.status == expected.result.status);
+        RC_ASSERT(result.failure == expected.result.failure); // G1, S4.
+        RC_ASSERT(result.needed == expected.result.needed);
+        RC_ASSERT(result.error == expected.result.error);
+        RC_ASSERT(result.unwritten == expected.result.unwritten); // N2.
+      }
+    }
+    sut.compare("launch " + kernel + " reads" + show_bindings(in) + " writes" + show_bindings(out));
+  }
+
+  void show(std::ostream& out) const override {
+    out << "launch " << kernel << " reads";
+    for (const BindSpec& spec : reads) {
+      out << " " << spec;
+    }
+    out << " writes";
+    for (const BindSpec& spec : writes) {
+      out << " " << spec;
+    }
+    out << " body kind " << static_cast<int>(plan.kind) << " seed " << int{plan.seed} << " written "
+        << plan.written.size();
+  }
+};
+
+struct HostWrite : Command {
+  BindSpec into;
+  std::uint8_t seed;
+  explicit HostWrite(const Shape& shape)
+      : into(*gen_binding(shape))
+      , seed(*rc::gen::arbitrary<std::uint8_t>()) {}
+  void apply(Shape&) const override {}
+  void run(const Shape&, Sut& sut) const override {
+    const Binding binding = into.resolve(sut);
+    std::vector<std::byte> bytes(static_cast<std::size_t>(binding.range.size()),
+                                 static_cast<std::byte>(seed));
+    std::optional<ErrorKind> error;
+    LaunchResult result;
+    try {
+      result = sut.device.write(binding, bytes);
+    } catch (const Exception& thrown) {
+      error = thrown.kind();
+    }
+    const model::ModelLaunch expected = sut.oracle.write(binding, bytes);
+    RC_ASSERT(error.has_value() == !expected.binding_errors.empty());
+    if (!error) {
+      RC_ASSERT(result.status == expected.result.status);
+    }
+    sut.compare("host write");
+  }
+  void show(std::ostream& out) const override { out << "host write " << into; }
+};
+
+struct Read : Command {
+  BindSpec from;
+  explicit Read(const Shape& shape)
+      : from(*gen_binding(shape)) {}
+  void apply(Shape&) const override {}
+  void run(const Shape&, Sut& sut) const override {
+    const Binding binding = from.resolve(sut);
+    std::vector<std::byte> bytes(static_cast<std::size_t>(binding.range.size()));
+    std::optional<ErrorKind> error;
+    ReadOutcome outcome;
+    try {
+      outcome = sut.device.read(binding, bytes);
+    } catch (const Exception& thrown) {
+      error = thrown.kind();
+    }
+    const model::ModelRead expected = sut.oracle.read(binding, bytes.size());
+    if (!expected.binding_errors.empty()) {
+      RC_ASSERT(error == expected.binding_errors.front());
+    } else {
+      RC_ASSERT(!error.has_value());
+      RC_ASSERT(outcome.reports == expected.reports); // D1, G8, G9: exactly.
+      if (outcome.ok()) {
+        for (std::size_t at = 0; at < bytes.size(); ++at) {
+          if (expected.bytes[at]) {
+            RC_ASSERT(static_cast<std::uint8_t>(bytes[at]) == *expected.bytes[at]);
+          }
+        }
+      }
+    }
+    sut.compare("read");
+  }
+  void show(std::ostream& out) const override { out << "read " << from; }
+};
+
+struct Synchronize : Command {
+  explicit Synchronize(const Shape&) {}
+  void apply(Shape&) const override {}
+  void run(const Shape&, Sut& sut) const override {
+    const std::vector<AllocationId> waiting = sut.oracle.dropped();
+    sut.device.synchronize();
+    bool discovered = !waiting.empty();
+    sut.device.memory().for_each_allocation([&](const AllocationInfo& info) {
+      if (!waiting.empty() && info.id == waiting.front()) {
+        discovered = false;
+      }
+    });
+    sut.oracle.synchronize(discovered);
+    sut.compare("synchronize");
+  }
+  void show(std::ostream& out) const override { out << "synchronize"; }
+};
+
+struct Sweep : Command {
+  explicit Sweep(const Shape&) {}
+  void apply(Shape&) const override {}
+  void run(const Shape&, Sut& sut) const override {
+    sut.device.sweep();
+    sut.oracle.sweep();
+    sut.compare("sweep");
+  }
+  void show(std::ostream& out) const override { out << "sweep"; }
+};
+
+void run_sequence(UnwrittenReads reads) {
+  const Shape initial;
+  Sut sut(reads);
+  const auto commands = *rc::gen::scale(
+      3.0, rc::state::gen::commands(
+               initial, rc::state::gen::execOneOfWithArgs<Create, Create, Drop, Launch, Launch,
+                                                          Launch, Launch, HostWrite, HostWrite,
+                                                          Read, Read, Synchronize, Sweep>()));
+  rc::state::runAll(commands, initial, sut);
+
+  // N1, R4: synchronised, every handle dropped and swept, no failure is
+  // left — the NeverWritten one included.
+  sut.device.synchronize();
+  sut.oracle.synchronize(true);
+  for (std::size_t slot = 0; slot < kSlots; ++slot) {
+    sut.drop(slot);
+  }
+  sut.device.sweep();
+  sut.oracle.sweep();
+  sut.compare("the end: drop everything, sweep");
+  RC_ASSERT(!sut.device.memory().never_written_failure().has_value());
+  RC_ASSERT(sut.device.graph().empty());
+}
+
+RC_GTEST_PROP(NeverWrittenModel, N1_N2_N3_UnderSkipTheDeviceAgreesWithTheOracleAfterEveryCommand,
+              ()) {
+  run_sequence(UnwrittenReads::Skip);
+}
+
+RC_GTEST_PROP(NeverWrittenModel, N1_N2_N3_UnderReportTheDeviceAgreesWithTheOracleAfterEveryCommand,
+              ()) {
+  run_sequence(UnwrittenReads::Report);
+}
+
+} // namespace
+} // namespace taintpool
