@@ -56,7 +56,8 @@ class NvtxMemoryCalls {
 /// The real calls, in the process-wide NVTX domain "taintpool" (created on
 /// first use and never destroyed: every NvtxRegions shares it, so one
 /// going cannot end another's domain). Without an NVTX tool attached
-/// each call is an empty function. Thread-safe (NVTX is).
-[[nodiscard]] NvtxMemoryCalls& nvtx_memory_api() noexcept;
+/// each call is an empty function. Thread-safe (NVTX is). The first call
+/// may throw std::bad_alloc (the object is made then); later ones cannot.
+[[nodiscard]] NvtxMemoryCalls& nvtx_memory_api();
 
 } // namespace taintpool::cuda

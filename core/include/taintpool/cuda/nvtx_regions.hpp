@@ -106,8 +106,9 @@ namespace taintpool::cuda {
 /// Pages as NVTX heaps, allocations as NVTX regions (see above).
 class NvtxRegions final : public AllocationObserver {
  public:
-  /// Makes the real NVTX calls (nvtx_memory_api(); no CUDA call).
-  NvtxRegions() noexcept;
+  /// Makes the real NVTX calls (nvtx_memory_api(); no CUDA call). May
+  /// throw std::bad_alloc the first time (nvtx_memory_api()).
+  NvtxRegions();
   /// Makes its calls through `calls`, which must outlive it (a test's
   /// recording calls, another tool's).
   explicit NvtxRegions(NvtxMemoryCalls& calls) noexcept;
