@@ -64,7 +64,8 @@ class AllocationObserver {
   /// whole pages instead (its pre-virtual-memory behaviour; more storage
   /// calls, and free space split across pages). cuda::NvtxRegions says no:
   /// compute-sanitizer accepts only whole cudaMalloc (or cuMemAlloc)
-  /// allocations as NVTX heaps, and rejects a cuMemMap chunk.
+  /// allocations as NVTX heaps, and rejects a cuMemMap chunk. Asked when
+  /// a lane's arena first grows: the answer must not change.
   [[nodiscard]] virtual bool accepts_mapped_chunks() const noexcept { return true; }
 
  protected:
