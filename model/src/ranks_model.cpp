@@ -44,6 +44,9 @@ struct Contribution {
   std::uint64_t more = 0;                ///< Distinct roots past kRoots.
 
   std::vector<std::uint64_t> piece_at; ///< Per byte: the piece holding it.
+  /// N2 under Report: the never-written runs read (allocation-relative),
+  /// which count as clean here (writer 0).
+  std::vector<UnwrittenRead> unwritten;
 
   /// The piece holding contribution byte `byte`.
   [[nodiscard]] std::uint64_t piece_of(std::uint64_t byte) const { return piece_at.at(byte); }
@@ -60,8 +63,22 @@ Contribution contribution_of(const DeviceModel& model, const Binding& send, Data
       writers[byte] = failure.raw();
     }
   }
+  // N2: under Report, the never-written bytes are read and listed, never
+  // stale: each maximal run of them, then their writer is 0.
+  const std::optional<FailureId> never_written = model.never_written_failure();
+  const std::uint64_t listed =
+      model.unwritten_reads() == UnwrittenReads::Report && never_written ? never_written->raw() : 0;
   for (std::uint64_t byte = send.range.begin(); byte < send.range.end(); ++byte) {
-    out.writer.push_back(writers.at(byte));
+    std::uint64_t writer = writers.at(byte);
+    if (listed != 0 && writer == listed) {
+      if (!out.unwritten.empty() && out.unwritten.back().bytes.end() == byte) {
+        out.unwritten.back().bytes = ByteRange::of(out.unwritten.back().bytes.begin(), byte + 1);
+      } else {
+        out.unwritten.push_back(UnwrittenRead{send.allocation, ByteRange::of(byte, byte + 1)});
+      }
+      writer = 0;
+    }
+    out.writer.push_back(writer);
     out.value.push_back(values.at(byte));
   }
   const std::uint64_t elements = out.writer.size() / out.element;
@@ -413,6 +430,10 @@ std::vector<RanksModel::Expected> RanksModel::collective(const Collective& colle
       writes.push_back(*call.recv);
     }
     expected[at].launch = rank(me).exchange(kernel, reads, writes, plan);
+    if (call.send) {
+      // N2: what it read never written, listed (under Report only).
+      expected[at].launch.result.unwritten = contributions.at(me).unwritten;
+    }
     expected[at].stale_bytes = stale_bytes;
     expected[at].verdict_pending = !immediate;
   }

@@ -18,12 +18,15 @@
 #include <taintpool/device/device.hpp>
 #include <taintpool/exception.hpp>
 #include <taintpool/host/host_backend.hpp>
+#include <taintpool/model/ranks_model.hpp>
 
 #include <gtest/gtest.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -47,6 +50,7 @@ struct Rank {
   CollectiveBackend backend{host};
   Device device;
   Collectives collectives;
+  std::vector<Allocation> kept; ///< Buffers a test keeps alive.
 };
 
 struct World {
@@ -183,6 +187,86 @@ TEST(CollectivesNeverWritten, N2_UnderReportAnotherFailureOfTheSameInputIsStillC
     EXPECT_TRUE(device.stale_reports(part(buffers.recv[at], 64, kBytes)).empty());
     device.check_invariants();
   }
+}
+
+/// The same program on the ranks model (model::RanksModel, which shares no
+/// code with the collective layer), compared call by call and rank by rank:
+/// rank 1's send half never written, and, if `fail_first_half`, its other
+/// half claimed by a failed launch; then an all-reduce.
+void expect_as_the_model(UnwrittenReads reads, bool fail_first_half) {
+  SCOPED_TRACE(std::string(reads == UnwrittenReads::Report ? "Report" : "Skip") +
+               (fail_first_half ? ", a failed half" : ""));
+  World world(kRanks, reads);
+  model::RanksModel ranks(kRanks);
+  std::vector<Binding> send;
+  std::vector<Binding> recv;
+  for (int rank = 0; rank < kRanks; ++rank) {
+    Device& device = world[rank].device;
+    model::DeviceModel& model = ranks.rank(rank);
+    model.set_id_space(device.memory().id_space());
+    model.set_fresh_bytes(FreshBytes::NeverWritten, reads);
+    const Allocation s = device.create_buffer(kBytes);
+    const Allocation r = device.create_buffer(kBytes);
+    ASSERT_EQ(model.create(kBytes), s.id());
+    ASSERT_EQ(model.create(kBytes), r.id());
+    world[rank].kept = {s, r};
+    send.push_back(s.whole());
+    recv.push_back(r.whole());
+    const std::uint64_t written = rank == 1 ? kBytes / 2 : kBytes;
+    const Binding into = part(s, 0, written);
+    const std::vector<std::byte> ones = filled(written, 1);
+    ASSERT_EQ(device.write(into, ones).status, model.write(into, ones).result.status);
+  }
+  if (fail_first_half) {
+    const Binding half = part(world[1].kept[0], 0, 64);
+    model::BodyPlan plan;
+    plan.kind = model::BodyKind::fail;
+    plan.error = Error::out_of_memory("no room for the activations");
+    // The body writes what the model's failing body writes, then fails.
+    const LaunchResult failed =
+        world[1].device.launch("backward", {}, {half}, [&](const KernelContext& context) {
+          const std::span<std::byte> out = context.write(0);
+          for (std::size_t at = 0; at < out.size(); ++at) {
+            out[at] =
+                static_cast<std::byte>(model::kernel_output_byte(plan.seed, plan.seed, 0, at));
+          }
+          return LaunchOutcome::failure(plan.error);
+        });
+    const std::vector<Binding> writes{half};
+    EXPECT_EQ(failed.failure, ranks.rank(1).launch("backward", {}, writes, plan).result.failure);
+  }
+  model::RanksModel::Collective spec;
+  spec.name = "grads";
+  spec.count = kBytes;
+  for (int rank = 0; rank < kRanks; ++rank) {
+    const auto at = static_cast<std::size_t>(rank);
+    spec.calls.push_back(
+        model::RanksModel::Call{rank, CollectiveKind::all_reduce, send[at], recv[at]});
+  }
+  const std::vector<model::RanksModel::Expected> expected = ranks.collective(spec);
+  for (int rank = 0; rank < kRanks; ++rank) {
+    const auto at = static_cast<std::size_t>(rank);
+    const CollectiveResult result =
+        world[rank].collectives.all_reduce(world[rank].device.default_stream(), "grads", send[at],
+                                           recv[at], DataType::u8, ReduceOp::sum);
+    EXPECT_EQ(result.launch.status, expected[at].launch.result.status) << "rank " << rank;
+    EXPECT_EQ(result.launch.unwritten, expected[at].launch.result.unwritten) << "rank " << rank;
+    EXPECT_EQ(result.stale_bytes, expected[at].stale_bytes) << "rank " << rank;
+    EXPECT_EQ(result.verdict_pending, expected[at].verdict_pending) << "rank " << rank;
+  }
+  for (int rank = 0; rank < kRanks; ++rank) {
+    world[rank].device.synchronize();
+    ranks.rank(rank).synchronize(false);
+    const std::optional<std::string> difference = ranks.rank(rank).mismatch(world[rank].device);
+    EXPECT_FALSE(difference.has_value()) << "rank " << rank << ": " << difference.value_or("");
+  }
+}
+
+TEST(CollectivesNeverWritten, N2_C4_EveryRankAgreesWithTheRanksModelUnderBothPolicies) {
+  expect_as_the_model(UnwrittenReads::Skip, false);
+  expect_as_the_model(UnwrittenReads::Report, false);
+  expect_as_the_model(UnwrittenReads::Skip, true);
+  expect_as_the_model(UnwrittenReads::Report, true);
 }
 
 TEST(CollectivesNeverWritten, D1_InTheDefaultModeTheUnwrittenHalfIsTrustedAndNothingIsListed) {

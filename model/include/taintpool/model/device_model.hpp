@@ -224,6 +224,8 @@ class DeviceModel {
     fresh_ = fresh;
     unwritten_reads_ = reads;
   }
+  /// N2: the launch policy set_fresh_bytes set (collectives follow it).
+  [[nodiscard]] UnwrittenReads unwritten_reads() const noexcept { return unwritten_reads_; }
   /// The live NeverWritten failure, if any.
   [[nodiscard]] std::optional<FailureId> never_written_failure() const {
     if (never_written_ != 0 && failures_.count(never_written_) != 0) {
