@@ -340,6 +340,9 @@ TEST(MemoryConfigChecks, P3_EachInconsistencyIsRejectedByName) {
   bad.arena_min_growth = 0;
   expect_rejected(bad, "arena min growth 0 is not a positive multiple of the alignment");
   bad = config;
+  bad.arena_ramp_growth = 1000;
+  expect_rejected(bad, "arena ramp growth 1000 is not a multiple of the alignment");
+  bad = config;
   bad.alignment = 512;
   expect_rejected(bad, "exceeds the storage's page alignment 256");
 }

@@ -377,7 +377,8 @@ ArenaPool::ArenaPool(Storage& storage, SliceCache& cache, MemoryStats& stats, st
     : SlicedPool(storage, cache, stats, unit, 0, Fit::Best)
     , address_space_(config.arena_address_space)
     , growth_divisor_(config.arena_growth_divisor)
-    , min_growth_(config.arena_min_growth) {
+    , min_growth_(config.arena_min_growth)
+    , ramp_growth_(config.arena_ramp_growth) {
 }
 
 VirtualMemory* ArenaPool::virtual_memory() noexcept {
@@ -392,6 +393,8 @@ std::uint64_t ArenaPool::growth(std::uint64_t need, std::uint64_t granule) const
   std::uint64_t step = growth_divisor_ != 0 ? held_ / growth_divisor_ : 0;
   step = max_of(step, need);
   step = max_of(step, min_growth_);
+  // Young: at least double, up to the ramp's cap (MemoryConfig says why).
+  step = max_of(step, std::min(held_, ramp_growth_));
   return round_up(step, granule);
 }
 

@@ -186,7 +186,8 @@ class ArenaPool final : public SlicedPool {
  private:
   /// The storage's virtual memory, asked once (the answer may not change).
   [[nodiscard]] VirtualMemory* virtual_memory() noexcept;
-  /// How much to grow by when `need` bytes are missing: the growth rule.
+  /// How much to grow by when `need` bytes are missing: the growth rule
+  /// (MemoryConfig: 1/divisor of what it holds, the minimum, and the ramp).
   [[nodiscard]] std::uint64_t growth(std::uint64_t need, std::uint64_t granule) const noexcept;
   [[nodiscard]] Slice* grow_mapped(VirtualMemory& memory, std::uint64_t extent);
   [[nodiscard]] Slice* grow_pages(std::uint64_t extent);
@@ -201,6 +202,7 @@ class ArenaPool final : public SlicedPool {
   std::uint64_t address_space_;
   std::uint64_t growth_divisor_;
   std::uint64_t min_growth_;
+  std::uint64_t ramp_growth_;
   std::uint64_t held_ = 0; ///< Bytes of memory this arena holds.
   VirtualMemory* memory_ = nullptr;
   bool memory_asked_ = false;
