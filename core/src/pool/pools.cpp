@@ -457,7 +457,41 @@ Slice* ArenaPool::add_reservation(VirtualMemory& memory, std::uint64_t size) {
   hole->extent = size;
   hole->state = SliceState::Unmapped;
   page->first = hole;
+  link_unmapped(hole);
   return hole;
+}
+
+void ArenaPool::link_unmapped(Slice* hole) noexcept {
+  Page* page = hole->page;
+  Slice* before = nullptr;
+  Slice* after = page->unmapped;
+  while (after != nullptr && after->offset < hole->offset) {
+    before = after;
+    after = after->bin_next;
+  }
+  hole->bin_prev = before;
+  hole->bin_next = after;
+  if (before != nullptr) {
+    before->bin_next = hole;
+  } else {
+    page->unmapped = hole;
+  }
+  if (after != nullptr) {
+    after->bin_prev = hole;
+  }
+}
+
+void ArenaPool::unlink_unmapped(Slice* hole) noexcept {
+  if (hole->bin_prev != nullptr) {
+    hole->bin_prev->bin_next = hole->bin_next;
+  } else {
+    hole->page->unmapped = hole->bin_next;
+  }
+  if (hole->bin_next != nullptr) {
+    hole->bin_next->bin_prev = hole->bin_prev;
+  }
+  hole->bin_prev = nullptr;
+  hole->bin_next = nullptr;
 }
 
 Slice* ArenaPool::grow_mapped(VirtualMemory& memory, std::uint64_t extent) {
@@ -468,13 +502,7 @@ Slice* ArenaPool::grow_mapped(VirtualMemory& memory, std::uint64_t extent) {
   Slice* hole = nullptr;
   std::uint64_t need = 0;
   for (Page* page = pages_; page != nullptr; page = page->next) {
-    if (!page->reservation) {
-      continue;
-    }
-    for (Slice* slice = page->first; slice != nullptr; slice = slice->page_next) {
-      if (slice->state != SliceState::Unmapped) {
-        continue;
-      }
+    for (Slice* slice = page->unmapped; slice != nullptr; slice = slice->bin_next) {
       const Slice* left = slice->page_prev;
       const Slice* right = slice->page_next;
       const std::uint64_t before =
@@ -520,6 +548,7 @@ Slice* ArenaPool::grow_mapped(VirtualMemory& memory, std::uint64_t extent) {
   } catch (...) {
     if (created) {
       unlink_page(page);
+      unlink_unmapped(hole);
       cache_.give(hole);
       memory.unreserve(page->handle, page->size);
       delete page;
@@ -538,8 +567,9 @@ Slice* ArenaPool::grow_mapped(VirtualMemory& memory, std::uint64_t extent) {
 
   Slice* fresh = hole;
   if (amount == hole->extent) {
+    unlink_unmapped(hole);
     hole->state = SliceState::Free;
-  } else {
+  } else { // The hole keeps its place in the unmapped list: its order holds.
     fresh = cache_.take();
     fresh->page = page;
     fresh->offset = hole->offset;
@@ -577,6 +607,7 @@ void ArenaPool::carve_unmapped(Slice* slice, std::uint64_t offset, std::uint64_t
   hole->offset = offset;
   hole->extent = size;
   hole->state = SliceState::Unmapped;
+  link_unmapped(hole);
   if (offset + size < end) {
     Slice* rest = cache_.take();
     rest->page = hole->page;
@@ -591,10 +622,12 @@ void ArenaPool::carve_unmapped(Slice* slice, std::uint64_t offset, std::uint64_t
     bins_.insert(rest);
   }
   if (Slice* left = hole->page_prev; left != nullptr && left->state == SliceState::Unmapped) {
+    unlink_unmapped(hole);
     absorb(left, hole);
     hole = left;
   }
   if (Slice* right = hole->page_next; right != nullptr && right->state == SliceState::Unmapped) {
+    unlink_unmapped(right);
     absorb(hole, right);
   }
 }
@@ -640,6 +673,7 @@ Released ArenaPool::release_free_pages() {
       unmap_free_chunks(page, released);
       if (page->chunks.empty()) {
         // Only address space left: one Unmapped slice. Give it back.
+        unlink_unmapped(page->first);
         cache_.give(page->first);
         unlink_page(page);
         free_page(page);
@@ -648,6 +682,14 @@ Released ArenaPool::release_free_pages() {
     page = next;
   }
   return released;
+}
+
+void ArenaPool::release_all_pages() noexcept {
+  // Every slice goes back to the cache with its page: the lists go too.
+  for (Page* page = pages_; page != nullptr; page = page->next) {
+    page->unmapped = nullptr;
+  }
+  SlicedPool::release_all_pages();
 }
 
 void ArenaPool::free_page(Page* page) noexcept {
@@ -670,6 +712,23 @@ void ArenaPool::check_invariants(MemoryStats& seen) const {
   std::uint64_t held = 0;
   for (const Page* page = pages_; page != nullptr; page = page->next) {
     held += page->mapped;
+    // The unmapped list holds exactly the page's Unmapped slices, by offset.
+    const Slice* listed = page->unmapped;
+    const Slice* previous_listed = nullptr;
+    for (const Slice* slice = page->first; slice != nullptr; slice = slice->page_next) {
+      if (slice->state != SliceState::Unmapped) {
+        continue;
+      }
+      if (listed != slice || slice->bin_prev != previous_listed) {
+        layout_violation("an unmapped slice at offset " + std::to_string(slice->offset) +
+                         " is not in its page's unmapped list in address order");
+      }
+      previous_listed = listed;
+      listed = listed->bin_next;
+    }
+    if (listed != nullptr) {
+      layout_violation("a page's unmapped list names a slice that is not unmapped");
+    }
     if (!page->reservation) {
       continue;
     }

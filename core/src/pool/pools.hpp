@@ -179,6 +179,7 @@ class ArenaPool final : public SlicedPool {
             const MemoryConfig& config);
 
   Released release_free_pages() override;
+  void release_all_pages() noexcept override;
   void check_invariants(MemoryStats& seen) const override;
 
  protected:
@@ -201,6 +202,10 @@ class ArenaPool final : public SlicedPool {
   /// Turns [offset, offset + size) of the Free slice `slice` into an Unmapped
   /// slice (merged with Unmapped neighbours). Needs two spare records.
   void carve_unmapped(Slice* slice, std::uint64_t offset, std::uint64_t size) noexcept;
+  /// Files an Unmapped slice in its page's unmapped list, by offset.
+  static void link_unmapped(Slice* hole) noexcept;
+  /// Takes an Unmapped slice out of its page's unmapped list.
+  static void unlink_unmapped(Slice* hole) noexcept;
 
   std::uint64_t address_space_;
   std::uint64_t growth_divisor_;
