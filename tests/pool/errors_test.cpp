@@ -183,6 +183,35 @@ TEST_F(PoolTest, P3_ABindingToAnAllocationThatIsGoneIsNotFound) {
   EXPECT_EQ(kind_thrown([&] { memory->written(never); }), ErrorKind::NotFound);
 }
 
+// allocate() ends the allocations dropped since the last call first but
+// erases their table entries on its way out (a cache-miss hiding measure):
+// on every way out, a throw included, so no ended allocation stays findable.
+TEST_F(PoolTest, P1_AllocationsEndedByAnAllocateThatThrowsAreGoneFromTheTable) {
+  std::vector<Binding> ended;
+  {
+    std::vector<Allocation> batch;
+    for (int index = 0; index < 20; ++index) { // more than one allocate defers
+      batch.push_back(memory->allocate(100 + static_cast<std::uint64_t>(index)));
+      ended.push_back(batch.back().whole());
+    }
+  }
+  EXPECT_EQ(kind_thrown([&] { (void)memory->allocate((1 << 20) + 1); }), ErrorKind::BufferTooBig);
+  for (const Binding& binding : ended) {
+    EXPECT_FALSE(memory->contains(binding.allocation));
+    EXPECT_EQ(kind_thrown([&] { (void)memory->failure(binding); }), ErrorKind::NotFound);
+  }
+  EXPECT_EQ(memory->stats().allocations, 0u);
+  memory->check_invariants();
+  // And on the way out of one that succeeds, with the table reused at once.
+  Allocation again = memory->allocate(100);
+  const Binding dropped = again.whole();
+  again.reset();
+  Allocation next = memory->allocate(100);
+  EXPECT_FALSE(memory->contains(dropped.allocation));
+  EXPECT_TRUE(memory->contains(next.id()));
+  memory->check_invariants();
+}
+
 TEST_F(PoolTest, P3_TaintingWithADeadFailureIsAContractViolationThatChangesNothing) {
   Allocation buffer = memory->allocate(100);
   const FailureId gone = fail();

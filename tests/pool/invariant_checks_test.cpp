@@ -250,6 +250,18 @@ TEST_F(PoolChecks, P2_AnUnmappedSliceOnAPageOfMemoryIsCaught) {
   page.mapped = mapped;
 }
 
+TEST_F(PoolChecks, P2_AnUnmappedRangeGrowthCannotSeeIsCaught) {
+  const Allocation big = memory->allocate(100 << 10); // 128 KiB mapped, the rest unmapped
+  Slice& bound = slice_of(big);
+  Page& page = *bound.page;
+  Slice& tail = last_on_page(bound);
+  ASSERT_EQ(tail.state, SliceState::Unmapped);
+  ASSERT_EQ(page.unmapped, &tail) << "growth finds the unmapped tail through the list";
+  corrupt(page.unmapped, static_cast<Slice*>(nullptr),
+          "is not in its page's unmapped list in address order");
+  corrupt(tail.bin_next, &bound, "a page's unmapped list names a slice that is not unmapped");
+}
+
 // ------------------------------------------------------------ the size bins
 
 TEST_F(PoolChecks, P2_AFiledSliceThatIsNotFreeIsCaught) {
@@ -339,6 +351,9 @@ TEST(MemoryConfigChecks, P3_EachInconsistencyIsRejectedByName) {
   bad = config;
   bad.arena_min_growth = 0;
   expect_rejected(bad, "arena min growth 0 is not a positive multiple of the alignment");
+  bad = config;
+  bad.arena_ramp_growth = 1000;
+  expect_rejected(bad, "arena ramp growth 1000 is not a multiple of the alignment");
   bad = config;
   bad.alignment = 512;
   expect_rejected(bad, "exceeds the storage's page alignment 256");

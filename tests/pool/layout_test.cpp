@@ -215,6 +215,44 @@ TEST(PoolArenaWithoutVirtualMemory, P2_TheArenaGrowsByPagesAndStillFitsBest) {
   memory.check_invariants();
 }
 
+// The default configuration, as users get it: 2 MiB granules, a 2 MiB
+// minimum step, 1/64 of what the arena holds, and the young arena's ramp.
+TEST(PoolArenaGrowth, P2_AYoungArenaAtLeastDoublesUpToSixteenMiBAStep) {
+  HostStorage host; // 2 MiB granules, virtual memory
+  CountingStorage counting(host);
+  ErrorGraph graph;
+  MemoryManager memory(counting, graph);
+  std::vector<Allocation> live;
+  std::vector<std::uint64_t> reserved_after_each_map;
+  while (memory.stats().reserved < (std::uint64_t{128} << 20)) {
+    const std::uint64_t maps = counting.counts().maps;
+    live.push_back(memory.allocate(std::uint64_t{1} << 20)); // arena: above 64 KiB
+    if (counting.counts().maps != maps) {
+      reserved_after_each_map.push_back(memory.stats().reserved >> 20);
+    }
+  }
+  const std::vector<std::uint64_t> expected = {2, 4, 8, 16, 32, 48, 64, 80, 96, 112, 128};
+  EXPECT_EQ(reserved_after_each_map, expected)
+      << "2 MiB steps would take 64 maps to reach 128 MiB; the ramp takes 11";
+  EXPECT_EQ(memory.stats().in_use, live.size() << 20);
+  memory.check_invariants();
+}
+
+TEST(PoolArenaGrowth, P2_PastTheRampAnArenaGrowsByOneSixtyFourthOfWhatItHolds) {
+  HostStorage host;
+  CountingStorage counting(host);
+  ErrorGraph graph;
+  MemoryManager memory(counting, graph);
+  // 1.5 GiB at once: one map of exactly that (the request is the need).
+  Allocation big = memory.allocate(std::uint64_t{1536} << 20);
+  EXPECT_EQ(memory.stats().reserved, std::uint64_t{1536} << 20);
+  // Then a 1 MiB buffer: the step is 1536 / 64 = 24 MiB, above the ramp's 16.
+  Allocation small = memory.allocate(std::uint64_t{1} << 20);
+  EXPECT_EQ(counting.counts().maps, 2u);
+  EXPECT_EQ(memory.stats().reserved, std::uint64_t{1560} << 20);
+  memory.check_invariants();
+}
+
 TEST(PoolConfig, P3_AConfigThatCannotWorkIsRefusedUpFront) {
   HostStorage host(256);
   ErrorGraph graph;

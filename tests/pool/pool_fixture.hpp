@@ -18,7 +18,9 @@ namespace taintpool::testing {
 
 /// Pools: sliced up to 1 KiB on 8 KiB pages, sliced up to 16 KiB on 64 KiB
 /// pages, the arena above (up to 1 MiB), reserving 4 MiB of address space
-/// at a time and growing by at least 64 KiB. Alignment 256.
+/// at a time and growing by at least 64 KiB, without the young arena's ramp
+/// (so each growth is what the test says; the default ramp has tests of its
+/// own). Alignment 256.
 inline MemoryConfig small_ladder() {
   MemoryConfig config;
   config.alignment = 256;
@@ -26,6 +28,7 @@ inline MemoryConfig small_ladder() {
   config.max_allocation = 1 << 20;
   config.arena_address_space = 4 << 20;
   config.arena_min_growth = 64 << 10;
+  config.arena_ramp_growth = 0;
   return config;
 }
 

@@ -49,6 +49,10 @@ void MemoryConfig::validate(std::uint64_t storage_alignment) const {
     reject("arena min growth " + std::to_string(arena_min_growth) +
            " is not a positive multiple of the alignment, at most 2^63");
   }
+  if (arena_ramp_growth % alignment != 0 || arena_ramp_growth > (UINT64_MAX >> 1)) {
+    reject("arena ramp growth " + std::to_string(arena_ramp_growth) +
+           " is not a multiple of the alignment, at most 2^63");
+  }
 }
 
 } // namespace taintpool

@@ -286,13 +286,31 @@ void SlicedPool::release(Slice* slice) noexcept {
   }
   // Parked first, so merging the oldest cannot absorb it as a free neighbour.
   slice->state = SliceState::Recent;
+  // Merging it later reads its neighbours, cache misses with many live
+  // allocations: fetch them now, while it waits (hints only).
+  __builtin_prefetch(slice->page_prev, 1);
+  __builtin_prefetch(slice->page_next, 1);
   if (recent_count_ == kept_) {
     Slice* oldest = recent_[0];
     std::copy(recent_.begin() + 1, recent_.end(), recent_.begin());
     --recent_count_;
     merge(oldest);
+    // The next release merges the slice now oldest: its neighbours arrived
+    // (fetched when it was parked), so fetch what unfiling them touches,
+    // their free-index neighbours. Hints: they may change before then.
+    if (recent_count_ != 0) {
+      prefetch_unfiling(recent_[0]->page_prev);
+      prefetch_unfiling(recent_[0]->page_next);
+    }
   }
   recent_[recent_count_++] = slice;
+}
+
+void SlicedPool::prefetch_unfiling(const Slice* neighbour) noexcept {
+  if (neighbour != nullptr && neighbour->state == SliceState::Free) {
+    __builtin_prefetch(neighbour->bin_prev, 1);
+    __builtin_prefetch(neighbour->bin_next, 1);
+  }
 }
 
 void SlicedPool::consolidate() noexcept {
@@ -377,7 +395,8 @@ ArenaPool::ArenaPool(Storage& storage, SliceCache& cache, MemoryStats& stats, st
     : SlicedPool(storage, cache, stats, unit, 0, Fit::Best)
     , address_space_(config.arena_address_space)
     , growth_divisor_(config.arena_growth_divisor)
-    , min_growth_(config.arena_min_growth) {
+    , min_growth_(config.arena_min_growth)
+    , ramp_growth_(config.arena_ramp_growth) {
 }
 
 VirtualMemory* ArenaPool::virtual_memory() noexcept {
@@ -392,6 +411,8 @@ std::uint64_t ArenaPool::growth(std::uint64_t need, std::uint64_t granule) const
   std::uint64_t step = growth_divisor_ != 0 ? held_ / growth_divisor_ : 0;
   step = max_of(step, need);
   step = max_of(step, min_growth_);
+  // Young: at least double, up to the ramp's cap (MemoryConfig says why).
+  step = max_of(step, std::min(held_, ramp_growth_));
   return round_up(step, granule);
 }
 
@@ -436,7 +457,41 @@ Slice* ArenaPool::add_reservation(VirtualMemory& memory, std::uint64_t size) {
   hole->extent = size;
   hole->state = SliceState::Unmapped;
   page->first = hole;
+  link_unmapped(hole);
   return hole;
+}
+
+void ArenaPool::link_unmapped(Slice* hole) noexcept {
+  Page* page = hole->page;
+  Slice* before = nullptr;
+  Slice* after = page->unmapped;
+  while (after != nullptr && after->offset < hole->offset) {
+    before = after;
+    after = after->bin_next;
+  }
+  hole->bin_prev = before;
+  hole->bin_next = after;
+  if (before != nullptr) {
+    before->bin_next = hole;
+  } else {
+    page->unmapped = hole;
+  }
+  if (after != nullptr) {
+    after->bin_prev = hole;
+  }
+}
+
+void ArenaPool::unlink_unmapped(Slice* hole) noexcept {
+  if (hole->bin_prev != nullptr) {
+    hole->bin_prev->bin_next = hole->bin_next;
+  } else {
+    hole->page->unmapped = hole->bin_next;
+  }
+  if (hole->bin_next != nullptr) {
+    hole->bin_next->bin_prev = hole->bin_prev;
+  }
+  hole->bin_prev = nullptr;
+  hole->bin_next = nullptr;
 }
 
 Slice* ArenaPool::grow_mapped(VirtualMemory& memory, std::uint64_t extent) {
@@ -447,13 +502,7 @@ Slice* ArenaPool::grow_mapped(VirtualMemory& memory, std::uint64_t extent) {
   Slice* hole = nullptr;
   std::uint64_t need = 0;
   for (Page* page = pages_; page != nullptr; page = page->next) {
-    if (!page->reservation) {
-      continue;
-    }
-    for (Slice* slice = page->first; slice != nullptr; slice = slice->page_next) {
-      if (slice->state != SliceState::Unmapped) {
-        continue;
-      }
+    for (Slice* slice = page->unmapped; slice != nullptr; slice = slice->bin_next) {
       const Slice* left = slice->page_prev;
       const Slice* right = slice->page_next;
       const std::uint64_t before =
@@ -499,6 +548,7 @@ Slice* ArenaPool::grow_mapped(VirtualMemory& memory, std::uint64_t extent) {
   } catch (...) {
     if (created) {
       unlink_page(page);
+      unlink_unmapped(hole);
       cache_.give(hole);
       memory.unreserve(page->handle, page->size);
       delete page;
@@ -517,8 +567,9 @@ Slice* ArenaPool::grow_mapped(VirtualMemory& memory, std::uint64_t extent) {
 
   Slice* fresh = hole;
   if (amount == hole->extent) {
+    unlink_unmapped(hole);
     hole->state = SliceState::Free;
-  } else {
+  } else { // The hole keeps its place in the unmapped list: its order holds.
     fresh = cache_.take();
     fresh->page = page;
     fresh->offset = hole->offset;
@@ -556,6 +607,7 @@ void ArenaPool::carve_unmapped(Slice* slice, std::uint64_t offset, std::uint64_t
   hole->offset = offset;
   hole->extent = size;
   hole->state = SliceState::Unmapped;
+  link_unmapped(hole);
   if (offset + size < end) {
     Slice* rest = cache_.take();
     rest->page = hole->page;
@@ -570,10 +622,12 @@ void ArenaPool::carve_unmapped(Slice* slice, std::uint64_t offset, std::uint64_t
     bins_.insert(rest);
   }
   if (Slice* left = hole->page_prev; left != nullptr && left->state == SliceState::Unmapped) {
+    unlink_unmapped(hole);
     absorb(left, hole);
     hole = left;
   }
   if (Slice* right = hole->page_next; right != nullptr && right->state == SliceState::Unmapped) {
+    unlink_unmapped(right);
     absorb(hole, right);
   }
 }
@@ -619,6 +673,7 @@ Released ArenaPool::release_free_pages() {
       unmap_free_chunks(page, released);
       if (page->chunks.empty()) {
         // Only address space left: one Unmapped slice. Give it back.
+        unlink_unmapped(page->first);
         cache_.give(page->first);
         unlink_page(page);
         free_page(page);
@@ -627,6 +682,14 @@ Released ArenaPool::release_free_pages() {
     page = next;
   }
   return released;
+}
+
+void ArenaPool::release_all_pages() noexcept {
+  // Every slice goes back to the cache with its page: the lists go too.
+  for (Page* page = pages_; page != nullptr; page = page->next) {
+    page->unmapped = nullptr;
+  }
+  SlicedPool::release_all_pages();
 }
 
 void ArenaPool::free_page(Page* page) noexcept {
@@ -649,6 +712,23 @@ void ArenaPool::check_invariants(MemoryStats& seen) const {
   std::uint64_t held = 0;
   for (const Page* page = pages_; page != nullptr; page = page->next) {
     held += page->mapped;
+    // The unmapped list holds exactly the page's Unmapped slices, by offset.
+    const Slice* listed = page->unmapped;
+    const Slice* previous_listed = nullptr;
+    for (const Slice* slice = page->first; slice != nullptr; slice = slice->page_next) {
+      if (slice->state != SliceState::Unmapped) {
+        continue;
+      }
+      if (listed != slice || slice->bin_prev != previous_listed) {
+        layout_violation("an unmapped slice at offset " + std::to_string(slice->offset) +
+                         " is not in its page's unmapped list in address order");
+      }
+      previous_listed = listed;
+      listed = listed->bin_next;
+    }
+    if (listed != nullptr) {
+      layout_violation("a page's unmapped list names a slice that is not unmapped");
+    }
     if (!page->reservation) {
       continue;
     }

@@ -154,6 +154,9 @@ class SlicedPool : public Pool {
   Slice* merge(Slice* slice) noexcept;
   /// Drops every page that holds only one free slice.
   Released drop_free_pages() noexcept;
+  /// Cache hints for merging a parked slice later: a free neighbour's
+  /// free-index links (with 10^5 live allocations, each a cache miss).
+  static void prefetch_unfiling(const Slice* neighbour) noexcept;
 
   std::uint64_t page_size_;
 
@@ -176,6 +179,7 @@ class ArenaPool final : public SlicedPool {
             const MemoryConfig& config);
 
   Released release_free_pages() override;
+  void release_all_pages() noexcept override;
   void check_invariants(MemoryStats& seen) const override;
 
  protected:
@@ -186,7 +190,8 @@ class ArenaPool final : public SlicedPool {
  private:
   /// The storage's virtual memory, asked once (the answer may not change).
   [[nodiscard]] VirtualMemory* virtual_memory() noexcept;
-  /// How much to grow by when `need` bytes are missing: the growth rule.
+  /// How much to grow by when `need` bytes are missing: the growth rule
+  /// (MemoryConfig: 1/divisor of what it holds, the minimum, and the ramp).
   [[nodiscard]] std::uint64_t growth(std::uint64_t need, std::uint64_t granule) const noexcept;
   [[nodiscard]] Slice* grow_mapped(VirtualMemory& memory, std::uint64_t extent);
   [[nodiscard]] Slice* grow_pages(std::uint64_t extent);
@@ -197,10 +202,15 @@ class ArenaPool final : public SlicedPool {
   /// Turns [offset, offset + size) of the Free slice `slice` into an Unmapped
   /// slice (merged with Unmapped neighbours). Needs two spare records.
   void carve_unmapped(Slice* slice, std::uint64_t offset, std::uint64_t size) noexcept;
+  /// Files an Unmapped slice in its page's unmapped list, by offset.
+  static void link_unmapped(Slice* hole) noexcept;
+  /// Takes an Unmapped slice out of its page's unmapped list.
+  static void unlink_unmapped(Slice* hole) noexcept;
 
   std::uint64_t address_space_;
   std::uint64_t growth_divisor_;
   std::uint64_t min_growth_;
+  std::uint64_t ramp_growth_;
   std::uint64_t held_ = 0; ///< Bytes of memory this arena holds.
   VirtualMemory* memory_ = nullptr;
   bool memory_asked_ = false;

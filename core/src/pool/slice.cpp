@@ -25,6 +25,10 @@ void release(Slice* slice) noexcept {
   const std::uint64_t before = slice->refs.fetch_sub(1, std::memory_order_acq_rel);
   if (before == 2) {
     // Only the manager's reference is left: tell it the allocation ended.
+    // Its first line (state, page, neighbours) is what the manager reads
+    // first when it discovers the end; with 10^5 live allocations it is a
+    // cache miss there, so ask for it now (a hint: no access, no race).
+    __builtin_prefetch(slice, 1);
     slice->inbox->push(slice);
   } else if (before == 1) {
     // The manager is gone (it dropped its reference when it tombstoned this

@@ -68,6 +68,18 @@ struct MemoryConfig {
   /// The smallest step the arena grows by (see above): a positive multiple
   /// of the alignment. Without virtual memory, the smallest page it asks for.
   std::uint64_t arena_min_growth = std::uint64_t{2} << 20;
+
+  /// While the arena is young it grows by at least what it holds already,
+  /// up to this many bytes a step (0: off): 2, 4, 8, 16, then 16 MiB steps
+  /// until 1/divisor takes over at 1 GiB. Why: every growth is a storage
+  /// call (on CUDA a cuMemCreate + cuMemMap + cuMemSetAccess, tens of
+  /// microseconds), and a fresh manager filling a few hundred MiB would
+  /// otherwise make one per 2 MiB — 64 calls to reach 128 MiB, where this
+  /// makes 11. What it costs: at most this much mapped and not yet used
+  /// when the arena stops growing, which is under 4% from 0.4 GiB on (the
+  /// step is at most what the arena holds, so a small arena at most
+  /// doubles). A multiple of the alignment.
+  std::uint64_t arena_ramp_growth = std::uint64_t{16} << 20;
   /// Told of every page and every allocation (allocation_observer.hpp), or
   /// null: none, the default, which costs nothing. Borrowed: it must
   /// outlive the manager. cuda::NvtxRegions is one (CudaBackend sets it

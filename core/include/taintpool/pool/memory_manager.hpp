@@ -67,6 +67,7 @@
 #include <taintpool/pool/storage.hpp>
 #include <taintpool/taint.hpp>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -267,7 +268,13 @@ class MemoryManager {
     }
   }
   [[nodiscard]] detail::Slice* take_released() noexcept;
-  void end_allocations(detail::Slice* released) noexcept;
+  /// Ends the released allocations (P1) and returns their slices to their
+  /// pools. With erase_later, up to erase_later_capacity of their table
+  /// entries are left for erase_ended(), which the caller must call before
+  /// it returns (allocate does, on every path).
+  void end_allocations(detail::Slice* released, bool erase_later = false) noexcept;
+  /// Erases the table entries end_allocations left.
+  void erase_ended() noexcept;
   [[nodiscard]] detail::Slice& lookup(const Binding& binding) {
     discover_released();
     return lookup_swept(binding);
@@ -319,6 +326,14 @@ class MemoryManager {
   std::vector<std::vector<std::unique_ptr<detail::Pool>>> lanes_;
   detail::IdTable<detail::LiveAllocation> live_;
   detail::Slice* tombstoned_ = nullptr; ///< Ended while handles remain; linked via bin links.
+  /// Ids of allocations ended by this allocate() whose table entries it
+  /// erases on its way out (end_allocations, erase_ended).
+  static constexpr std::size_t erase_later_capacity = 8;
+  /// How far ahead end_allocations fetches along a list of ended
+  /// allocations: enough misses in flight to hide most of their latency.
+  static constexpr std::uint32_t released_lookahead = 4;
+  std::array<std::uint64_t, erase_later_capacity> erase_later_{};
+  std::uint32_t erase_later_count_ = 0;
   MemoryStats stats_;
   NeverWrittenClaim never_written_;   ///< N1: the NeverWritten node (FreshBytes::NeverWritten).
   std::uint32_t space_ = 0;           ///< The id space (see above); handed back by the destructor.

@@ -70,7 +70,8 @@ struct alignas(64) Slice {
   // Line 1: the manager's thread only.
   Slice* page_prev = nullptr; ///< Address order within the page; tombstone list after.
   Slice* page_next = nullptr;
-  Slice* bin_prev = nullptr; ///< Free-index list, while Free.
+  Slice* bin_prev =
+      nullptr; ///< Free-index list while Free; the page's unmapped list while Unmapped.
   Slice* bin_next = nullptr;
   Page* page = nullptr;     ///< Null once Tombstoned and its page is gone.
   std::uint64_t offset = 0; ///< From the page's base.
@@ -112,6 +113,10 @@ struct Page {
   bool reservation = false;
   std::vector<MappedChunk> chunks; ///< A reservation's mapped chunks, by offset.
   std::uint64_t mapped = 0;        ///< Bytes of memory held: the chunks' sum, or `size`.
+  /// A reservation's Unmapped slices by offset, linked through their bin
+  /// links: growth looks only at these, not at every slice (with 10^5 live
+  /// allocations a walk over all of them per growth cost 70% of the time).
+  Slice* unmapped = nullptr;
 };
 
 /// Where handles on any thread hand ended allocations to the manager's
@@ -172,6 +177,11 @@ class SliceCache {
     Slice* slice = spares_;
     spares_ = slice->page_next;
     --count_;
+    // The spares are a long LIFO of records merged away long ago, so the
+    // next one is a cache miss: fetch it now, while this one is used.
+    if (spares_ != nullptr) {
+      __builtin_prefetch(spares_, 1);
+    }
     slice->page_next = nullptr;
     return slice;
   }
