@@ -30,6 +30,9 @@ class FastMutex {
   FastMutex() noexcept = default;
   FastMutex(const FastMutex&) = delete;
   FastMutex& operator=(const FastMutex&) = delete;
+  FastMutex(FastMutex&&) = delete;
+  FastMutex& operator=(FastMutex&&) = delete;
+  ~FastMutex() = default;
 
   /// One compare-and-swap when free; else spin, then sleep.
   void lock() noexcept {
