@@ -15,6 +15,15 @@
 // wake-up is lost; a woken thread takes the lock in state 2, which at worst
 // costs one needless wake later.
 //
+// A process with one thread. glibc's own mutex skips the atomic operations
+// while the process has never had a second thread (__libc_single_threaded),
+// and so does this one: a relaxed load and store, no locked instruction —
+// nothing else can touch the lock then. The flag turns false before a second
+// thread starts (thread creation orders everything before it), so a lock
+// held across pthread_create is given back with the atomic exchange and
+// waiters are woken as usual. A CUDA program always has several threads
+// (the runtime's own): there the lock is the two atomic operations.
+//
 // Guarantees: mutual exclusion with acquire/release ordering, as std::mutex
 // (ThreadSanitizer sees the atomics); not recursive, not fair (a spinning
 // newcomer may overtake a sleeper). Satisfies Lockable.
@@ -22,6 +31,13 @@
 
 #include <atomic>
 #include <cstdint>
+
+#if defined(__has_include)
+#if __has_include(<sys/single_threaded.h>)
+#include <sys/single_threaded.h>
+#define TAINTPOOL_SINGLE_THREADED_FLAG 1
+#endif
+#endif
 
 namespace taintpool::detail {
 
@@ -36,6 +52,10 @@ class FastMutex {
 
   /// One compare-and-swap when free; else spin, then sleep.
   void lock() noexcept {
+    if (single_threaded() && state_.load(std::memory_order_relaxed) == 0) {
+      state_.store(1, std::memory_order_relaxed); // No other thread exists.
+      return;
+    }
     std::uint32_t expected = 0;
     if (state_.compare_exchange_strong(expected, 1, std::memory_order_acquire,
                                        std::memory_order_relaxed)) [[likely]] {
@@ -53,6 +73,10 @@ class FastMutex {
 
   /// One exchange; a wake only if someone may sleep.
   void unlock() noexcept {
+    if (single_threaded()) {
+      state_.store(0, std::memory_order_relaxed); // Nobody can be waiting.
+      return;
+    }
     if (state_.exchange(0, std::memory_order_release) == 2) [[unlikely]] {
       state_.notify_one();
     }
@@ -76,6 +100,15 @@ class FastMutex {
     while (state_.exchange(2, std::memory_order_acquire) != 0) {
       state_.wait(2, std::memory_order_relaxed);
     }
+  }
+
+  /// Whether the process has never had a second thread (glibc >= 2.32).
+  static bool single_threaded() noexcept {
+#ifdef TAINTPOOL_SINGLE_THREADED_FLAG
+    return __libc_single_threaded != 0;
+#else
+    return false;
+#endif
   }
 
   static void pause() noexcept {
