@@ -32,11 +32,8 @@
 #include <atomic>
 #include <cstdint>
 
-#if defined(__has_include)
-#if __has_include(<sys/single_threaded.h>)
+#if __has_include(<sys/single_threaded.h>) // glibc >= 2.32
 #include <sys/single_threaded.h>
-#define TAINTPOOL_SINGLE_THREADED_FLAG 1
-#endif
 #endif
 
 namespace taintpool::detail {
@@ -104,7 +101,7 @@ class FastMutex {
 
   /// Whether the process has never had a second thread (glibc >= 2.32).
   static bool single_threaded() noexcept {
-#ifdef TAINTPOOL_SINGLE_THREADED_FLAG
+#if __has_include(<sys/single_threaded.h>)
     return __libc_single_threaded != 0;
 #else
     return false;
