@@ -16,6 +16,11 @@
 //            stream 1 writes A, then stream 2 reads A (and B, made on
 //            stream 2) and writes C: every second launch crosses streams
 //            and must cost one event record and one wait (O1, O2).
+//   fresh-trusted, fresh-never
+//            issue 15's cycle (bench/fresh_bytes_bench.cpp): create a 4 KiB
+//            buffer, launch once writing all of it (empty body), drop it;
+//            FreshBytes::Trusted vs FreshBytes::NeverWritten, each buffer
+//            the only carrier. Counted per cycle, not per launch.
 //
 // QueueCounter implements QueueBackend by counting: its events are tokens,
 // its waits and finishes do nothing, so what is measured is the Device.
@@ -24,7 +29,7 @@
 // cross shape did not record exactly one event and one wait per crossing
 // launch, or any shape left a failure behind.
 //
-// Usage: launch_profile SHAPE [LAUNCHES]   (default 200000)
+// Usage: launch_profile SHAPE [LAUNCHES]   (default 200000; cycles for fresh-*)
 #include <taintpool/device/device.hpp>
 #include <taintpool/host/host_backend.hpp>
 
@@ -82,6 +87,17 @@ LaunchOutcome empty_body(const KernelContext&) {
   return ran;
 }
 
+/// The fresh shapes' loop: allocate, first full write, drop (N1).
+[[gnu::noinline]] std::uint64_t run_fresh_cycles(Device& device, std::uint64_t cycles) {
+  std::uint64_t ran = 0;
+  for (std::uint64_t at = 0; at < cycles; ++at) {
+    const Allocation buffer = device.create_buffer(4096);
+    const Binding writes[] = {buffer.whole()};
+    ran += device.launch("fill", std::span<const Binding>(), writes, empty_body).ran() ? 1u : 0u;
+  }
+  return ran;
+}
+
 /// The cross shape's loop: a producer on one stream, a consumer on another.
 [[gnu::noinline]] std::uint64_t run_cross_launches(Device& device, StreamId producer,
                                                    StreamId consumer, const Binding& a,
@@ -118,7 +134,9 @@ struct Timer {
 };
 
 int usage() {
-  std::fprintf(stderr, "usage: launch_profile host|async|streams|cross [LAUNCHES]\n");
+  std::fprintf(
+      stderr,
+      "usage: launch_profile host|async|streams|cross|fresh-trusted|fresh-never [LAUNCHES]\n");
   return 2;
 }
 
@@ -169,6 +187,21 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(backend.records),
                 static_cast<unsigned long long>(backend.waits));
     return ran == launches && backend.waits == 0 && device.graph().empty() ? 0 : 1;
+  }
+  if (shape == "fresh-trusted" || shape == "fresh-never") {
+    HostBackend backend;
+    DeviceOptions options;
+    MemoryConfig config;
+    config.fresh_bytes = shape == "fresh-never" ? FreshBytes::NeverWritten : FreshBytes::Trusted;
+    options.memory = config;
+    Device device(backend, options);
+    static_cast<void>(run_fresh_cycles(device, 64));
+    const Timer start;
+    const std::uint64_t ran = run_fresh_cycles(device, launches);
+    std::printf("%s: %.1f CPU ns per create + first write + drop (%llu cycles)\n", shape.c_str(),
+                start.per(launches), static_cast<unsigned long long>(ran));
+    device.sweep();
+    return ran == launches && device.graph().empty() ? 0 : 1;
   }
   if (shape == "cross") {
     QueueCounter backend;

@@ -6,13 +6,17 @@
 //
 //   Threads_Launch   Device::launch, 2 reads + 1 write of 4 KiB, empty body,
 //                    each thread on its own stream (created by the Device).
-//   Threads_Lock     a shared std::mutex locked and unlocked, nothing else:
-//                    the floor the one-lock design sets at each thread count.
+//   Threads_Lock     the Device's lock (detail::FastMutex), shared, locked
+//                    and unlocked with nothing else: the floor the one-lock
+//                    design sets at each thread count.
+//   Threads_StdMutex the same with std::mutex (what the Device used before),
+//                    for comparison.
 //
 // Read items_per_second (launches per second, all threads together) and
 // Time (real time per launch per thread). With one lock, the aggregate rate
 // cannot grow with threads: the question these answer is how much it drops.
 // allocs_per_cycle must read 0 for Threads_Launch (G10). Build Release.
+#include <taintpool/detail/fast_mutex.hpp>
 #include <taintpool/device/device.hpp>
 #include <taintpool/host/host_backend.hpp>
 #include <taintpool/testing/heap_allocations.hpp>
@@ -31,6 +35,7 @@ constexpr std::uint64_t kBuffer = 4096;
 
 std::unique_ptr<HostBackend> shared_backend;
 std::unique_ptr<Device> shared_device;
+detail::FastMutex shared_lock;
 std::mutex shared_mutex;
 
 void make_device(const benchmark::State&) {
@@ -76,12 +81,21 @@ BENCHMARK(Threads_Launch)
 
 void Threads_Lock(benchmark::State& state) {
   for (auto _ : state) {
+    shared_lock.lock();
+    shared_lock.unlock();
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(Threads_Lock)->ThreadRange(1, 8)->UseRealTime();
+
+void Threads_StdMutex(benchmark::State& state) {
+  for (auto _ : state) {
     shared_mutex.lock();
     shared_mutex.unlock();
   }
   state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK(Threads_Lock)->ThreadRange(1, 8)->UseRealTime();
+BENCHMARK(Threads_StdMutex)->ThreadRange(1, 8)->UseRealTime();
 
 } // namespace
 } // namespace taintpool::bench

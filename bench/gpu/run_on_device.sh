@@ -238,7 +238,7 @@ fi
   printf '%s\n' "${rows[@]}"
   echo
   if [ -s "$OUT/stream_bench.md" ]; then
-    grep -E "^\| (bare launch, cudaLaunchKernelExC|\*\*the scope alone|crossing: Device|the scope alone, 3)" "$OUT/stream_bench.md"
+    grep -E "^\| (bare launch, cudaLaunchKernelExC|\*\*the scope alone|the scope alone, 3|crossing: |breakdown: )" "$OUT/stream_bench.md"
     grep -E "^Crossing launches" "$OUT/stream_bench.md"
     echo "threads: | n | raw launches/s | raw ns | Device launches/s | Device ns | host launches/s | host ns |"
     grep -E "^\| [1248] \|" "$OUT/stream_bench.md"

@@ -19,7 +19,8 @@
 //        cudaStreamWaitEvent + the launch; scoped is Device::launch, which
 //        queues exactly that event and wait itself (O1, O2);
 //      breakdown — the same scope on HostBackend (the Device's bookkeeping
-//        alone, on this host's CPU), an uncontended std::mutex lock/unlock,
+//        alone, on this host's CPU), an uncontended lock/unlock of the
+//        Device's lock (detail::FastMutex),
 //        and the two cudaGetLastError calls a <<<>>> body costs.
 //    The headline is (scoped - bare) / bare, with bare the same launch call.
 // 2. Thread scaling (item 5): 1, 2, 4, 8 host threads, each launching the
@@ -44,6 +45,7 @@
 // figures go to bench/RESULTS.md. Exit 77 without a GPU (ctest: skipped).
 #include <taintpool/cuda/cuda_backend.hpp>
 #include <taintpool/cuda/kernel_launch.hpp>
+#include <taintpool/detail/fast_mutex.hpp>
 #include <taintpool/device/device.hpp>
 #include <taintpool/host/host_backend.hpp>
 
@@ -61,7 +63,6 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
-#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -219,7 +220,7 @@ ScopeFigures scope_cost() {
   const Allocation ch = host.create_buffer(kBytes);
   const Binding reads_h[] = {ah.whole(), bh.whole()};
   const Binding writes_h[] = {ch.whole()};
-  std::mutex mutex;
+  taintpool::detail::FastMutex mutex; // The Device's lock (O5).
 
   const auto sync_all = [&] { check(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); };
   std::vector<std::function<void()>> variants = {
@@ -745,8 +746,8 @@ int main(int argc, char** argv) {
        fixed(scope.alone_cross, 1) + " | - |");
   emit("| breakdown: the same scope on HostBackend (Device bookkeeping, this CPU) | " +
        fixed(scope.host_scope, 1) + " | " + percent(scope.host_scope, bare) + " |");
-  emit("| breakdown: std::mutex lock + unlock, uncontended | " + fixed(scope.lock, 1) + " | " +
-       percent(scope.lock, bare) + " |");
+  emit("| breakdown: the Device's lock (detail::FastMutex) lock + unlock, uncontended | " +
+       fixed(scope.lock, 1) + " | " + percent(scope.lock, bare) + " |");
   emit("| breakdown: two cudaGetLastError calls (a <<<>>> body's check) | " +
        fixed(scope.last_errors, 1) + " | " + percent(scope.last_errors, bare) + " |");
   emit("");

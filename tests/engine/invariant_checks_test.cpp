@@ -200,17 +200,35 @@ TEST(ErrorGraphChecks, G1_ANodeWithAnIdNeverMintedIsCaught) {
   EXPECT_NO_THROW(graph.check_invariants());
 }
 
-TEST(ErrorGraphChecks, G1_AnOlderNodeNewerThanTheNewestSlotIsCaught) {
+TEST(ErrorGraphChecks, G1_TwoSlotsHoldingOneIdAreCaught) {
   ErrorGraph graph;
   const FailureId older = graph.insert(Error::generic("older"));
-  graph.tag(older); // Alive when the next insert retires it to the table.
+  graph.tag(older); // Alive: the next insert takes the other slot.
   const FailureId newest = graph.insert(Error::generic("newest"));
   detail::FailureNode& node = node_of(graph, newest);
-  node.id = older.raw(); // The slot claims an id no newer than the table's.
-  expect_graph_violation(graph, "but failure 1 is newer");
+  node.id = older.raw(); // Both slots now claim failure 1.
+  expect_graph_violation(graph, "failure 1 is held by two nodes");
   node.id = newest.raw();
   EXPECT_NO_THROW(graph.check_invariants());
   graph.untag(older);
+}
+
+TEST(ErrorGraphChecks, G1_ASlotHoldingAnIdTheTableHoldsIsCaught) {
+  ErrorGraph graph;
+  const FailureId first = graph.insert(Error::generic("first"));
+  graph.tag(first);
+  const FailureId second = graph.insert(Error::generic("second"));
+  graph.tag(second);
+  // Both slots are taken: the first slot's node (failure 1) moves to the
+  // table, and the new one takes its slot.
+  const FailureId third = graph.insert(Error::generic("third"));
+  detail::FailureNode& node = node_of(graph, third);
+  node.id = first.raw();
+  expect_graph_violation(graph, "failure 1 is held by two nodes");
+  node.id = third.raw();
+  EXPECT_NO_THROW(graph.check_invariants());
+  graph.untag(first);
+  graph.untag(second);
 }
 
 TEST(ErrorGraphChecks, G7_ASkipLogKeepingTheWrongNumberOfRecordsIsCaught) {

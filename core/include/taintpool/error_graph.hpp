@@ -14,16 +14,24 @@
 // it. Two facts make that nearly free:
 //   * ids are monotonic, so the newest node is the one being worked on; and
 //   * provisional failures die young, almost always before the next insert.
-// So the newest node lives in one inline slot, and tag/untag/prune on it are
-// a compare and an increment. A node that is still alive when the next insert
-// comes — a real failure, carried by a stale buffer — moves to an
-// open-addressing table (detail/failure_table.hpp) that never allocates once
-// it has grown to the number of failures a program keeps around. Nothing here
-// allocates per insert (G10); the TornDown error itself has no payload.
+// So nodes live in two inline slots, and tag/untag/prune on a node in
+// either is a compare or two and an increment. A new node takes a vacant
+// slot; a node that is still alive when the next insert finds both slots
+// taken — real failures, carried by stale buffers — moves (the first slot's)
+// to an open-addressing table (detail/failure_table.hpp) that never
+// allocates once it has grown to the number of failures a program keeps
+// around. Why two slots and not one: under FreshBytes::NeverWritten the
+// device's NeverWritten node (N1) outlives many scopes and is touched by
+// each — tagged by every fresh buffer, untagged by its first write, with a
+// provisional failure minted in between. With one slot every such cycle
+// moved it into the table and probed for it there (issue 15's cost); with
+// two it stays put in one slot while provisional failures come and go in
+// the other. Nothing here allocates per insert (G10); the TornDown error
+// itself has no payload.
 //
-// Cost: tag/untag/insert/prune on the newest node are a handful of
-// instructions, inline. On an older node they are a hash probe. Skip records
-// and reports allocate; they are the failure path.
+// Cost: tag/untag/insert/prune on a node in a slot are a handful of
+// instructions, inline. On an older node they are a hash probe. Skip
+// records and reports allocate; they are the failure path.
 //
 // Thread safety: none. The device serialises access; a graph is never shared
 // between threads without a lock around it.
@@ -57,6 +65,7 @@ class ErrorGraph {
   /// its counts behind with no nodes to back them.)
   ErrorGraph(ErrorGraph&& other) noexcept
       : hot_(std::move(other.hot_))
+      , resident_(std::move(other.resident_))
       , cold_(std::exchange(other.cold_, {}))
       , size_(std::exchange(other.size_, 0))
       , next_id_(other.next_id_) {}
@@ -65,6 +74,7 @@ class ErrorGraph {
   ErrorGraph& operator=(ErrorGraph&& other) noexcept {
     if (this != &other) {
       hot_ = std::move(other.hot_);
+      resident_ = std::move(other.resident_);
       cold_ = std::exchange(other.cold_, {});
       size_ = std::exchange(other.size_, 0);
       next_id_ = other.next_id_;
@@ -82,37 +92,33 @@ class ErrorGraph {
   /// G1: a new node with 0 tags, and its id — the previous id plus one,
   /// starting at 1, never reused. Throws std::overflow_error rather than mint
   /// UINT64_MAX itself, so next_id() stays a valid id (never, in practice).
-  /// Allocation-free unless an older node must move to the table and the
-  /// table must grow.
+  /// Allocation-free unless an older node must move to the table (the
+  /// resident slot is taken) and the table must grow.
   FailureId insert(Error error) {
-    if (hot_.id != 0) [[unlikely]] {
-      retire_hot();
-    }
     if (next_id_ == UINT64_MAX) [[unlikely]] {
       throw_ids_exhausted();
     }
-    hot_.id = next_id_++;
-    hot_.tags = 0;
-    hot_.error = std::move(error);
+    detail::FailureNode& slot = vacant_slot();
+    slot.id = next_id_++;
+    slot.tags = 0;
+    slot.error = std::move(error);
     ++size_;
-    return FailureId::from_raw(hot_.id);
+    return FailureId::from_raw(slot.id);
   }
 
   /// insert(Error::torn_down()), for the provisional failure every write
-  /// scope mints (S1): the newest-node slot already holds a TornDown error
-  /// whenever it is vacant, so the common case assigns no error at all.
-  /// Throws as insert() does; part of the G10 zero-allocation path.
-  FailureId insert_provisional() {
-    if (hot_.id != 0) [[unlikely]] {
-      return insert(Error::torn_down());
-    }
+  /// scope mints (S1): a vacant slot already holds a TornDown error, so the
+  /// common case assigns no error at all. Throws as insert() does; part of
+  /// the G10 zero-allocation path.
+  [[gnu::always_inline]] FailureId insert_provisional() {
     if (next_id_ == UINT64_MAX) [[unlikely]] {
       throw_ids_exhausted();
     }
-    hot_.id = next_id_++;
-    hot_.tags = 0;
+    detail::FailureNode& slot = vacant_slot();
+    slot.id = next_id_++;
+    slot.tags = 0;
     ++size_;
-    return FailureId::from_raw(hot_.id);
+    return FailureId::from_raw(slot.id);
   }
 
   /// G2: one more carrier. Throws std::logic_error if `failure` has no node
@@ -152,11 +158,19 @@ class ErrorGraph {
   /// G5: remove the node if nothing carries it — the end of a write scope,
   /// for a provisional failure that claimed nothing or was fully released.
   /// A missing failure is ignored.
-  void prune(FailureId failure) noexcept {
+  [[gnu::always_inline]] void prune(FailureId failure) noexcept {
     detail::FailureNode* node = find(failure.raw());
-    if (node != nullptr && node->tags == 0) {
-      remove(node);
+    if (node == nullptr || node->tags != 0) {
+      return;
     }
+    if (node->skips == nullptr && node->error.kind() == ErrorKind::TornDown &&
+        node->error.message().empty() && !in_table(node)) [[likely]] {
+      // Every successful scope's provisional failure: inline, no call.
+      --size_;
+      node->id = 0;
+      return;
+    }
+    remove(node);
   }
 
   /// G6: the failure's error, or null once it is gone. The pointer is valid
@@ -222,6 +236,9 @@ class ErrorGraph {
     if (hot_.id != 0) {
       fn(FailureId::from_raw(hot_.id), hot_.error, hot_.tags);
     }
+    if (resident_.id != 0) {
+      fn(FailureId::from_raw(resident_.id), resident_.error, resident_.tags);
+    }
     cold_.for_each([&](const detail::FailureNode& node) {
       fn(FailureId::from_raw(node.id), node.error, node.tags);
     });
@@ -234,9 +251,30 @@ class ErrorGraph {
   void check_invariants() const;
 
  private:
+  /// The first vacant slot; with both taken, the first slot's node moves to
+  /// the table (out of line; may throw std::bad_alloc, nothing changed).
+  [[gnu::always_inline]] detail::FailureNode& vacant_slot() {
+    if (hot_.id == 0) [[likely]] {
+      return hot_;
+    }
+    if (resident_.id == 0) {
+      return resident_;
+    }
+    retire_hot();
+    return hot_;
+  }
+
+  /// Whether `node` lives in the table rather than in a slot.
+  [[nodiscard]] bool in_table(const detail::FailureNode* node) const noexcept {
+    return node != &hot_ && node != &resident_;
+  }
+
   [[nodiscard]] detail::FailureNode* find(std::uint64_t id) noexcept {
     if (hot_.id == id) {
       return &hot_;
+    }
+    if (resident_.id == id) {
+      return &resident_;
     }
     return cold_.find(id);
   }
@@ -246,30 +284,38 @@ class ErrorGraph {
 
   void remove(detail::FailureNode* node) noexcept {
     --size_;
-    if (node == &hot_) {
-      if (hot_.skips == nullptr && hot_.error.kind() == ErrorKind::TornDown &&
-          hot_.error.message().empty()) [[likely]] {
+    if (node == &hot_ || node == &resident_) {
+      if (node->skips == nullptr && node->error.kind() == ErrorKind::TornDown &&
+          node->error.message().empty()) [[likely]] {
         // A provisional failure that ended untouched (every successful
         // scope's): the slot already holds what a vacant one does.
-        hot_.id = 0;
-        hot_.tags = 0;
+        node->id = 0;
+        node->tags = 0;
+      } else if (node->skips == nullptr && node->error.message().empty()) {
+        // Payload-free (a NeverWritten node whose last carrier was
+        // written): back to the vacant TornDown without a call.
+        node->id = 0;
+        node->tags = 0;
+        node->error = Error::torn_down();
       } else {
-        hot_.vacate();
+        node->vacate();
       }
     } else {
       cold_.erase(node);
     }
   }
 
-  /// Moves the live newest node into the table; out of line (allocates on growth).
+  /// Moves the first slot's node into the table; out of line (allocates on
+  /// the table's growth).
   void retire_hot();
 
   [[noreturn]] static void throw_missing(const char* operation, FailureId failure);
   [[noreturn]] static void throw_bad_untag(FailureId failure, bool exists);
   [[noreturn]] static void throw_ids_exhausted();
 
-  detail::FailureNode hot_;   ///< The newest node, while it lives (id 0 = vacant).
-  detail::FailureTable cold_; ///< Every other live node.
+  detail::FailureNode hot_;      ///< The first inline slot (id 0 = vacant).
+  detail::FailureNode resident_; ///< The second inline slot (id 0 = vacant).
+  detail::FailureTable cold_;    ///< Every other live node.
   std::size_t size_ = 0;
   std::uint64_t next_id_ = 1;
 };

@@ -115,7 +115,7 @@ ErrorGraph::reports(std::span<const std::pair<FailureId, AllocationId>> claims) 
 
 void ErrorGraph::check_invariants() const {
   cold_.check_invariants("ErrorGraph failure table");
-  const std::size_t live = cold_.size() + (hot_.id != 0 ? 1 : 0);
+  const std::size_t live = cold_.size() + (hot_.id != 0 ? 1 : 0) + (resident_.id != 0 ? 1 : 0);
   if (live != size_) {
     throw std::logic_error("ErrorGraph: size() is " + std::to_string(size_) + " but " +
                            std::to_string(live) + " nodes are live");
@@ -124,11 +124,6 @@ void ErrorGraph::check_invariants() const {
     if (node.id >= next_id_) {
       throw std::logic_error("ErrorGraph: failure " + std::to_string(node.id) +
                              " was never minted (G1: next id is " + std::to_string(next_id_) + ")");
-    }
-    if (hot_.id != 0 && &node != &hot_ && node.id >= hot_.id) {
-      throw std::logic_error("ErrorGraph: the newest-node slot holds failure " +
-                             std::to_string(hot_.id) + " but failure " + std::to_string(node.id) +
-                             " is newer");
     }
     if (node.skips != nullptr) {
       const auto kept = node.skips->ring.size();
@@ -143,6 +138,19 @@ void ErrorGraph::check_invariants() const {
   if (hot_.id != 0) {
     check_node(hot_);
   }
+  if (resident_.id != 0) {
+    check_node(resident_);
+  }
+  // G1: an id names one node. The table holds each id once; a slot's id
+  // must be neither the other slot's nor in the table.
+  auto check_once = [&](const detail::FailureNode& slot, const detail::FailureNode& other) {
+    if (slot.id != 0 && (slot.id == other.id || cold_.find(slot.id) != nullptr)) {
+      throw std::logic_error("ErrorGraph: failure " + std::to_string(slot.id) +
+                             " is held by two nodes (G1: ids are never reused)");
+    }
+  };
+  check_once(hot_, resident_);
+  check_once(resident_, hot_);
   cold_.for_each(check_node);
 }
 

@@ -1,9 +1,9 @@
 // FailureNode and FailureTable: the storage behind ErrorGraph. Internal.
 //
-// The graph keeps the newest node in a dedicated slot and every older live
-// node here. Nodes only land in this table when a failure outlives the next
-// insert — a real failure still carried by a stale buffer — so the table
-// holds "failures a program has not yet cleaned up", typically a handful.
+// The graph keeps two nodes in inline slots and every other live node here. Nodes only land in this
+// table when a second failure outlives the next insert — real failures still
+// carried by stale buffers — so the table holds "failures a program has not
+// yet cleaned up", typically a handful.
 //
 // Shape: an IdTable (detail/id_table.hpp) of nodes keyed by the raw id.
 //
