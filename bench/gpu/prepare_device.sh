@@ -27,7 +27,7 @@ if [ "${1:-}" = "--prebuilt" ]; then
     -DTAINTPOOL_BUILD_TESTS=ON -DTAINTPOOL_GPU_TESTS_ONLY=ON -DTAINTPOOL_BUILD_BENCHMARKS=OFF \
     -DTAINTPOOL_BUILD_GPU_BENCHMARKS=ON -DTAINTPOOL_BUILD_EXAMPLES=OFF -DTAINTPOOL_TORCH=OFF \
     >/dev/null
-  targets="cuda_storage_test cuda_device_test cuda_checked_test cuda_poison_test cuda_streams_test taintpool_stream_bench taintpool_gpu_bench"
+  targets="cuda_storage_test cuda_device_test cuda_checked_test cuda_poison_test cuda_streams_test cuda_never_written_test cuda_nvtx_rules_test taintpool_stream_bench taintpool_gpu_bench"
   # shellcheck disable=SC2086
   cmake --build build/prebuilt -j"$(nproc)" --target $targets
   rm -rf .gpu-prebuilt

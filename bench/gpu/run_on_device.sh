@@ -103,7 +103,7 @@ test_flags=(-DTAINTPOOL_BUILD_TESTS=OFF)
 if [ "$have_gtest" = 1 ]; then
   test_flags=(-DTAINTPOOL_BUILD_TESTS=ON -DTAINTPOOL_GPU_TESTS_ONLY=ON)
 fi
-test_targets="cuda_storage_test cuda_device_test cuda_checked_test cuda_poison_test cuda_streams_test sanitizer_probe"
+test_targets="cuda_storage_test cuda_device_test cuda_checked_test cuda_poison_test cuda_streams_test cuda_never_written_test cuda_nvtx_rules_test sanitizer_probe"
 built=0
 {
   echo "==== configure"
@@ -193,7 +193,7 @@ if [ "$built" = 1 ] && [ "$have_gtest" = 1 ]; then
     "$(grep -E 'tests passed|tests failed' "$OUT/sanitizer.log" | tail -1)"
   # The NVTX-region expectations one by one (issue 15): what each tool said
   # with and without the pool described to it.
-  grep -E "cuda_(initcheck|memcheck)_(recycled_read|one_past_write)_" "$OUT/sanitizer.log" |
+  grep -E "cuda_(initcheck|memcheck)_(recycled_read|one_past_write|arena|nvtx)" "$OUT/sanitizer.log" |
     grep -E "Passed|Failed|Skipped|Timeout" | sed -E 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: /    /' >>"$summary"
   grep -hE "(ERROR|RACECHECK|LEAK) SUMMARY" "$OUT/sanitizer.log" | sort | uniq -c |
     sed 's/^/    /' >>"$summary"
