@@ -652,6 +652,19 @@ NoBindClears ==
 \* A pool call that gives a page back never drops a tag.
 NoSweepClears ==
     [][\A p \in Pages : SweepPage(p) => \A f \in TagIds : tags'[f] >= tags[f]]_vars
+\* A free record's memory going back to storage never drops a tag (the
+\* arena's unmap as a P1 clear point).
+NoUnmapClears ==
+    [][\A p \in Pages, i \in 1..PageSize :
+          UnmapRecord(p, i) => \A f \in TagIds : tags'[f] >= tags[f]]_vars
+\* Mapping a range never merges the fresh record with a free neighbour (the
+\* layout always gains the record).
+NoMapMerges ==
+    [][\A p \in Pages, i \in 1..PageSize, n \in 1..PageSize :
+          MapRange(p, i, n) =>
+             LET before == Called.layout[p]   \* after the call's own discovery
+             IN  \/ Len(layout'[p]) > Len(before)
+                 \/ n = before[i].size /\ Len(layout'[p]) = Len(before)]_vars
 \* No allocation ever has two handles (Clone never runs).
 NoClone == \A a \in AllocIds : handles[a] <= 1
 
