@@ -71,9 +71,10 @@
 (* Bounds: 3 allocations and 2 failures over a behaviour, and              *)
 (*   Lifecycle.cfg       Discovery "any",   2 pages of 2 units, 2 handles  *)
 (*   LifecycleWide.cfg   Discovery "any",   1 page of 3 units              *)
-(*   LifecycleEager.cfg  Discovery "eager", 2 pages of 3 units             *)
+(*   LifecycleEager.cfg  Discovery "eager", 2 pages of 2 units, with       *)
+(*                       liveness                                          *)
+(*   LifecycleEagerWide.cfg  "eager",       1 page of 3 units              *)
 (*   LifecycleLive.cfg   Discovery "any",   1 page of 3 units, liveness    *)
-(*   LifecycleEagerLive.cfg  "eager",       2 pages of 2 units, liveness   *)
 (*   LifecycleDeep.cfg   Discovery "any", 2 pages of 4 units, 6            *)
 (*                       allocations, 4 failures, 2 handles: random        *)
 (*                       simulation for a fixed time                       *)
@@ -110,6 +111,9 @@
 (*   "destroy_forgets_free"    reset/destruction drops the free slices'    *)
 (*                             claims without untags                       *)
 (*   "discovery_keeps_taint"   eager discovery frees the slice uncleared   *)
+(*   "nw_discovery_skips" (never-written mode) discovery never takes a     *)
+(*                       drop whose slice carries only the NeverWritten    *)
+(*                       node's claims (liveness only)                     *)
 (*   "discovery_skips_tainted" discovery never takes a drop whose slice is *)
 (*                             tainted: every invariant holds, only the    *)
 (*                             liveness properties reject it               *)
@@ -272,10 +276,18 @@ DiscoverIn(st, a, clearNow) ==
 \* carries claims pending for ever: every invariant still holds (they all
 \* wait for pending = {}), only the liveness properties see it.
 \* (IF, not \/: TLC explores every disjunct of an action.)
+\* "nw_discovery_skips" does so only for a drop whose slice carries nothing
+\* but never-written claims: the NeverWritten node outlives its carriers and
+\* only EventuallyFreed in never-written mode sees it
+\* (LifecycleNeverWritten.cfg).
 Discoverable(st, a) ==
-    IF Mutation # "discovery_skips_tainted" \/ \E t \in st.tombs : t.alloc = a
+    IF Mutation \notin {"discovery_skips_tainted", "nw_discovery_skips"}
+       \/ \E t \in st.tombs : t.alloc = a
     THEN TRUE
-    ELSE LET s == SlotIn(st.layout, a) IN st.layout[s[1]][s[2]].claims = {}
+    ELSE LET s == SlotIn(st.layout, a)
+             claims == st.layout[s[1]][s[2]].claims
+         IN  IF Mutation = "discovery_skips_tainted" THEN claims = {}
+             ELSE ~(claims # {} /\ Fails(claims) = {NW})
 
 \* Every discoverable drop in `as`, in ascending order (the C++ takes the
 \* whole inbox at once; the order does not change the result).
@@ -632,8 +644,14 @@ LiveCarrier(f) == \E a \in AllocIds : Live(a) /\ f \in Fails(At(SlotOf(a)).claim
 \* C++ pool) under weak fairness of discovery alone; with lazy discovery a
 \* dropped slice's taint may wait for a P1 point that a neighbour living
 \* for ever postpones, so there only R4_EventuallyEmpty is promised.
+\* Never-written mode: the NeverWritten node is one id for the whole device,
+\* and a new allocation bound later carries it again -- a new carrier, not
+\* an old one left behind -- so "gone" reads "gone, or carried by a live
+\* allocation again".  For a launch failure the second disjunct never
+\* comes true (a failure only spreads from a live carrier), so there it is
+\* the plain promise.
 EventuallyFreed ==
-    \A f \in TagIds : (tags[f] > 0 /\ ~LiveCarrier(f)) ~> tags[f] = 0
+    \A f \in TagIds : (tags[f] > 0 /\ ~LiveCarrier(f)) ~> (tags[f] = 0 \/ LiveCarrier(f))
 
 \* R4 as liveness: once no handle is ever held again, the graph empties and
 \* stays empty.
@@ -652,6 +670,19 @@ NoBindClears ==
 \* A pool call that gives a page back never drops a tag.
 NoSweepClears ==
     [][\A p \in Pages : SweepPage(p) => \A f \in TagIds : tags'[f] >= tags[f]]_vars
+\* A free record's memory going back to storage never drops a tag (the
+\* arena's unmap as a P1 clear point).
+NoUnmapClears ==
+    [][\A p \in Pages, i \in 1..PageSize :
+          UnmapRecord(p, i) => \A f \in TagIds : tags'[f] >= tags[f]]_vars
+\* Mapping a range never merges the fresh record with a free neighbour (the
+\* layout always gains the record).
+NoMapMerges ==
+    [][\A p \in Pages, i \in 1..PageSize, n \in 1..PageSize :
+          MapRange(p, i, n) =>
+             LET before == Called.layout[p]   \* after the call's own discovery
+             IN  \/ Len(layout'[p]) > Len(before)
+                 \/ n = before[i].size /\ Len(layout'[p]) = Len(before)]_vars
 \* No allocation ever has two handles (Clone never runs).
 NoClone == \A a \in AllocIds : handles[a] <= 1
 

@@ -62,7 +62,8 @@
 (* random simulation for a fixed time (4 launches alone are 11x the       *)
 (* states, too many to enumerate on the development machine).             *)
 (* The mutants run on allocations of 2, 1 and 1 bytes (SmallSizes).        *)
-(* ScopesNeverWritten.cfg: never-written mode, SmallSizes, 3 launches.    *)
+(* ScopesNeverWritten.cfg: never-written mode, allocations of 2 and 1     *)
+(* bytes (NeverWrittenSizes), 3 launches.                                  *)
 (* Covers skip chains of length 2 (A -> B -> C), a skip decided by the     *)
 (* second of two read bindings, read-write bindings, byte-precise reads    *)
 (* next to stale bytes, a claim split by a partial write, repairs by       *)
@@ -132,6 +133,7 @@ FirstLaunchId == IF NWMode THEN 2 ELSE 1
 \* one byte; the mutants use two bytes, enough for each of them.
 ScopesSizes == <<3, 1, 1>>
 SmallSizes == <<2, 1, 1>>
+NeverWrittenSizes == <<2, 1>>  \* ScopesNeverWritten.cfg (issue 14: time)
 DeepSizes == <<4, 2, 1>>      \* ScopesDeep.cfg (simulation)
 
 \* The error kinds a body may fail with ("Launch" in model checking; a trace
