@@ -22,7 +22,9 @@
 // collective that computed the wrong bytes, or wrote outside its outputs,
 // is caught), every live failure's error (the Remote message exactly: ranks
 // cited, root texts, counts), tags (R1), skip records (G7, `took_part`
-// included), the graph's size and next id (G1) — and check_invariants().
+// included), the graph's size and next id (G1); check_invariants() in the
+// every-rank sweep (every 16 operations, and at the end): it walks every
+// pool and node of a rank whatever the op touched.
 // Per operation: a launch's result as device_fuzzer checks it; a read's
 // reports exactly and its bytes; a collective's result on every rank (the
 // exchange ran; the stale bytes it knew at once; whether its verdict is
@@ -47,6 +49,9 @@
 //                  in-place flags, then per rank a slot and an offset for its
 //                  buffers (a buffer too small is replaced by a fresh one of
 //                  the size needed), then the call order (a permutation)
+// Cost (issue 13): no op is described as text on a passing run — a failure
+// runs the input again with descriptions on (common/op_log.hpp).
+//
 // Only valid bindings are made: a bad binding on one rank would leave the
 // others waiting, which C6's unit tests cover.
 #include <taintpool/collective/collectives.hpp>
