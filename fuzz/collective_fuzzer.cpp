@@ -18,7 +18,10 @@
 //
 // After EVERY operation, for every rank it touched (and every 16 operations,
 // for every rank, so nothing untouched may change): model.rank(r).mismatch(device) —
-// every allocation's claims (D1) and every byte the model knows (so a
+// every allocation's claims (D1) and every byte the model knows (after a
+// create, drop, launch or host write on one rank: the ids held and the
+// allocations it named or made, mismatch_touched; the others within 16
+// operations), so a
 // collective that computed the wrong bytes, or wrote outside its outputs,
 // is caught), every live failure's error (the Remote message exactly: ranks
 // cited, root texts, counts), tags (R1), skip records (G7, `took_part`
@@ -179,9 +182,11 @@ class Harness {
     in.byte(); // The ranks (ranks()).
     while (!in.empty() && ops_.size() < 200) {
       touched_.clear();
+      named_.clear();
+      whole_ = false;
       step(in);
       for (const int rank : touched_) {
-        compare(rank, false);
+        compare(rank, false, whole_ ? nullptr : &named_);
       }
       if (ops_.size() % 16 == 0) {
         compare(); // Every rank, now and then: nothing untouched may change.
@@ -236,8 +241,14 @@ class Harness {
   /// and graph node of the rank whatever the op touched, and was most of
   /// the per-op cost. Every observable difference is still caught at the op
   /// that made it; a broken internal invariant within 16 ops.
-  void compare(int rank, bool invariants = true) {
-    if (auto difference = model_.rank(rank).mismatch(at(rank).device)) {
+  ///
+  /// With `named`, only the ids held, those allocations and the whole graph
+  /// (DeviceModel::mismatch_touched): after an op on one rank that named
+  /// them; the every-rank sweep compares every allocation.
+  void compare(int rank, bool invariants = true, const std::vector<AllocationId>* named = nullptr) {
+    if (auto difference = named != nullptr
+                              ? model_.rank(rank).mismatch_touched(at(rank).device, *named)
+                              : model_.rank(rank).mismatch(at(rank).device)) {
       fail("D1/C3/C4", "rank " + std::to_string(rank) + ": " + *difference);
     }
     if (!invariants) {
@@ -279,6 +290,7 @@ class Harness {
       return std::nullopt;
     }
     const Allocation& held = at(rank).slots[*slot];
+    named_.push_back(held.id());
     const std::uint64_t size = held.size();
     if (shape < 96) {
       return held.whole();
@@ -360,19 +372,23 @@ class Harness {
       break;
     case 7:
     case 8:
+      whole_ = true; // A read synchronizes first: late verdicts land anywhere.
       read(rank, in, (op & 1u) != 0);
       break;
     case 9:
       ops_.add([&] { return "rank " + std::to_string(rank) + ": synchronize"; });
+      whole_ = true;
       synchronize(rank);
       break;
     case 10:
       ops_.add([&] { return "rank " + std::to_string(rank) + ": sweep"; });
+      whole_ = true;
       at(rank).device.sweep();
       model_.rank(rank).sweep();
       break;
     default:
       touched_.clear();
+      whole_ = true;
       collective(in); // Touches its participants.
       break;
     }
@@ -401,6 +417,7 @@ class Harness {
       held = at(rank).device.create_buffer(size);
       expected = model_.rank(rank).create(size);
     }
+    named_.push_back(held.id());
     if (held.id() != expected) {
       fail("P1", "rank " + std::to_string(rank) + ": create_buffer returned " +
                      to_string(held.id()) + ", the model " + to_string(expected));
@@ -766,8 +783,10 @@ class Harness {
   RanksModel model_;
   std::vector<std::unique_ptr<Rank>> ranks_;
   Checker checker_;
-  taintpool::fuzz::OpLog ops_; ///< Text only in a describing re-run.
-  std::vector<int> touched_;   ///< The ranks the current op touched.
+  taintpool::fuzz::OpLog ops_;      ///< Text only in a describing re-run.
+  std::vector<AllocationId> named_; ///< The allocations a one-rank op named or made.
+  bool whole_ = false;              ///< The op may have changed any allocation of its ranks.
+  std::vector<int> touched_;        ///< The ranks the current op touched.
 };
 
 } // namespace

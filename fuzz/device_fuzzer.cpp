@@ -11,17 +11,24 @@
 //
 // # What is checked
 //
-// After EVERY operation (model.mismatch() and the harness):
-//   * the allocations the manager holds, with every claim (D1, T5) and every
+// After EVERY operation (model.mismatch_touched() and the harness):
+//   * the ids of the allocations the manager holds (P1), and every
+//     allocation the op named or made, with every claim (D1, T5) and every
 //     byte whose value the model knows (a body that ran when it should have
 //     been skipped, S1, or wrote outside its bindings, changes bytes);
 //   * every live failure: its error (G4, the kernel named, S2's note on
 //     ignored ranges, S3's "threw before finishing"), tags (R1), skips
 //     recorded and kept records, `ran` included (G7); the graph's size and
-//     next id — so every minted id is predicted exactly (G1, S4);
-// Every kInvariantsEvery (16) operations and at the end of the input:
+//     next id — so every minted id is predicted exactly (G1, S4).
+// After reads, stale_reports, synchronize, sweep and cleanup (which may
+// change any allocation: late failures, P1 discovery), every kWholeEvery
+// (16) operations and at the end of the input (model.mismatch()):
+//   * every allocation the manager holds, claims and bytes, as above;
+// and every kWholeEvery operations and at the end:
 //   * device.check_invariants() (T5, P1, P2, R1–R3): it walks every pool and
 //     every graph node, whatever the op touched.
+// A core bug that changes an allocation the op did not name is so caught
+// within kWholeEvery ops; one in what it named, at once.
 // Per operation:
 //   * launch: returned / threw a binding error before anything was claimed
 //     (P3: the state is compared unchanged, and no launch number was used:
@@ -43,8 +50,9 @@
 // graph must be empty (R4).
 //
 // Cost (issue 13): no op is described as text on a passing run — a failure
-// runs the input again with descriptions on (common/op_log.hpp) — and the
-// model's whole-state comparison copies nothing it can compare in place.
+// runs the input again with descriptions on (common/op_log.hpp); after most
+// ops only what they touched is compared; the model's comparison copies
+// nothing it can compare in place.
 //
 // With TAINTPOOL_TRACE_OUT set (a directory, or a scopes_<name>.tla file),
 // each input's run is also written as a ScopesTrace module (proofs/TRACES.md)
@@ -119,8 +127,9 @@ using taintpool::model::ModelLaunch;
 using taintpool::model::ModelRead;
 
 constexpr std::size_t kSlots = 8;
-/// Ops between device.check_invariants() calls (also at the end).
-constexpr std::size_t kInvariantsEvery = 16;
+/// Ops between whole-state comparisons and device.check_invariants() calls
+/// (also at the end).
+constexpr std::size_t kWholeEvery = 16;
 
 constexpr std::array<const char*, 6> kKernels = {
     "fill", "matmul", "gelu", "softmax", "", "a_kernel_name_long_enough_for_the_heap"};
@@ -290,7 +299,10 @@ class Harness {
       if (ids_diverged_) {
         compare_up_to_ids();
       } else {
-        compare(++steps_ % kInvariantsEvery == 0);
+        // What the op touched after it; everything every kWholeEvery ops,
+        // and after the ops that may change any allocation.
+        const bool periodic = ++steps_ % kWholeEvery == 0;
+        compare(whole_ || periodic ? nullptr : &touched_, periodic);
       }
     }
     finish();
@@ -342,14 +354,17 @@ class Harness {
 
   void fail(std::string_view rule, const std::string& what) const { checker_.fail(rule, what); }
 
-  /// The whole observable state against the model; with `invariants`,
-  /// device.check_invariants() too — every kInvariantsEvery ops and at the
-  /// end, not after every op: it walks every pool's bins and every graph
-  /// node whatever the op touched. Every observable difference is still
-  /// caught at the op that made it (the model comparison); a broken
-  /// internal invariant within kInvariantsEvery ops.
-  void compare(bool invariants = true) {
-    if (auto difference = model_.mismatch(device_)) {
+  /// The observable state against the model: all of it, or (`touched`
+  /// given) the ids held, the touched allocations and the whole graph
+  /// (DeviceModel::mismatch_touched). With `invariants`,
+  /// device.check_invariants() too — every kWholeEvery ops and at the end,
+  /// not after every op: it walks every pool's bins and every graph node
+  /// whatever the op touched. A difference in what an op touched is caught
+  /// at that op; anywhere else, and a broken internal invariant, within
+  /// kWholeEvery ops.
+  void compare(const std::vector<AllocationId>* touched = nullptr, bool invariants = true) {
+    if (auto difference = touched != nullptr ? model_.mismatch_touched(device_, *touched)
+                                             : model_.mismatch(device_)) {
       fail("D1", *difference);
     }
     if (!invariants) {
@@ -384,6 +399,7 @@ class Harness {
       id = AllocationId::from_raw(model_.allocations().empty() ? 1 + in.below(4)
                                                                : 100 + in.below(4));
     }
+    touched_.push_back(*id);
     const std::uint64_t size = model_.size(*id);
     const std::uint8_t shape = in.byte();
     const std::uint64_t a = in.byte();
@@ -454,6 +470,8 @@ class Harness {
   // ---- ops
 
   void step(ByteReader& in) {
+    touched_.clear();
+    whole_ = false;
     const std::uint8_t op = in.byte();
     const Kind kind = kOpTable[op & 15u];
     const std::size_t slot = pick_slot(static_cast<std::uint8_t>(op >> 4));
@@ -485,6 +503,7 @@ class Harness {
       break;
     case Kind::read:
     case Kind::stale_reports:
+      whole_ = true; // A read synchronizes first: late failures land anywhere.
       read(in, kind == Kind::read);
       break;
     case Kind::synchronize:
@@ -493,10 +512,12 @@ class Harness {
                    ? std::string("synchronize")
                    : "synchronize, allocation " + std::to_string((op >> 4) - 1) + " failing";
       });
+      whole_ = true;
       synchronize(static_cast<std::uint8_t>(op >> 4));
       break;
     case Kind::sweep:
     case Kind::cleanup:
+      whole_ = true;
       ops_.add((op & 0x80u) != 0 ? "cleanup" : "sweep");
       if ((op & 0x80u) != 0) {
         device_.cleanup();
@@ -541,6 +562,7 @@ class Harness {
       check_id(slots_[slot].id(), model_.create(size));
     }
     ids_.push_back(slots_[slot].id());
+    touched_.push_back(slots_[slot].id());
     trace_.created(device_, slots_[slot].id(), with_bytes);
   }
 
@@ -891,11 +913,13 @@ class Harness {
   DeviceModel model_;
   Checker checker_;
   std::array<Allocation, kSlots> slots_;
-  std::vector<AllocationId> ids_;   ///< Every allocation ever made, dropped ones included.
-  taintpool::fuzz::OpLog ops_;      ///< Text only in a describing re-run.
-  std::size_t steps_ = 0;           ///< Ops run (ops_ counts notes too).
-  bool ids_diverged_ = false;       ///< See synchronize(): the rest of the input is not run.
-  taintpool::fuzz::FreshMode mode_; ///< N1, N2: named in every failure's context.
+  std::vector<AllocationId> ids_;     ///< Every allocation ever made, dropped ones included.
+  taintpool::fuzz::OpLog ops_;        ///< Text only in a describing re-run.
+  std::size_t steps_ = 0;             ///< Ops run (ops_ counts notes too).
+  std::vector<AllocationId> touched_; ///< The allocations the current op named or made.
+  bool whole_ = false;                ///< The current op may have changed any allocation.
+  bool ids_diverged_ = false;         ///< See synchronize(): the rest of the input is not run.
+  taintpool::fuzz::FreshMode mode_;   ///< N1, N2: named in every failure's context.
 };
 
 } // namespace

@@ -125,15 +125,19 @@ std::uint64_t DeviceModel::mint(Error error) {
 }
 
 void DeviceModel::bury(std::span<const std::uint64_t> keep) {
+  // Every failure some byte names. Runs of one writer are inserted once:
+  // this runs after every launch, and a set insert per byte was most of it.
   std::set<std::uint64_t> named;
   for (const Allocation& allocation : allocations_) {
     if (allocation.state == State::gone) {
       continue;
     }
+    std::uint64_t previous = 0;
     for (const std::uint64_t writer : allocation.writer) {
-      if (writer != 0) {
+      if (writer != 0 && writer != previous) {
         named.insert(writer);
       }
+      previous = writer;
     }
   }
   for (auto it = failures_.begin(); it != failures_.end();) {
@@ -274,8 +278,9 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
         } else {
           unwritten.push_back(UnwrittenRead{read.allocation, ByteRange::of(byte, byte + 1)});
         }
-      } else if (writer != 0) {
-        owners.insert(writer);
+      } else if (writer != 0 &&
+                 (byte == read.range.begin() || allocation.writer[byte - 1] != writer)) {
+        owners.insert(writer); // Once per run.
       }
     }
     for (const std::uint64_t owner : owners) {
@@ -871,8 +876,9 @@ ModelRead DeviceModel::reports_for(const Binding& from, bool copy, std::uint64_t
   const Allocation& allocation = allocations_[index_of(from.allocation)];
   std::set<std::uint64_t> owners;
   for (std::uint64_t byte = from.range.begin(); byte < from.range.end(); ++byte) {
-    if (allocation.writer[byte] != 0) {
-      owners.insert(allocation.writer[byte]);
+    if (allocation.writer[byte] != 0 &&
+        (byte == from.range.begin() || allocation.writer[byte - 1] != allocation.writer[byte])) {
+      owners.insert(allocation.writer[byte]); // Once per run.
     }
   }
   for (const std::uint64_t owner : owners) {
@@ -1113,17 +1119,35 @@ std::optional<std::string> DeviceModel::mismatch(Device& device, AllocationId al
 }
 
 std::optional<std::string> DeviceModel::mismatch(Device& device, bool values) const {
-  // Allocations the manager holds, with their claims and bytes.
+  return mismatch_in(device, nullptr, values);
+}
+
+std::optional<std::string> DeviceModel::mismatch_touched(Device& device,
+                                                         std::span<const AllocationId> touched,
+                                                         bool values) const {
+  return mismatch_in(device, &touched, values);
+}
+
+std::optional<std::string> DeviceModel::mismatch_in(Device& device,
+                                                    const std::span<const AllocationId>* touched,
+                                                    bool values) const {
+  // Allocations the manager holds, with their claims and bytes (of the
+  // touched ones only, when `touched` is given).
   struct Held {
     std::uint64_t size;
     std::vector<std::pair<FailureId, ByteRange>> claims;
     const std::byte* data;
+    bool compared;
   };
   std::map<std::uint64_t, Held> core;
   device.memory().for_each_allocation([&](const AllocationInfo& info) {
-    Held held{info.size, {}, info.data};
-    info.taint->for_each_claim(
-        [&](FailureId failure, ByteRange range) { held.claims.emplace_back(failure, range); });
+    const bool compared = touched == nullptr ||
+                          std::find(touched->begin(), touched->end(), info.id) != touched->end();
+    Held held{info.size, {}, info.data, compared};
+    if (compared) {
+      info.taint->for_each_claim(
+          [&](FailureId failure, ByteRange range) { held.claims.emplace_back(failure, range); });
+    }
     core.emplace(info.id.raw(), std::move(held));
   });
   std::vector<std::uint64_t> core_ids;
@@ -1145,6 +1169,9 @@ std::optional<std::string> DeviceModel::mismatch(Device& device, bool values) co
     return "P1: the manager holds allocations" + list(core_ids) + ", the model" + list(model_ids);
   }
   for (const auto& [raw, held] : core) {
+    if (!held.compared) {
+      continue;
+    }
     if (auto difference = compare_allocation(AllocationId::from_raw(raw), held.size, held.claims,
                                              held.data, values)) {
       return difference;
