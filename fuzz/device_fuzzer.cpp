@@ -290,6 +290,9 @@ class Harness {
       , mode_(mode) {
     checker_.set_context([this] { return context(); });
     model_.set_fresh_bytes(mode.fresh, mode.reads);
+    // Ids name their manager's id space: a failure's describing re-run
+    // builds a second Device while the first lives, in another space.
+    model_.set_id_space(device_.memory().id_space());
   }
 
   void run() {
