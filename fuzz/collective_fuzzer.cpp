@@ -18,11 +18,16 @@
 //
 // After EVERY operation, for every rank it touched (and every 16 operations,
 // for every rank, so nothing untouched may change): model.rank(r).mismatch(device) —
-// every allocation's claims (D1) and every byte the model knows (so a
+// every allocation's claims (D1) and every byte the model knows (after a
+// create, drop, launch or host write on one rank: the ids held and the
+// allocations it named or made, mismatch_touched; the others within 16
+// operations), so a
 // collective that computed the wrong bytes, or wrote outside its outputs,
 // is caught), every live failure's error (the Remote message exactly: ranks
 // cited, root texts, counts), tags (R1), skip records (G7, `took_part`
-// included), the graph's size and next id (G1) — and check_invariants().
+// included), the graph's size and next id (G1); check_invariants() in the
+// every-rank sweep (every 16 operations, and at the end): it walks every
+// pool and node of a rank whatever the op touched.
 // Per operation: a launch's result as device_fuzzer checks it; a read's
 // reports exactly and its bytes; a collective's result on every rank (the
 // exchange ran; the stale bytes it knew at once; whether its verdict is
@@ -47,6 +52,9 @@
 //                  in-place flags, then per rank a slot and an offset for its
 //                  buffers (a buffer too small is replaced by a fresh one of
 //                  the size needed), then the call order (a permutation)
+// Cost (issue 13): no op is described as text on a passing run — a failure
+// runs the input again with descriptions on (common/op_log.hpp).
+//
 // Only valid bindings are made: a bad binding on one rank would leave the
 // others waiting, which C6's unit tests cover.
 #include <taintpool/collective/collectives.hpp>
@@ -68,6 +76,7 @@
 
 #include "common/byte_reader.hpp"
 #include "common/check.hpp"
+#include "common/op_log.hpp"
 
 namespace {
 
@@ -151,11 +160,16 @@ std::string show_reports(const std::vector<Report>& reports) {
 
 class Harness {
  public:
-  explicit Harness(int ranks)
-      : world_(ranks)
-      , model_(ranks)
-      , checker_("collective_fuzzer") {
-    for (int rank = 0; rank < ranks; ++rank) {
+  /// A run of `data` (kept, so that a failure can run it again), quiet or
+  /// describing every op (common/op_log.hpp).
+  Harness(const std::uint8_t* data, std::size_t length, bool describing)
+      : data_(data)
+      , size_(length)
+      , world_(ranks(data, length))
+      , model_(ranks(data, length))
+      , checker_("collective_fuzzer")
+      , ops_(describing) {
+    for (int rank = 0; rank < world_.size(); ++rank) {
       ranks_.push_back(std::make_unique<Rank>(world_.rank(rank)));
       // Each rank's Device mints ids in a space of its own: so does its model.
       model_.rank(rank).set_id_space(ranks_.back()->device.memory().id_space());
@@ -163,12 +177,16 @@ class Harness {
     checker_.set_context([this] { return context(); });
   }
 
-  void run(ByteReader& in) {
+  void run() {
+    ByteReader in(data_, size_);
+    in.byte(); // The ranks (ranks()).
     while (!in.empty() && ops_.size() < 200) {
       touched_.clear();
+      named_.clear();
+      whole_ = false;
       step(in);
       for (const int rank : touched_) {
-        compare(rank);
+        compare(rank, false, whole_ ? nullptr : &named_);
       }
       if (ops_.size() % 16 == 0) {
         compare(); // Every rank, now and then: nothing untouched may change.
@@ -177,17 +195,27 @@ class Harness {
     finish();
   }
 
+  /// The first byte: 2 to 4 ranks.
+  static int ranks(const std::uint8_t* data, std::size_t length) {
+    ByteReader in(data, length);
+    return 2 + static_cast<int>(in.byte() % 3);
+  }
+
  private:
   [[nodiscard]] int size() const { return static_cast<int>(ranks_.size()); }
   Rank& at(int rank) { return *ranks_[static_cast<std::size_t>(rank)]; }
 
+  /// A quiet run's context is a describing re-run of the same input, which
+  /// fails at the same check and reports (common/op_log.hpp).
   std::string context() const {
+    if (!ops_.describing()) {
+      Harness again(data_, size_, true);
+      again.run();
+      return taintpool::fuzz::rerun_did_not_fail();
+    }
     std::string text = "ranks: " + std::to_string(ranks_.size()) + "\nops (" +
                        std::to_string(ops_.size()) + "):\n";
-    const std::size_t first = ops_.size() > 60 ? ops_.size() - 60 : 0;
-    for (std::size_t index = first; index < ops_.size(); ++index) {
-      text += "  #" + std::to_string(index) + " " + ops_[index] + "\n";
-    }
+    text += ops_.tail(60);
     for (int rank = 0; rank < static_cast<int>(ranks_.size()); ++rank) {
       const auto& model = model_.rank(rank);
       text += "model of rank " + std::to_string(rank) + ":\n";
@@ -207,10 +235,24 @@ class Harness {
 
   void fail(std::string_view rule, const std::string& what) const { checker_.fail(rule, what); }
 
-  /// One rank's whole observable state against its model, and its invariants.
-  void compare(int rank) {
-    if (auto difference = model_.rank(rank).mismatch(at(rank).device)) {
+  /// One rank's whole observable state against its model; with
+  /// `invariants`, its check_invariants() too — in the every-rank sweep
+  /// every 16 ops and at the end, not after each op: it walks every pool
+  /// and graph node of the rank whatever the op touched, and was most of
+  /// the per-op cost. Every observable difference is still caught at the op
+  /// that made it; a broken internal invariant within 16 ops.
+  ///
+  /// With `named`, only the ids held, those allocations and the whole graph
+  /// (DeviceModel::mismatch_touched): after an op on one rank that named
+  /// them; the every-rank sweep compares every allocation.
+  void compare(int rank, bool invariants = true, const std::vector<AllocationId>* named = nullptr) {
+    if (auto difference = named != nullptr
+                              ? model_.rank(rank).mismatch_touched(at(rank).device, *named)
+                              : model_.rank(rank).mismatch(at(rank).device)) {
       fail("D1/C3/C4", "rank " + std::to_string(rank) + ": " + *difference);
+    }
+    if (!invariants) {
+      return;
     }
     try {
       at(rank).device.check_invariants();
@@ -248,6 +290,7 @@ class Harness {
       return std::nullopt;
     }
     const Allocation& held = at(rank).slots[*slot];
+    named_.push_back(held.id());
     const std::uint64_t size = held.size();
     if (shape < 96) {
       return held.whole();
@@ -314,7 +357,8 @@ class Harness {
       break;
     case 2: {
       const std::size_t slot = in.byte() % kSlots;
-      ops_.push_back("rank " + std::to_string(rank) + ": drop slot " + std::to_string(slot));
+      ops_.add(
+          [&] { return "rank " + std::to_string(rank) + ": drop slot " + std::to_string(slot); });
       drop(rank, slot);
       break;
     }
@@ -328,19 +372,23 @@ class Harness {
       break;
     case 7:
     case 8:
+      whole_ = true; // A read synchronizes first: late verdicts land anywhere.
       read(rank, in, (op & 1u) != 0);
       break;
     case 9:
-      ops_.push_back("rank " + std::to_string(rank) + ": synchronize");
+      ops_.add([&] { return "rank " + std::to_string(rank) + ": synchronize"; });
+      whole_ = true;
       synchronize(rank);
       break;
     case 10:
-      ops_.push_back("rank " + std::to_string(rank) + ": sweep");
+      ops_.add([&] { return "rank " + std::to_string(rank) + ": sweep"; });
+      whole_ = true;
       at(rank).device.sweep();
       model_.rank(rank).sweep();
       break;
     default:
       touched_.clear();
+      whole_ = true;
       collective(in); // Touches its participants.
       break;
     }
@@ -369,6 +417,7 @@ class Harness {
       held = at(rank).device.create_buffer(size);
       expected = model_.rank(rank).create(size);
     }
+    named_.push_back(held.id());
     if (held.id() != expected) {
       fail("P1", "rank " + std::to_string(rank) + ": create_buffer returned " +
                      to_string(held.id()) + ", the model " + to_string(expected));
@@ -380,27 +429,31 @@ class Harness {
     const std::uint64_t size = byte % 97;
     const std::uint8_t seed = in.byte();
     const std::size_t slot = in.byte() % kSlots;
-    ops_.push_back("rank " + std::to_string(rank) + ": slot " + std::to_string(slot) +
-                   " = create_buffer(" + std::to_string(size) +
-                   (with_bytes ? " bytes from seed " + std::to_string(seed) : std::string()) + ")");
+    ops_.add([&] {
+      return "rank " + std::to_string(rank) + ": slot " + std::to_string(slot) +
+             " = create_buffer(" + std::to_string(size) +
+             (with_bytes ? " bytes from seed " + std::to_string(seed) : std::string()) + ")";
+    });
     make(rank, slot, size, with_bytes ? std::optional<std::uint8_t>(seed) : std::nullopt);
   }
 
+  /// `what` names the op: a callable, called only when a check fails.
+  template <class What>
   void compare_launch(bool threw, const LaunchResult& core, const ModelLaunch& model,
-                      const std::string& what) const {
+                      const What& what) const {
     if (model.body_threw != threw) {
       fail("S3",
-           what + (threw ? ": core threw, the model did not" : ": the body's throw was lost"));
+           what() + (threw ? ": core threw, the model did not" : ": the body's throw was lost"));
     }
     if (threw) {
       return;
     }
     if (!model.choice_acceptable) {
-      fail("S1/T3", what + ": core skipped with a root the model does not allow");
+      fail("S1/T3", what() + ": core skipped with a root the model does not allow");
     }
     if (core.status != model.result.status || core.failure != model.result.failure ||
         core.needed != model.result.needed || core.error != model.result.error) {
-      fail("S1/S2/S4", what + ": the launch result differs from the model's");
+      fail("S1/S2/S4", what() + ": the launch result differs from the model's");
     }
   }
 
@@ -423,17 +476,20 @@ class Harness {
       writes.push_back(reads.front()); // In place.
     }
     const BodyPlan plan = decode_plan(in, writes);
-    std::string text = "rank " + std::to_string(rank) + ": launch " + kernel + " reads";
-    for (const Binding& binding : reads) {
-      text += " " + show_binding(binding);
-    }
-    text += " writes";
-    for (const Binding& binding : writes) {
-      text += " " + show_binding(binding);
-    }
-    text += " plan " + std::to_string(static_cast<int>(plan.kind)) + " {" + to_string(plan.error) +
-            "} [launch #" + std::to_string(model_.rank(rank).next_launch()) + "]";
-    ops_.push_back(text);
+    const std::uint64_t number = model_.rank(rank).next_launch();
+    const auto text = [&] {
+      std::string out = "rank " + std::to_string(rank) + ": launch " + kernel + " reads";
+      for (const Binding& binding : reads) {
+        out += " " + show_binding(binding);
+      }
+      out += " writes";
+      for (const Binding& binding : writes) {
+        out += " " + show_binding(binding);
+      }
+      return out + " plan " + std::to_string(static_cast<int>(plan.kind)) + " {" +
+             to_string(plan.error) + "} [launch #" + std::to_string(number) + "]";
+    };
+    ops_.add(text);
     DeferredHostBackend& backend = at(rank).backend;
     auto body = [&](const KernelContext& context) -> LaunchOutcome {
       std::uint32_t digest = plan.seed;
@@ -494,9 +550,11 @@ class Harness {
     for (std::size_t index = 0; index < bytes.size(); ++index) {
       bytes[index] = static_cast<std::byte>(seed ^ (index * 3));
     }
-    const std::string text = "rank " + std::to_string(rank) + ": host write " +
-                             show_binding(*into) + " seed " + std::to_string(seed);
-    ops_.push_back(text);
+    const auto text = [&] {
+      return "rank " + std::to_string(rank) + ": host write " + show_binding(*into) + " seed " +
+             std::to_string(seed);
+    };
+    ops_.add(text);
     const LaunchResult result = at(rank).device.write(*into, bytes);
     compare_launch(false, result, model_.rank(rank).write(*into, bytes), text);
   }
@@ -506,9 +564,11 @@ class Harness {
     if (!from) {
       return;
     }
-    const std::string text = "rank " + std::to_string(rank) + ": " +
-                             (copy ? "read " : "stale_reports ") + show_binding(*from);
-    ops_.push_back(text);
+    const auto text = [&] {
+      return "rank " + std::to_string(rank) + ": " + (copy ? "read " : "stale_reports ") +
+             show_binding(*from);
+    };
+    ops_.add(text);
     std::vector<std::byte> bytes(from->range.size());
     std::vector<Report> reports =
         copy ? at(rank).device.read(*from, bytes).reports : at(rank).device.stale_reports(*from);
@@ -517,14 +577,14 @@ class Harness {
     std::sort(reports.begin(), reports.end(),
               [](const Report& a, const Report& b) { return a.failure < b.failure; });
     if (reports != expected.reports) {
-      fail("D1/G8/G9/C4", text + ": reports\n  core:" + show_reports(reports) +
+      fail("D1/G8/G9/C4", text() + ": reports\n  core:" + show_reports(reports) +
                               "\n  model:" + show_reports(expected.reports));
     }
     if (copy && reports.empty()) {
       for (std::size_t index = 0; index < expected.bytes.size(); ++index) {
         if (expected.bytes[index] &&
             static_cast<std::uint8_t>(bytes[index]) != *expected.bytes[index]) {
-          fail("D1/C3", text + ": byte " + std::to_string(index) + " read " +
+          fail("D1/C3", text() + ": byte " + std::to_string(index) + " read " +
                             std::to_string(static_cast<unsigned>(bytes[index])) + ", the model " +
                             std::to_string(*expected.bytes[index]));
         }
@@ -553,9 +613,10 @@ class Harness {
     const std::size_t slot = pick % kSlots;
     const Allocation& held = at(rank).slots[slot];
     if (!held || held.size() < bytes) {
-      ops_.push_back("rank " + std::to_string(rank) + ": slot " + std::to_string(slot) +
-                     " = create_buffer(" + std::to_string(bytes + offset % 8) +
-                     ") for the collective");
+      ops_.add([&] {
+        return "rank " + std::to_string(rank) + ": slot " + std::to_string(slot) +
+               " = create_buffer(" + std::to_string(bytes + offset % 8) + ") for the collective";
+      });
       make(rank, slot, bytes + offset % 8, std::nullopt);
     }
     const Allocation& fresh = at(rank).slots[slot];
@@ -628,15 +689,18 @@ class Harness {
         std::swap(spec.calls[index - 1], spec.calls[in.below(index)]);
       }
     }
-    std::string text = std::string(name(kind)) + "(" + spec.name + ") " + std::string(name(type)) +
-                       " " + std::string(name(op)) + " x" + std::to_string(count) + " root " +
-                       std::to_string(root) + ", calls:";
-    for (const RanksModel::Call& call : spec.calls) {
-      text += " [rank " + std::to_string(call.rank) + " " + std::string(name(call.kind)) +
-              (call.send ? " send " + show_binding(*call.send) : std::string()) +
-              (call.recv ? " recv " + show_binding(*call.recv) : std::string()) + "]";
-    }
-    ops_.push_back(text);
+    const auto text = [&] {
+      std::string out = std::string(name(kind)) + "(" + spec.name + ") " + std::string(name(type)) +
+                        " " + std::string(name(op)) + " x" + std::to_string(count) + " root " +
+                        std::to_string(root) + ", calls:";
+      for (const RanksModel::Call& call : spec.calls) {
+        out += " [rank " + std::to_string(call.rank) + " " + std::string(name(call.kind)) +
+               (call.send ? " send " + show_binding(*call.send) : std::string()) +
+               (call.recv ? " recv " + show_binding(*call.recv) : std::string()) + "]";
+      }
+      return out;
+    };
+    ops_.add(text);
 
     // A pair's other half.
     const auto other = [&](const RanksModel::Call& call) {
@@ -674,7 +738,7 @@ class Harness {
           break;
         }
       } catch (const std::exception& error) {
-        fail("C1/C6", text + ": rank " + std::to_string(call.rank) + " threw: " + error.what());
+        fail("C1/C6", text() + ": rank " + std::to_string(call.rank) + " threw: " + error.what());
       }
     }
     const std::vector<RanksModel::Expected> expected = model_.collective(spec);
@@ -683,7 +747,7 @@ class Harness {
       const RanksModel::Expected& model = expected[index];
       if (core.launch.status != model.launch.result.status || core.launch.failure ||
           core.stale_bytes != model.stale_bytes || core.verdict_pending != model.verdict_pending) {
-        fail("C4/C5", text + ": rank " + std::to_string(model.rank) + " returned status " +
+        fail("C4/C5", text() + ": rank " + std::to_string(model.rank) + " returned status " +
                           std::to_string(static_cast<int>(core.launch.status)) + ", " +
                           std::to_string(core.stale_bytes) + " stale bytes, verdict " +
                           (core.verdict_pending ? "pending" : "applied") + "; the model " +
@@ -694,7 +758,7 @@ class Harness {
   }
 
   void finish() {
-    ops_.push_back("end of input: synchronize every rank, drop every handle, sweep (R4)");
+    ops_.add("end of input: synchronize every rank, drop every handle, sweep (R4)");
     for (int rank = 0; rank < size(); ++rank) {
       synchronize(rank);
       for (std::size_t slot = 0; slot < kSlots; ++slot) {
@@ -713,19 +777,22 @@ class Harness {
     }
   }
 
+  const std::uint8_t* data_;
+  std::size_t size_;
   LoopbackWorld world_;
   RanksModel model_;
   std::vector<std::unique_ptr<Rank>> ranks_;
   Checker checker_;
-  std::vector<std::string> ops_;
-  std::vector<int> touched_; ///< The ranks the current op touched.
+  taintpool::fuzz::OpLog ops_;      ///< Text only in a describing re-run.
+  std::vector<AllocationId> named_; ///< The allocations a one-rank op named or made.
+  bool whole_ = false;              ///< The op may have changed any allocation of its ranks.
+  std::vector<int> touched_;        ///< The ranks the current op touched.
 };
 
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  ByteReader in(data, size);
-  Harness harness(2 + static_cast<int>(in.byte() % 3));
-  harness.run(in);
+  Harness harness(data, size, false);
+  harness.run();
   return 0;
 }

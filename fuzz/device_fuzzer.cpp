@@ -11,15 +11,24 @@
 //
 // # What is checked
 //
-// After EVERY operation (model.mismatch() and the harness):
-//   * the allocations the manager holds, with every claim (D1, T5) and every
+// After EVERY operation (model.mismatch_touched() and the harness):
+//   * the ids of the allocations the manager holds (P1), and every
+//     allocation the op named or made, with every claim (D1, T5) and every
 //     byte whose value the model knows (a body that ran when it should have
 //     been skipped, S1, or wrote outside its bindings, changes bytes);
 //   * every live failure: its error (G4, the kernel named, S2's note on
 //     ignored ranges, S3's "threw before finishing"), tags (R1), skips
 //     recorded and kept records, `ran` included (G7); the graph's size and
-//     next id — so every minted id is predicted exactly (G1, S4);
-//   * device.check_invariants() (T5, P1, P2, R1–R3).
+//     next id — so every minted id is predicted exactly (G1, S4).
+// After reads, stale_reports, synchronize, sweep and cleanup (which may
+// change any allocation: late failures, P1 discovery), every kWholeEvery
+// (16) operations and at the end of the input (model.mismatch()):
+//   * every allocation the manager holds, claims and bytes, as above;
+// and every kWholeEvery operations and at the end:
+//   * device.check_invariants() (T5, P1, P2, R1–R3): it walks every pool and
+//     every graph node, whatever the op touched.
+// A core bug that changes an allocation the op did not name is so caught
+// within kWholeEvery ops; one in what it named, at once.
 // Per operation:
 //   * launch: returned / threw a binding error before anything was claimed
 //     (P3: the state is compared unchanged, and no launch number was used:
@@ -39,6 +48,11 @@
 //     renaming of ids, after which the input ends with the R4 check.
 // At the end of every input: synchronize, drop every handle, sweep: the
 // graph must be empty (R4).
+//
+// Cost (issue 13): no op is described as text on a passing run — a failure
+// runs the input again with descriptions on (common/op_log.hpp); after most
+// ops only what they touched is compared; the model's comparison copies
+// nothing it can compare in place.
 //
 // With TAINTPOOL_TRACE_OUT set (a directory, or a scopes_<name>.tla file),
 // each input's run is also written as a ScopesTrace module (proofs/TRACES.md)
@@ -82,6 +96,7 @@
 #include "common/check.hpp"
 #include "common/device_trace.hpp"
 #include "common/fresh_mode.hpp"
+#include "common/op_log.hpp"
 
 namespace {
 
@@ -112,6 +127,9 @@ using taintpool::model::ModelLaunch;
 using taintpool::model::ModelRead;
 
 constexpr std::size_t kSlots = 8;
+/// Ops between whole-state comparisons and device.check_invariants() calls
+/// (also at the end).
+constexpr std::size_t kWholeEvery = 16;
 
 constexpr std::array<const char*, 6> kKernels = {
     "fill", "matmul", "gelu", "softmax", "", "a_kernel_name_long_enough_for_the_heap"};
@@ -255,25 +273,39 @@ struct Ending {
 
 class Harness {
  public:
-  Harness(std::optional<std::filesystem::path> trace_path, taintpool::fuzz::FreshMode mode)
-      : trace_path_(std::move(trace_path))
+  /// A run of `data` (its whole input, trailer included, so that a failure
+  /// can run it again), quiet or describing every op (common/op_log.hpp).
+  Harness(const std::uint8_t* data, std::size_t size,
+          std::optional<std::filesystem::path> trace_path, taintpool::fuzz::FreshMode mode,
+          bool describing)
+      : data_(data)
+      , size_(size)
+      , trace_path_(std::move(trace_path))
       , trace_(trace_path_.has_value())
       , storage_(16)
       , backend_(storage_, config())
       , device_(backend_, options(mode))
       , checker_("device_fuzzer")
+      , ops_(describing)
       , mode_(mode) {
     checker_.set_context([this] { return context(); });
     model_.set_fresh_bytes(mode.fresh, mode.reads);
+    // Ids name their manager's id space: a failure's describing re-run
+    // builds a second Device while the first lives, in another space.
+    model_.set_id_space(device_.memory().id_space());
   }
 
-  void run(ByteReader& in) {
+  void run() {
+    ByteReader in(data_, mode_.size);
     while (!in.empty() && ops_.size() < 400 && !ids_diverged_) {
       step(in);
       if (ids_diverged_) {
         compare_up_to_ids();
       } else {
-        compare();
+        // What the op touched after it; everything every kWholeEvery ops,
+        // and after the ops that may change any allocation.
+        const bool periodic = ++steps_ % kWholeEvery == 0;
+        compare(whole_ || periodic ? nullptr : &touched_, periodic);
       }
     }
     finish();
@@ -297,12 +329,16 @@ class Harness {
     return options;
   }
 
+  /// A quiet run's context is a describing re-run of the same input, which
+  /// fails at the same check and reports (common/op_log.hpp).
   std::string context() const {
-    std::string text = "mode " + mode_.name() + ", ops (" + std::to_string(ops_.size()) + "):\n";
-    const std::size_t first = ops_.size() > 60 ? ops_.size() - 60 : 0;
-    for (std::size_t at = first; at < ops_.size(); ++at) {
-      text += "  #" + std::to_string(at) + " " + ops_[at] + "\n";
+    if (!ops_.describing()) {
+      Harness again(data_, size_, std::nullopt, mode_, true);
+      again.run();
+      return taintpool::fuzz::rerun_did_not_fail();
     }
+    std::string text = "mode " + mode_.name() + ", ops (" + std::to_string(ops_.size()) + "):\n";
+    text += ops_.tail(60);
     text += "model:\n";
     for (const AllocationId id : model_.allocations()) {
       text += "  " + to_string(id) + " size " + std::to_string(model_.size(id)) +
@@ -321,9 +357,21 @@ class Harness {
 
   void fail(std::string_view rule, const std::string& what) const { checker_.fail(rule, what); }
 
-  void compare() {
-    if (auto difference = model_.mismatch(device_)) {
+  /// The observable state against the model: all of it, or (`touched`
+  /// given) the ids held, the touched allocations and the whole graph
+  /// (DeviceModel::mismatch_touched). With `invariants`,
+  /// device.check_invariants() too — every kWholeEvery ops and at the end,
+  /// not after every op: it walks every pool's bins and every graph node
+  /// whatever the op touched. A difference in what an op touched is caught
+  /// at that op; anywhere else, and a broken internal invariant, within
+  /// kWholeEvery ops.
+  void compare(const std::vector<AllocationId>* touched = nullptr, bool invariants = true) {
+    if (auto difference = touched != nullptr ? model_.mismatch_touched(device_, *touched)
+                                             : model_.mismatch(device_)) {
       fail("D1", *difference);
+    }
+    if (!invariants) {
+      return;
     }
     try {
       device_.check_invariants();
@@ -354,6 +402,7 @@ class Harness {
       id = AllocationId::from_raw(model_.allocations().empty() ? 1 + in.below(4)
                                                                : 100 + in.below(4));
     }
+    touched_.push_back(*id);
     const std::uint64_t size = model_.size(*id);
     const std::uint8_t shape = in.byte();
     const std::uint64_t a = in.byte();
@@ -424,6 +473,8 @@ class Harness {
   // ---- ops
 
   void step(ByteReader& in) {
+    touched_.clear();
+    whole_ = false;
     const std::uint8_t op = in.byte();
     const Kind kind = kOpTable[op & 15u];
     const std::size_t slot = pick_slot(static_cast<std::uint8_t>(op >> 4));
@@ -434,7 +485,8 @@ class Harness {
       break;
     case Kind::copy: {
       const std::size_t from = pick_slot(in.byte());
-      ops_.push_back("copy slot " + std::to_string(from) + " -> slot " + std::to_string(slot));
+      ops_.add(
+          [&] { return "copy slot " + std::to_string(from) + " -> slot " + std::to_string(slot); });
       if (slots_[from] && from != slot) {
         model_.copy_handle(slots_[from].id());
         drop(slot);
@@ -443,7 +495,7 @@ class Harness {
       break;
     }
     case Kind::drop:
-      ops_.push_back("drop slot " + std::to_string(slot));
+      ops_.add([&] { return "drop slot " + std::to_string(slot); });
       drop(slot);
       break;
     case Kind::launch:
@@ -454,17 +506,22 @@ class Harness {
       break;
     case Kind::read:
     case Kind::stale_reports:
+      whole_ = true; // A read synchronizes first: late failures land anywhere.
       read(in, kind == Kind::read);
       break;
     case Kind::synchronize:
-      ops_.push_back(op >> 4 == 0
-                         ? std::string("synchronize")
-                         : "synchronize, allocation " + std::to_string((op >> 4) - 1) + " failing");
+      ops_.add([&] {
+        return op >> 4 == 0
+                   ? std::string("synchronize")
+                   : "synchronize, allocation " + std::to_string((op >> 4) - 1) + " failing";
+      });
+      whole_ = true;
       synchronize(static_cast<std::uint8_t>(op >> 4));
       break;
     case Kind::sweep:
     case Kind::cleanup:
-      ops_.push_back((op & 0x80u) != 0 ? "cleanup" : "sweep");
+      whole_ = true;
+      ops_.add((op & 0x80u) != 0 ? "cleanup" : "sweep");
       if ((op & 0x80u) != 0) {
         device_.cleanup();
       } else {
@@ -493,18 +550,22 @@ class Harness {
       for (std::size_t at = 0; at < bytes.size(); ++at) {
         bytes[at] = static_cast<std::byte>(seed + at * 5);
       }
-      ops_.push_back("slot " + std::to_string(slot) + " = create_buffer(" + std::to_string(size) +
-                     " bytes from seed " + std::to_string(seed) + ")");
+      ops_.add([&] {
+        return "slot " + std::to_string(slot) + " = create_buffer(" + std::to_string(size) +
+               " bytes from seed " + std::to_string(seed) + ")";
+      });
       slots_[slot] = device_.create_buffer(bytes);
       const AllocationId expected = model_.create(bytes);
       check_id(slots_[slot].id(), expected);
     } else {
-      ops_.push_back("slot " + std::to_string(slot) + " = create_buffer(" + std::to_string(size) +
-                     ")");
+      ops_.add([&] {
+        return "slot " + std::to_string(slot) + " = create_buffer(" + std::to_string(size) + ")";
+      });
       slots_[slot] = device_.create_buffer(size);
       check_id(slots_[slot].id(), model_.create(size));
     }
     ids_.push_back(slots_[slot].id());
+    touched_.push_back(slots_[slot].id());
     trace_.created(device_, slots_[slot].id(), with_bytes);
   }
 
@@ -536,32 +597,37 @@ class Harness {
     return ending;
   }
 
+  // The checks below take the op's text as a callable, called only when a
+  // check fails (common/op_log.hpp: no text on a passing run).
+
+  template <class What>
   void expect_binding_error(const Ending& ending, const std::vector<ErrorKind>& kinds,
-                            const char* what) const {
+                            const What& what) const {
     if (ending.how != Ending::How::taintpool_exception ||
         std::find(kinds.begin(), kinds.end(), ending.kind) == kinds.end()) {
-      fail("P3", std::string(what) + " must throw " + show_kinds(kinds) +
+      fail("P3", what() + " must throw " + show_kinds(kinds) +
                      " before anything is claimed; core " +
                      (ending.how == Ending::How::returned ? "returned" : "threw: " + ending.what));
     }
   }
 
-  void expect_returned(const Ending& ending, const char* what) const {
+  template <class What>
+  void expect_returned(const Ending& ending, const What& what) const {
     if (ending.how != Ending::How::returned) {
-      fail("P3/S3", std::string(what) + " must return; core threw: " + ending.what);
+      fail("P3/S3", what() + " must return; core threw: " + ending.what);
     }
   }
 
+  template <class What>
   void compare_launch(const Ending& ending, const LaunchResult& core, const ModelLaunch& model,
-                      const std::string& what_text) const {
-    const char* what = what_text.c_str();
+                      const What& what) const {
     if (!model.binding_errors.empty()) {
       expect_binding_error(ending, model.binding_errors, what);
       return;
     }
     if (model.body_threw) {
       if (ending.how != Ending::How::body_exception) {
-        fail("S3", what_text + ": the body's exception must reach the caller; core " +
+        fail("S3", what() + ": the body's exception must reach the caller; core " +
                        (ending.how == Ending::How::returned ? "returned" : "threw " + ending.what));
       }
       return;
@@ -572,7 +638,7 @@ class Harness {
       for (const auto& [root, needed] : model.acceptable_roots) {
         allowed += " (" + to_string(root) + ", " + to_string(needed) + ")";
       }
-      fail("S1/T3", what_text + ": core skipped with " + show_result(core) +
+      fail("S1/T3", what() + ": core skipped with " + show_result(core) +
                         "; acceptable (root, needed):" + allowed);
     }
     const LaunchResult& expected = model.result;
@@ -580,7 +646,7 @@ class Harness {
                       core.needed == expected.needed && core.error == expected.error &&
                       core.unwritten == expected.unwritten; // N2
     if (!same) {
-      fail("S1/S2/S4", what_text + ": launch result\n  core:  " + show_result(core) +
+      fail("S1/S2/S4", what() + ": launch result\n  core:  " + show_result(core) +
                            "\n  model: " + show_result(expected));
     }
   }
@@ -600,10 +666,13 @@ class Harness {
       writes.push_back(reads[in.below(reads.size())]); // In place: read-write (S5).
     }
     const BodyPlan plan = decode_plan(in, writes);
-    const std::string text = "launch " + kernel + " reads " + show_bindings(reads) + " writes " +
-                             show_bindings(writes) + " body " + show_plan(plan) + " [launch #" +
-                             std::to_string(model_.next_launch()) + "]";
-    ops_.push_back(text);
+    const std::uint64_t number = model_.next_launch();
+    const auto text = [&] {
+      return "launch " + kernel + " reads " + show_bindings(reads) + " writes " +
+             show_bindings(writes) + " body " + show_plan(plan) + " [launch #" +
+             std::to_string(number) + "]";
+    };
+    ops_.add(text);
 
     std::optional<std::uint64_t> numbered; // The launch number the body saw.
     auto body = [&](const KernelContext& context) -> LaunchOutcome {
@@ -650,7 +719,6 @@ class Harness {
         result.failure && result.needed) {
       choice.emplace(*result.failure, *result.needed);
     }
-    const std::uint64_t number = model_.next_launch();
     const ModelLaunch expected = model_.launch(kernel, reads, writes, plan, choice);
     compare_launch(ending, result, expected, text);
     trace_.launched(device_, reads, writes, traced(ending), result, plan.written,
@@ -658,7 +726,7 @@ class Harness {
     if (numbered && *numbered != number) {
       // Late failures name launches by number: a launch refused for a bad
       // binding must not use one (P3), every other launch uses the next.
-      fail("P3/S1", text + ": the body saw launch number " + std::to_string(*numbered) +
+      fail("P3/S1", text() + ": the body saw launch number " + std::to_string(*numbered) +
                         ", the model " + std::to_string(number));
     }
   }
@@ -671,10 +739,12 @@ class Harness {
     for (std::size_t at = 0; at < bytes.size(); ++at) {
       bytes[at] = static_cast<std::byte>(seed ^ (at * 3));
     }
-    const std::string text = "host write " + show_binding(into) + " (" +
-                             std::to_string(bytes.size()) + " bytes, seed " + std::to_string(seed) +
-                             ") [launch #" + std::to_string(model_.next_launch()) + "]";
-    ops_.push_back(text);
+    const std::uint64_t number = model_.next_launch();
+    const auto text = [&] {
+      return "host write " + show_binding(into) + " (" + std::to_string(bytes.size()) +
+             " bytes, seed " + std::to_string(seed) + ") [launch #" + std::to_string(number) + "]";
+    };
+    ops_.add(text);
     LaunchResult result;
     const Ending ending = call([&] { result = device_.write(into, bytes); });
     compare_launch(ending, result, model_.write(into, bytes), text);
@@ -685,9 +755,11 @@ class Harness {
     const Binding from = decode_binding(in);
     const bool wrong_size = copy && in.byte() >= 240;
     const std::uint64_t size = from.range.size() + (wrong_size ? 1 : 0);
-    const std::string text = std::string(copy ? "read " : "stale_reports ") + show_binding(from) +
-                             (wrong_size ? " into a buffer one byte too big" : "");
-    ops_.push_back(text);
+    const auto text = [&] {
+      return std::string(copy ? "read " : "stale_reports ") + show_binding(from) +
+             (wrong_size ? " into a buffer one byte too big" : "");
+    };
+    ops_.add(text);
     std::vector<std::byte> bytes(size);
     std::vector<Report> reports;
     const Ending ending = call([&] {
@@ -700,20 +772,20 @@ class Harness {
     trace_.read(device_, from, ending.how == Ending::How::returned, reports);
     const ModelRead expected = copy ? model_.read(from, size) : model_.stale_reports(from);
     if (!expected.binding_errors.empty()) {
-      expect_binding_error(ending, expected.binding_errors, text.c_str());
+      expect_binding_error(ending, expected.binding_errors, text);
       return;
     }
-    expect_returned(ending, text.c_str());
+    expect_returned(ending, text);
     std::sort(reports.begin(), reports.end(),
               [](const Report& a, const Report& b) { return a.failure < b.failure; });
     if (reports != expected.reports) {
-      fail("D1/G8/G9", text + ": reports\n  core:" + show_reports(reports) +
+      fail("D1/G8/G9", text() + ": reports\n  core:" + show_reports(reports) +
                            "\n  model:" + show_reports(expected.reports));
     }
     if (copy && reports.empty()) {
       for (std::size_t at = 0; at < expected.bytes.size(); ++at) {
         if (expected.bytes[at] && static_cast<std::uint8_t>(bytes[at]) != *expected.bytes[at]) {
-          fail("D1", text + ": byte " + std::to_string(at) + " read " +
+          fail("D1", text() + ": byte " + std::to_string(at) + " read " +
                          std::to_string(static_cast<unsigned>(bytes[at])) + ", the model " +
                          std::to_string(*expected.bytes[at]));
         }
@@ -733,7 +805,7 @@ class Harness {
         if (!fired || armed.how != Ending::How::other) {
           fail("D1", "synchronize threw without running out of memory: " + armed.what);
         }
-        ops_.push_back("  (it ran out of memory: " + armed.what + "; synchronize again)");
+        ops_.add([&] { return "  (it ran out of memory: " + armed.what + "; synchronize again)"; });
         try {
           device_.check_invariants();
         } catch (const std::logic_error& error) {
@@ -742,7 +814,7 @@ class Harness {
       }
     }
     const Ending ending = call([&] { device_.synchronize(); });
-    expect_returned(ending, "synchronize");
+    expect_returned(ending, [] { return std::string("synchronize"); });
     trace_.called(device_);
     bool discovered = false;
     if (!dropped.empty()) {
@@ -759,7 +831,7 @@ class Harness {
       // its id is spent (G1), so the retry's ids run one ahead of the
       // model's from there on. Compared up to a renaming of ids, then the
       // input ends (the model cannot be renumbered).
-      ops_.push_back("  (the retry's failure ids differ from the model's: input ends)");
+      ops_.add("  (the retry's failure ids differ from the model's: input ends)");
       ids_diverged_ = true;
     }
   }
@@ -797,7 +869,7 @@ class Harness {
 
   void finish() {
     if (ids_diverged_) {
-      ops_.push_back("end of input: drop every handle, sweep (R4)");
+      ops_.add("end of input: drop every handle, sweep (R4)");
       for (std::size_t slot = 0; slot < kSlots; ++slot) {
         drop(slot);
       }
@@ -808,7 +880,7 @@ class Harness {
       }
       return;
     }
-    ops_.push_back("end of input: synchronize, drop every handle, sweep (R4)");
+    ops_.add("end of input: synchronize, drop every handle, sweep (R4)");
     synchronize();
     for (std::size_t slot = 0; slot < kSlots; ++slot) {
       drop(slot);
@@ -834,6 +906,8 @@ class Harness {
                                                             : Traced::returned;
   }
 
+  const std::uint8_t* data_;
+  std::size_t size_;
   std::optional<std::filesystem::path> trace_path_;
   taintpool::fuzz::tla::DeviceTrace trace_; ///< Records nothing unless tracing.
   HostStorage storage_;
@@ -842,22 +916,25 @@ class Harness {
   DeviceModel model_;
   Checker checker_;
   std::array<Allocation, kSlots> slots_;
-  std::vector<AllocationId> ids_; ///< Every allocation ever made, dropped ones included.
-  std::vector<std::string> ops_;
-  bool ids_diverged_ = false;       ///< See synchronize(): the rest of the input is not run.
-  taintpool::fuzz::FreshMode mode_; ///< N1, N2: named in every failure's context.
+  std::vector<AllocationId> ids_;     ///< Every allocation ever made, dropped ones included.
+  taintpool::fuzz::OpLog ops_;        ///< Text only in a describing re-run.
+  std::size_t steps_ = 0;             ///< Ops run (ops_ counts notes too).
+  std::vector<AllocationId> touched_; ///< The allocations the current op named or made.
+  bool whole_ = false;                ///< The current op may have changed any allocation.
+  bool ids_diverged_ = false;         ///< See synchronize(): the rest of the input is not run.
+  taintpool::fuzz::FreshMode mode_;   ///< N1, N2: named in every failure's context.
 };
 
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const taintpool::fuzz::FreshMode mode = taintpool::fuzz::fresh_mode(data, size);
-  ByteReader in(data, mode.size);
   // Scopes.tla has no NeverWritten node (proofs/ adds it): trace Trusted runs only.
-  Harness harness(mode.fresh == taintpool::FreshBytes::Trusted
+  Harness harness(data, size,
+                  mode.fresh == taintpool::FreshBytes::Trusted
                       ? taintpool::fuzz::tla::trace_path(data, size, "scopes_")
                       : std::nullopt,
-                  mode);
-  harness.run(in);
+                  mode, false);
+  harness.run();
   return 0;
 }

@@ -351,6 +351,14 @@ class DeviceModel {
   /// what to compare after an operation that touched it.
   [[nodiscard]] std::optional<std::string> mismatch(Device& device, AllocationId allocation,
                                                     bool values) const;
+  /// What an operation that touched only `touched` may have changed: the
+  /// ids of every allocation the manager holds (a launch discovers dropped
+  /// handles, P1), the size, claims and values of the touched ones, and the
+  /// whole graph as mismatch(device) compares it. Cheaper than the whole
+  /// state by every untouched allocation's claims and bytes; fuzzers call
+  /// it after every op and the whole-state mismatch every few ops.
+  [[nodiscard]] std::optional<std::string>
+  mismatch_touched(Device& device, std::span<const AllocationId> touched, bool values = true) const;
 
  private:
   enum class State : std::uint8_t { live, dropped, gone };
@@ -415,6 +423,10 @@ class DeviceModel {
                     const std::vector<Binding>* named, std::vector<Binding>& released,
                     const LaunchContext& context, LaunchStatus& status, ModelLaunch& out);
   [[nodiscard]] std::string kernel_of(std::uint64_t launch) const;
+  /// mismatch() and mismatch_touched(): every allocation's claims and
+  /// bytes, or only those of `*touched`.
+  [[nodiscard]] std::optional<std::string>
+  mismatch_in(Device& device, const std::span<const AllocationId>* touched, bool values) const;
   [[nodiscard]] std::optional<std::string>
   compare_allocation(AllocationId id, std::uint64_t size,
                      const std::vector<std::pair<FailureId, ByteRange>>& held,
