@@ -5,6 +5,14 @@
 // P1/P3 (handles dropped and discovered, bad bindings) and the late-failure
 // replay of an asynchronous device — and R4 once every handle is dropped.
 //
+// The same commands run in the never-written mode (issue 15; proposed
+// N1-N3) under both launch policies: N1 every fresh allocation of size > 0
+// is claimed wholly by the memory's one NeverWritten failure, gone exactly
+// with its last carrier (the graph compared after every command, none left
+// at the end); N2 Skip skips a launch that reads never-written bytes (S1),
+// Report runs it and lists what it read (`unwritten`, compared exactly);
+// N3 a read of never-written bytes fails with the oracle's report text.
+//
 // Why: the fuzzer covers the same ground at volume; this runs in the normal
 // test suite on every build, and RapidCheck shrinks a failure to a short
 // command list a person can read.
@@ -47,10 +55,25 @@ struct Shape {
   std::array<std::optional<std::uint64_t>, kSlots> sizes;
 };
 
-/// The system under test and its oracle, side by side.
+DeviceOptions never_written(UnwrittenReads reads) {
+  DeviceOptions options;
+  options.memory = MemoryConfig{};
+  options.memory->fresh_bytes = FreshBytes::NeverWritten;
+  options.unwritten_reads = reads;
+  return options;
+}
+
+/// The system under test and its oracle, side by side: trusted mode (the
+/// default), or the never-written mode with one launch policy (N1-N3).
 struct Sut {
+  Sut()
+      : device(backend) {}
+  explicit Sut(UnwrittenReads reads)
+      : device(backend, never_written(reads)) {
+    oracle.set_fresh_bytes(FreshBytes::NeverWritten, reads);
+  }
   DeferredHostBackend backend;
-  Device device{backend};
+  Device device;
   DeviceModel oracle;
   std::array<Allocation, kSlots> handles;
   std::vector<AllocationId> dropped; ///< Ids whose handles are gone: NotFound (P3).
@@ -276,6 +299,7 @@ struct Launch : Command {
         RC_ASSERT(result.failure == expected.result.failure); // G1, S4.
         RC_ASSERT(result.needed == expected.result.needed);
         RC_ASSERT(result.error == expected.result.error);
+        RC_ASSERT(result.unwritten == expected.result.unwritten); // N2.
       }
     }
     sut.compare("launch " + kernel + " reads" + show_bindings(in) + " writes" + show_bindings(out));
@@ -386,19 +410,18 @@ struct Sweep : Command {
   void show(std::ostream& out) const override { out << "sweep"; }
 };
 
-RC_GTEST_PROP(DeviceModel, S1_S5_D1_D2_G1_G9_R1_R4_TheDeviceAgreesWithTheOracleAfterEveryCommand,
-              ()) {
+/// One random command sequence against the oracle, then R4 (and N1 for
+/// the NeverWritten failure): synchronised, every handle dropped and swept,
+/// no failure is left.
+void run_sequence(Sut& sut) {
   const Shape initial;
-  Sut sut;
   const auto commands = *rc::gen::scale(
-      3.0,
-      rc::state::gen::commands(
-          initial,
-          rc::state::gen::execOneOfWithArgs<Create, Create, Drop, Launch, Launch, Launch, Launch,
-                                            HostWrite, Read, Read, Synchronize, Sweep>()));
+      3.0, rc::state::gen::commands(
+               initial, rc::state::gen::execOneOfWithArgs<Create, Create, Drop, Launch, Launch,
+                                                          Launch, Launch, HostWrite, HostWrite,
+                                                          Read, Read, Synchronize, Sweep>()));
   rc::state::runAll(commands, initial, sut);
 
-  // R4: synchronised, every handle dropped and swept, no failure is left.
   sut.device.synchronize();
   sut.oracle.synchronize(true);
   for (std::size_t slot = 0; slot < kSlots; ++slot) {
@@ -408,6 +431,25 @@ RC_GTEST_PROP(DeviceModel, S1_S5_D1_D2_G1_G9_R1_R4_TheDeviceAgreesWithTheOracleA
   sut.oracle.sweep();
   sut.compare("the end: drop everything, sweep");
   RC_ASSERT(sut.device.graph().empty());
+  RC_ASSERT(!sut.device.memory().never_written_failure().has_value());
+}
+
+RC_GTEST_PROP(DeviceModel, S1_S5_D1_D2_G1_G9_R1_R4_TheDeviceAgreesWithTheOracleAfterEveryCommand,
+              ()) {
+  Sut sut;
+  run_sequence(sut);
+}
+
+RC_GTEST_PROP(NeverWrittenModel, N1_N2_N3_UnderSkipTheDeviceAgreesWithTheOracleAfterEveryCommand,
+              ()) {
+  Sut sut(UnwrittenReads::Skip);
+  run_sequence(sut);
+}
+
+RC_GTEST_PROP(NeverWrittenModel, N1_N2_N3_UnderReportTheDeviceAgreesWithTheOracleAfterEveryCommand,
+              ()) {
+  Sut sut(UnwrittenReads::Report);
+  run_sequence(sut);
 }
 
 } // namespace
