@@ -91,6 +91,13 @@
 (*   "throw_replaces"      a throwing body's provisional is replaced by a  *)
 (*                         real error (G4, S3)                             *)
 (*   "read_reports_one"    a read over several failures reports one (G9)   *)
+(* and, with S6 on (PartialSuccess, below):                                *)
+(*   "wrote_only_releases_all"      a wrote_only success releases the      *)
+(*                                  whole write set (S6, D1)               *)
+(*   "wrote_only_keeps_provisional" it leaves the unnamed bytes TornDown   *)
+(*   "wrote_only_unheld"            the failures the scope takes bytes     *)
+(*                                  from are not held, so one the body     *)
+(*                                  gives its bytes back to has ended (R2) *)
 (* and, in never-written mode (below):                                     *)
 (*   "nw_fresh_not_claimed"    fresh allocations are not claimed: a read   *)
 (*                             of bytes nobody wrote succeeds (D1)         *)
@@ -99,6 +106,16 @@
 (*                             bytes still carry it (N1, R2)               *)
 (*   "nw_replaced"             a failing body's error replaces the never-  *)
 (*                             written node's kind too (N1, G4)            *)
+(*                                                                         *)
+(* S6 (issue 11; PartialSuccess = TRUE in ScopesWroteOnly*.cfg and the    *)
+(* trace configs, FALSE elsewhere to keep their state spaces): a body may  *)
+(* succeed naming the only ranges it wrote (SucceedOnly; none is a launch  *)
+(* of zero blocks).  Named bytes are released; every other byte of the     *)
+(* write set goes back to its state before the launch, as Device::         *)
+(* restore_prior_claims does.  So the scope remembers the claims and the   *)
+(* oracle as they were, and holds (one tag each) every failure it took     *)
+(* bytes from, so none ends under the provisional's claim; the close gives *)
+(* the holds back (G3).                                                    *)
 (*                                                                         *)
 (* Never-written mode (issue 15; FreshBytes = "never_written"; every       *)
 (* other cfg has FreshBytes = "written", today's D1 where fresh memory     *)
@@ -118,11 +135,13 @@
 (***************************************************************************)
 EXTENDS TaintOps
 
-CONSTANTS Sizes,        \* Sizes[a]: bytes of allocation a; allocations 1..Len(Sizes)
-          MaxLaunches,  \* launches (and so failures) over a behaviour
-          FreshBytes    \* "written" (D1 today) or "never_written" (issue 15)
+CONSTANTS Sizes,          \* Sizes[a]: bytes of allocation a; allocations 1..Len(Sizes)
+          MaxLaunches,    \* launches (and so failures) over a behaviour
+          FreshBytes,     \* "written" (D1 today) or "never_written" (issue 15)
+          PartialSuccess  \* TRUE: bodies may also succeed naming what they wrote (S6)
 
 ASSUME FreshBytes \in {"written", "never_written"}
+ASSUME PartialSuccess \in BOOLEAN
 NWMode == FreshBytes = "never_written"
 \* The never-written node's id: minted before any launch, so the first.
 NW == 1
@@ -157,7 +176,16 @@ ReadSets  == {<<>>} \cup {<<r>> : r \in Proper}
 WriteSets == {<<>>} \cup {<<w>> : w \in Proper}
              \cup {<<Whole(x[1]), Whole(x[2])>> : x \in {y \in Allocs \X Allocs : y[1] # y[2]}}
 
-NoScope == [k |-> 0, p |-> 0, writes |-> <<>>, ghostRoot |-> 0]
+\* S6 (PartialSuccess only): an open scope also remembers the claims and
+\* the oracle as they were before it entered, and the failures it holds
+\* (one hand tag each, as Device::hold_prior_claims takes) so that the
+\* provisional's claim cannot end one the body may give its bytes back to.
+\* Without S6 these stay at the values below, so the other configs keep
+\* their state space.
+NoPrior    == [a \in Allocs |-> {}]
+NoPriorWhy == [a \in Allocs |-> [b \in Offsets(a) |-> 0]]
+NoScope == [k |-> 0, p |-> 0, writes |-> <<>>, ghostRoot |-> 0,
+            prior |-> NoPrior, priorWhy |-> NoPriorWhy, held |-> {}]
 
 VARIABLES taint, nodes, tags, kind, records, nextId, launches, scope,
           why, direct, reach, ended
@@ -307,10 +335,16 @@ Launch(reads, ws) ==
           /\ UNCHANGED <<records, why, scope>>
        \/ /\ ~skips
           /\ ws # <<>>
-          \* enter: the provisional TornDown failure claims the write set
-          /\ LET S1a == IF early THEN S0
-                        ELSE TaintSeq([Engine EXCEPT !.nodes = @ \cup {p},
-                                                     !.tags = [@ EXCEPT ![p] = 0]], ws, p)
+          \* enter: the provisional TornDown failure claims the write set;
+          \* under S6 first every failure claiming write-set bytes is held
+          \* (wrote_only_unheld: none is)
+          /\ LET held == IF PartialSuccess /\ Mutation # "wrote_only_unheld"
+                         THEN UNION {FailuresIn(taint[w[1]], w[2], w[3]) : w \in Elems(ws)}
+                         ELSE {}
+                 Sh  == [Engine EXCEPT !.tags = [g \in Ids |-> tags[g] + (IF g \in held THEN 1 ELSE 0)]]
+                 S1a == IF early THEN S0
+                        ELSE TaintSeq([Sh EXCEPT !.nodes = @ \cup {p},
+                                                 !.tags = [@ EXCEPT ![p] = 0]], ws, p)
                  \* nw_pruned_while_carried: the first launch to take never-
                  \* written bytes retires the node, as if it were one
                  \* allocation's, while other bytes still carry it.
@@ -326,15 +360,24 @@ Launch(reads, ws) ==
                 /\ direct' = [direct EXCEPT ![p] = AllocsOf(ws)]
                 /\ reach' = [Flow(reach, reads, ws) EXCEPT ![p] = AllocsOf(ws)]
                 /\ why' = WhyWrite(why, ws, IF gRoot = 0 THEN p ELSE gRoot)
-                /\ scope' = [k |-> k, p |-> p, writes |-> ws, ghostRoot |-> gRoot]
+                /\ scope' = [k |-> k, p |-> p, writes |-> ws, ghostRoot |-> gRoot,
+                              prior |-> IF PartialSuccess THEN taint ELSE NoPrior,
+                              priorWhy |-> IF PartialSuccess THEN why ELSE NoPriorWhy,
+                              held |-> held]
                 /\ UNCHANGED records
     /\ launches' = launches + 1
 
 (***************************************************************************)
 (* Close: the body's outcome.                                              *)
 (***************************************************************************)
+\* S6: the close gives back the scope's holds; a held failure that nothing
+\* carries any more goes (G3).  The identity without S6 (nothing held).
+Unhold(S, held) ==
+    LET t2 == [g \in Ids |-> S.tags[g] - (IF g \in held THEN 1 ELSE 0)]
+    IN  [S EXCEPT !.tags = t2, !.nodes = @ \ {g \in held : t2[g] = 0}]
+
 CloseWith(S, released, newKind, how) ==
-    /\ SetEngine(Prune(S, scope.p))
+    /\ SetEngine(Prune(Unhold(S, scope.held), scope.p))
     /\ kind' = newKind
     \* the oracle: what the body wrote has a successful writer -- unless the
     \* oracle knows the launch should never have run
@@ -382,6 +425,48 @@ PartialFail(parts, err) ==
            released == IF Mutation = "partial_releases_all" THEN scope.writes ELSE part
        IN  CloseWith(WrittenSeq(Engine, released), part, Replaced(err), err)
 
+\* S6: the body succeeded and named the only bytes it wrote (`parts`, as
+\* S2's ranges: untrusted, one outside its binding ignored; <<>> is a launch
+\* of zero blocks).  A named byte is released; every other byte of the write
+\* set goes back to what it was before the launch: claimed again by the
+\* failure that claimed it then (held, so still alive), or released if it
+\* was clean.  Byte by byte, in any order: the bytes are distinct.
+\*   wrote_only_releases_all       releases the whole write set
+\*   wrote_only_keeps_provisional  leaves the unnamed bytes TornDown
+RestoreOp(C, a, b, named) ==
+    LET f       == OwnerAt(scope.prior[a], b)
+        isNamed == \E n \in named : n[1] = a /\ n[2] <= b /\ b < n[3]
+    IN  CASE Mutation = "wrote_only_releases_all" -> WrittenOp(C, b, b + 1)
+          [] Mutation = "wrote_only_keeps_provisional" ->
+                 IF isNamed THEN WrittenOp(C, b, b + 1) ELSE Unchanged(C)
+          [] isNamed \/ f = 0 -> WrittenOp(C, b, b + 1)
+          [] OTHER -> TaintOp(C, b, b + 1, f)
+
+RECURSIVE RestoreBytes(_, _, _)
+RestoreBytes(S, xs, named) ==
+    IF xs = {} THEN S
+    ELSE LET x == CHOOSE y \in xs : TRUE
+         IN  RestoreBytes(ApplyRes(S, x[1], RestoreOp(S.taint[x[1]], x[1], x[2], named)),
+                          xs \ {x}, named)
+
+SucceedOnly(parts) ==
+    /\ PartialSuccess
+    /\ scope.k # 0
+    /\ LET valid == SelectSeq(parts, ValidPart)
+           named == {Absolute(valid[j]) : j \in DOMAIN valid}
+           xs    == UNION {{<<w[1], b>> : b \in BindBytes(w)} : w \in Elems(scope.writes)}
+           isNamed(a, b) == \E n \in named : n[1] = a /\ n[2] <= b /\ b < n[3]
+       IN  /\ SetEngine(Prune(Unhold(RestoreBytes(Engine, xs, named), scope.held), scope.p))
+           \* the oracle: a named byte has a successful writer (unless the
+           \* launch should never have run); any other keeps its last writer
+           /\ why' = [a \in Allocs |-> [b \in Offsets(a) |->
+                        IF <<a, b>> \notin xs THEN why[a][b]
+                        ELSE IF isNamed(a, b)
+                             THEN IF scope.ghostRoot # 0 THEN why[a][b] ELSE 0
+                             ELSE scope.priorWhy[a][b]]]
+           /\ scope' = NoScope
+           /\ UNCHANGED <<records, nextId, launches, direct, reach, kind, ended>>
+
 \* S3: the body throws; the write set stays claimed by TornDown.
 Throw ==
     /\ scope.k # 0
@@ -401,6 +486,11 @@ Next ==
     \/ Succeed \/ Fail("Launch") \/ Throw
     \/ \E i \in 1..2, lo \in 0..MaxSize, hi \in 0..MaxSize :
           lo < hi /\ ValidPart(<<i, lo, hi>>) /\ PartialFail(<< <<i, lo, hi>> >>, "Launch")
+    \* S6 (PartialSuccess only): a success naming nothing (zero blocks) or
+    \* one range
+    \/ SucceedOnly(<<>>)
+    \/ \E i \in 1..2, lo \in 0..MaxSize, hi \in 0..MaxSize :
+          lo < hi /\ ValidPart(<<i, lo, hi>>) /\ SucceedOnly(<< <<i, lo, hi>> >>)
 
 Spec == Init /\ [][Next]_vars
 
@@ -441,9 +531,11 @@ TypeOK ==
 
 Carriers(f) == {a \in Allocs : Carries(taint[a], f)}
 
-\* R1-R3 while scopes come and go: tags equal carriers, every claimed id has
-\* a node, and a node with no carrier is the open scope's provisional.
-R1_TagsEqualCarriers == \A f \in nodes : tags[f] = Cardinality(Carriers(f))
+\* R1-R3 while scopes come and go: tags equal carriers (plus the open
+\* scope's hold, S6), every claimed id has a node, and a node with no tag is
+\* the open scope's provisional.
+Held(f) == IF f \in scope.held THEN 1 ELSE 0
+R1_TagsEqualCarriers == \A f \in nodes : tags[f] = Cardinality(Carriers(f)) + Held(f)
 R2_ClaimedHaveNodes  == \A a \in Allocs : ClaimedFailures(taint[a]) \subseteq nodes
 R3_NodeIffTaggedOrHeld ==
     \A f \in nodes : tags[f] > 0 \/ f = scope.p
@@ -497,9 +589,11 @@ CarriersIn(t, f) == {a \in Allocs : Carries(t[a], f)}
 
 \* N1: the node lives exactly as long as a carrier does: it exists iff
 \* some allocation's claims name it (and then its tags count them).
+\* Under S6 an open scope's hold counts as a carrier: the body may give the
+\* node its bytes back.
 N1_NeverWrittenLivesWhileCarried ==
-    NWMode => /\ (NW \in nodes) <=> (Carriers(NW) # {})
-              /\ NW \in nodes => tags[NW] = Cardinality(Carriers(NW))
+    NWMode => /\ (NW \in nodes) <=> (Carriers(NW) # {} \/ NW \in scope.held)
+              /\ NW \in nodes => tags[NW] = Cardinality(Carriers(NW)) + Held(NW)
 
 \* N1: never replaced -- while it lives its kind is NeverWritten.
 N1_NeverWrittenNeverReplaced ==
@@ -509,13 +603,20 @@ N1_NeverWrittenNeverReplaced ==
 \* of it, never while carried, and once gone it is never minted again.
 N1_NeverWrittenGoesWithLastCarrier ==
     [][ NWMode =>
-          /\ (NW \in nodes /\ NW \notin nodes') => CarriersIn(taint', NW) = {}
-          /\ (NW \in nodes /\ CarriersIn(taint', NW) = {}) => NW \notin nodes'
+          /\ (NW \in nodes /\ NW \notin nodes') =>
+                CarriersIn(taint', NW) = {} /\ NW \notin scope'.held
+          /\ (NW \in nodes /\ CarriersIn(taint', NW) = {} /\ NW \notin scope'.held) =>
+                NW \notin nodes'
           /\ NW \notin nodes => NW \notin nodes' ]_vars
 
 \* Witness (proofs/reach/): the node is never gone.  A never-written cfg
 \* must VIOLATE it: the last carrier does let go within the bounds.
 NoNeverWrittenRelease == NWMode => NW \in nodes
+
+\* Witness (proofs/reach/): no failure is ever kept alive by a hold alone.
+\* ScopesWroteOnly.cfg must VIOLATE it: a scope takes a failure's last bytes
+\* and the hold is all that keeps it for the body's S6 outcome.
+NoFailureHeldWithoutCarrier == \A f \in scope.held : Carriers(f) # {}
 
 \* S4 (with S1): an id is spent, and a node minted, only by a launch that
 \* enters with a non-empty write set, and it is that scope's provisional.

@@ -25,9 +25,10 @@
 (*              "skipped"  root, needed?: S1 skip onto root; S4: no mint   *)
 (*              "entered"  p?: the provisional id (absent or 0 when the    *)
 (*                         write set is empty: nothing is minted)          *)
-(*   close    outcome "ok" | "fail" | "throw" (S1-S3); a failure names    *)
-(*            its error kind (error, G4) and maybe written?: <<i, lo, hi>> *)
-(*            ranges of write binding i (S2).                              *)
+(*   close    outcome "ok" | "ok_only" | "fail" | "throw" (S1-S3, S6); a  *)
+(*            failure names its error kind (error, G4) and maybe written?: *)
+(*            <<i, lo, hi>> ranges of write binding i (S2); "ok_only" is a *)
+(*            success naming the only ranges it wrote, written? (S6)       *)
 (*            Follows every entered launch; a no-op for an empty write set *)
 (*   read     alloc, lo, hi, ok (D1), failures? (G9, one per distinct      *)
 (*            failure), reports? (G8: [f, origin?, path?, kind?] with path *)
@@ -107,6 +108,8 @@ TClose(e) ==
     /\ IF scope.k = 0
        THEN UNCHANGED vars          \* the launch had an empty write set
        ELSE CASE e.outcome = "ok" -> Succeed
+              [] e.outcome = "ok_only" ->
+                   SucceedOnly(IF Has(e, "written") THEN e.written ELSE <<>>)
               [] e.outcome = "fail" ->
                    IF Has(e, "written") THEN PartialFail(e.written, e.error) ELSE Fail(e.error)
               [] e.outcome = "throw" -> Throw

@@ -70,11 +70,14 @@ class DeviceTrace {
   }
 
   /// After launch(reads, writes, body) ended as `ending`; `result` when it
-  /// returned; `written` the ranges a failing body reported (S2). `late`: the
-  /// body planned a late failure, which the format cannot say: abandon.
+  /// returned; `written` the ranges a failing body reported (S2), or with
+  /// `wrote_only` the ranges a succeeding body named as all it wrote (S6).
+  /// `late`: the body planned a late failure, which the format cannot say:
+  /// abandon.
   void launched(Device& device, const std::vector<Binding>& reads,
                 const std::vector<Binding>& writes, Ending ending, const LaunchResult& result,
-                const std::vector<WrittenRange>& written, bool late = false) {
+                const std::vector<WrittenRange>& written, bool late = false,
+                bool wrote_only = false) {
     if (late) {
       abandon();
     }
@@ -98,13 +101,15 @@ class DeviceTrace {
       ++launches_;
     } else {
       const bool failed = ending == Ending::returned && result.status == LaunchStatus::Failed;
-      const char* outcome = ending == Ending::body_threw ? "throw" : failed ? "fail" : "ok";
+      const bool threw = ending == Ending::body_threw;
+      const bool named = !threw && !failed && wrote_only;
+      const char* outcome = threw ? "throw" : failed ? "fail" : named ? "ok_only" : "ok";
       std::optional<ErrorKind> error;
       if (failed && result.error) {
         error = result.error->kind();
       }
       launch_entered(device, reads, writes, provisional, outcome, error,
-                     failed ? written : std::vector<WrittenRange>());
+                     failed || named ? written : std::vector<WrittenRange>());
     }
     settle(device);
   }

@@ -13,8 +13,9 @@
 // in filler: a handful of small buffers (0..8 bytes; Scopes' oracle is per
 // byte) so launches share them; reads and read bindings that prefer buffers
 // holding stale bytes, so skips chain (S1, G7, G8) and reads report (D1, G9);
-// bodies that succeed, fail with one of three error kinds (G4), fail part-way
-// with reported ranges some of which reach past their output (S2), or throw
+// bodies that succeed (some naming the only ranges they wrote, none or some
+// past their output, S6), fail with one of three error kinds (G4), fail
+// part-way with reported ranges some of which reach past their output (S2), or throw
 // (S3); host writes that repair (S5), read-write bindings (S5), bindings to
 // dropped buffers and past the end (P3), and drops of tainted buffers (P1).
 // The trace itself is written by fuzz/common/device_trace.hpp, the recorder
@@ -191,12 +192,16 @@ class Program {
       writes.push_back(!reads.empty() && pick(5) == 0 ? reads[pick(reads.size())]
                                                       : some_binding(false));
     }
-    const std::uint64_t plan = pick(20); // 0-8 ok, 9-12 fail, 13-17 partial, 18-19 throw
+    // 0-5 ok, 6-8 ok naming what it wrote (S6), 9-12 fail, 13-17 partial,
+    // 18-19 throw.
+    const std::uint64_t plan = pick(20);
+    const bool wrote_only = plan >= 6 && plan <= 8;
     constexpr ErrorKind kinds[] = {ErrorKind::Launch, ErrorKind::OutOfMemory, ErrorKind::Generic};
     const Error error(kinds[pick(3)], "driver");
     std::vector<WrittenRange> written;
-    if (plan >= 13 && plan <= 17) {
-      const std::uint64_t count = 1 + pick(2);
+    if ((plan >= 13 && plan <= 17) || wrote_only) {
+      // A wrote_only body may name nothing: a launch of zero blocks.
+      const std::uint64_t count = wrote_only ? pick(3) : 1 + pick(2);
       for (std::uint64_t k = 0; k < count && !writes.empty(); ++k) {
         const auto output = static_cast<std::uint32_t>(pick(writes.size() + (pick(6) == 0)));
         const std::uint64_t span = output < writes.size() ? writes[output].range.size() : 2;
@@ -221,6 +226,9 @@ class Program {
         if (plan >= 9) {
           return LaunchOutcome::failure(error);
         }
+        if (wrote_only) {
+          return LaunchOutcome::wrote_only(written);
+        }
         return LaunchOutcome::success();
       });
     } catch (const Exception&) {
@@ -228,7 +236,7 @@ class Program {
     } catch (const std::runtime_error&) {
       ending = Trace::Ending::body_threw;
     }
-    trace_.launched(device_, reads, writes, ending, result, written);
+    trace_.launched(device_, reads, writes, ending, result, written, false, wrote_only);
   }
 
   void read() {
