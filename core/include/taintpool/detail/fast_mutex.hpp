@@ -26,7 +26,10 @@
 //
 // Guarantees: mutual exclusion with acquire/release ordering, as std::mutex
 // (ThreadSanitizer sees the atomics); not recursive, not fair (a spinning
-// newcomer may overtake a sleeper). Satisfies Lockable.
+// newcomer may overtake a sleeper). Satisfies Lockable. proofs/FastMutex.tla
+// checks the algorithm over the word — mutual exclusion, no stranded
+// sleeper, progress — with threads created while it is held; a change to
+// the states or the one-thread path goes there first.
 #pragma once
 
 #include <atomic>
