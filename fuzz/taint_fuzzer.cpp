@@ -65,8 +65,9 @@
 // model in every full sweep) instead of asking for a fresh list each op,
 // skip records are compared with the model's in place
 // (EngineModel::kept_records), and one harness serves every input (its
-// start() resets the model and its buffers exactly — check_fresh() proves
-// it on every input — and keeps their capacity). Only core is
+// release_input() resets the model and its buffers exactly at the end of
+// each input — check_fresh() proves it at the start of the next — and
+// keeps their capacity). Only core is
 // coverage-instrumented: the checkers (common/no_coverage.hpp), the rest
 // of this file's harness (taint_fuzzer.coverage_ignorelist) and the engine
 // model (pool_fuzzer.ignorelist) add no features for libFuzzer to pay for.
@@ -550,7 +551,8 @@ const char* claims_rule(Kind kind) {
 class Harness {
  public:
   /// One harness serves every input of the process (LLVMFuzzerTestOneInput
-  /// keeps it): start() puts it back exactly where a new one would be, but
+  /// keeps it): release_input() puts it back exactly where a new one would
+  /// be (start() checks that), but
   /// the model's and the harness's buffers keep their capacity, so a warm
   /// run allocates only what core and the ops themselves allocate (issue
   /// 13: under AddressSanitizer every allocation costs).
@@ -574,20 +576,39 @@ class Harness {
   }
 
   /// Starts an input. `trace`: where to write its TLA+ trace
-  /// (proofs/TRACES.md), or none. Every input starts from a fresh graph
-  /// (ids from 1) and a reset model, and check_fresh() proves the reset
-  /// exact before the first op.
+  /// (proofs/TRACES.md), or none. The previous input ended with
+  /// release_input(), so everything is as new: check_fresh() proves it
+  /// before the first op.
   void start(std::optional<std::filesystem::path> trace, std::size_t input_size) {
     trace_path_ = std::move(trace);
     input_size_ = input_size;
     if (trace_path_) {
       trace_ = tla::Trace();
-    } else {
-      trace_.reset();
     }
     max_failure_named_ = 1;
+    check_fresh();
+  }
+
+  void run(ByteReader& in) {
+    while (!in.empty()) {
+      Op op = decode(in);
+      execute(std::move(op));
+    }
+    finish();
+    write_trace({});
+    release_input();
+  }
+
+  /// Frees what this input made — the graph, the model's failures with
+  /// their errors and records, the trace — and empties the harness's
+  /// lists, keeping their capacity. At the end of the input rather than at
+  /// the start of the next: libFuzzer counts the mallocs and frees of each
+  /// run, and a run that leaves memory behind costs a leak check (an LSan
+  /// scan of the whole heap) — and, a thousand of them later, the end of
+  /// leak detection for the session.
+  void release_input() {
     for (Taint& taint : taints_) {
-      taint.clear(graph_); // Clean after every finished input; kept for safety.
+      taint.clear(graph_); // Clean already (finish); kept so the graph may go.
     }
     graph_ = ErrorGraph();
     model_.reset();
@@ -601,16 +622,8 @@ class Harness {
     pending_fault_ = -1;
     ops_since_sweep_ = 0;
     ops_.clear();
-    check_fresh();
-  }
-
-  void run(ByteReader& in) {
-    while (!in.empty()) {
-      Op op = decode(in);
-      execute(std::move(op));
-    }
-    finish();
-    write_trace({});
+    trace_.reset();
+    trace_path_.reset();
   }
 
  private:
@@ -1448,7 +1461,7 @@ class Harness {
 
   // -- comparison -----------------------------------------------------------
 
-  /// The reset in start() is exact: core and the model are as new — no
+  /// The reset in release_input() is exact: core and the model are as new — no
   /// failure ever minted, every allocation clean — and so is everything the
   /// harness tracks. A harness reused across inputs that kept anything
   /// would make an input's outcome depend on the inputs before it.
@@ -1791,7 +1804,7 @@ class Harness {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   ByteReader in(data, size);
-  // One for the process: start() resets it exactly (see Harness).
+  // One for the process: each input ends with release_input() (see Harness).
   static Harness harness;
   harness.start(taintpool::fuzz::tla::trace_path(data, size, "taint_"), size);
   harness.run(in);
