@@ -10,6 +10,14 @@ std::size_t EngineModel::add_allocation() {
   return bytes_.size() - 1;
 }
 
+void EngineModel::reset() {
+  for (OwnerMap& allocation : bytes_) {
+    allocation.reset();
+  }
+  failures_.clear();
+  owners_before_.clear();
+}
+
 FailureId EngineModel::insert(Error error) {
   failures_.push_back(Failure{std::move(error), true, {}});
   return FailureId::from_raw(failures_.size());
@@ -136,13 +144,18 @@ std::uint64_t EngineModel::skips_recorded(FailureId failure) const {
 }
 
 std::vector<SkipRecord> EngineModel::skip_records(FailureId failure) const {
+  const std::span<const SkipRecord> kept = kept_records(failure);
+  return {kept.begin(), kept.end()};
+}
+
+std::span<const SkipRecord> EngineModel::kept_records(FailureId failure) const {
   const Failure* found = find_live(failure);
   if (found == nullptr) {
     return {};
   }
   const std::size_t total = found->records.size();
   const std::size_t first = total > kept_skip_records ? total - kept_skip_records : 0;
-  return {found->records.begin() + static_cast<std::ptrdiff_t>(first), found->records.end()};
+  return std::span<const SkipRecord>(found->records).subspan(first);
 }
 
 Report EngineModel::report(FailureId failure, AllocationId read) const {
@@ -160,7 +173,7 @@ Report EngineModel::report(FailureId failure, AllocationId read) const {
                   found->records.size() > kept_skip_records};
   // G8: from the read allocation, repeatedly take the newest kept record
   // older than the last one taken that produced the current allocation.
-  const std::vector<SkipRecord> kept = skip_records(failure);
+  const std::span<const SkipRecord> kept = kept_records(failure);
   std::size_t older_than = kept.size();
   bool stepped = true;
   while (stepped) {

@@ -27,6 +27,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -39,6 +40,12 @@ class EngineModel {
 
   /// A new, clean allocation; returns its index (0, 1, 2 …).
   std::size_t add_allocation();
+  /// Back to the state just after the allocations were added: every byte
+  /// owned by nobody, no failure ever minted (the next insert is id 1). The
+  /// allocations stay, and so does every buffer's capacity, so a fuzzer
+  /// that runs millions of inputs through one model allocates nothing for
+  /// it once warm (AddressSanitizer makes each allocation cost).
+  void reset();
   [[nodiscard]] std::size_t allocations() const { return bytes_.size(); }
 
   /// G1: a live failure with the next id (1, 2, 3 …).
@@ -83,6 +90,10 @@ class EngineModel {
   [[nodiscard]] std::uint64_t skips_recorded(FailureId failure) const;
   /// The newest kept_skip_records records of a live failure, oldest first.
   [[nodiscard]] std::vector<SkipRecord> skip_records(FailureId failure) const;
+  /// The same records, in place (empty when not live): what a fuzzer
+  /// compares after every skip without copying them. Valid until the next
+  /// change to the model.
+  [[nodiscard]] std::span<const SkipRecord> kept_records(FailureId failure) const;
   /// G8 as DESIGN.md states it. Throws std::logic_error when not live.
   [[nodiscard]] Report report(FailureId failure, AllocationId read) const;
 
