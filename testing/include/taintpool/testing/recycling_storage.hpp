@@ -10,6 +10,10 @@
 // kept and handed out again for the next request of the same size, so after
 // the first few inputs no page is mapped, faulted in or unmapped.
 //
+// The virtual-memory capability (reserve, map, unmap: the arena's growth)
+// is a HostStorage's, as with HostStorage itself, so every pool takes the
+// path it took before; only plain pages are recycled.
+//
 // What it does not change: every Device, pool and model is still built
 // fresh for each input; only page memory is reused. A reused page holds
 // whatever its last user wrote, which is what a fresh page's bytes mean to
@@ -28,6 +32,7 @@
 // thread-safe (a fuzzer runs one input at a time, on one thread).
 #pragma once
 
+#include <taintpool/pool/host_storage.hpp>
 #include <taintpool/pool/storage.hpp>
 
 #include <cstddef>
@@ -43,7 +48,8 @@ class RecyclingStorage final : public Storage {
   /// Pages aligned to `alignment` (a power of two, at most 4096: mmap's
   /// pages are aligned so).
   explicit RecyclingStorage(std::uint64_t alignment)
-      : alignment_(alignment) {
+      : alignment_(alignment)
+      , host_(alignment) {
     kept_.reserve(kMaxPages);
   }
 
@@ -103,6 +109,9 @@ class RecyclingStorage final : public Storage {
 
   [[nodiscard]] std::string name() const override { return "recycling host"; }
 
+  /// HostStorage's (see above): reservations and mappings are not recycled.
+  [[nodiscard]] VirtualMemory* virtual_memory() noexcept override { return host_.virtual_memory(); }
+
   /// Pages handed out and not given back.
   [[nodiscard]] std::size_t outstanding() const noexcept { return outstanding_; }
 
@@ -112,6 +121,7 @@ class RecyclingStorage final : public Storage {
     std::uint64_t size;
   };
   std::uint64_t alignment_;
+  HostStorage host_;       ///< Its virtual memory only.
   std::vector<Page> kept_; ///< Given back, most recent last; room for every page out too.
   std::size_t outstanding_ = 0;
 };
