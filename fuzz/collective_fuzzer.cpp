@@ -55,6 +55,14 @@
 // Cost (issue 13): no op is described as text on a passing run — a failure
 // runs the input again with descriptions on (common/op_log.hpp).
 //
+// The mode (issue 15, N1-N2; common/fresh_mode.hpp): an input that ends in
+// the byte 0xD7 and a mode byte runs every rank in FreshBytes::NeverWritten
+// (bit 0), under UnwrittenReads::Report when bit 1 is set, else Skip; the
+// two bytes are cut off before decoding, so every older input runs trusted,
+// as before. Under Report a collective lists the never-written bytes it sent
+// in its CollectiveResult::launch.unwritten and carries them to no output
+// (RanksModel counts them clean); under Skip they are stale like any other.
+//
 // Only valid bindings are made: a bad binding on one rank would leave the
 // others waiting, which C6's unit tests cover.
 #include <taintpool/collective/collectives.hpp>
@@ -62,7 +70,8 @@
 #include <taintpool/device/device.hpp>
 #include <taintpool/host/deferred_host_backend.hpp>
 #include <taintpool/model/ranks_model.hpp>
-#include <taintpool/pool/host_storage.hpp>
+#include <taintpool/testing/planned_body.hpp>
+#include <taintpool/testing/recycling_storage.hpp>
 
 #include <algorithm>
 #include <array>
@@ -76,6 +85,7 @@
 
 #include "common/byte_reader.hpp"
 #include "common/check.hpp"
+#include "common/fresh_mode.hpp"
 #include "common/op_log.hpp"
 
 namespace {
@@ -95,6 +105,11 @@ constexpr std::array<const char*, 3> kMessages = {"", "oom",
                                                   "a message long enough to live on the heap"};
 constexpr std::array<ErrorKind, 3> kErrorKinds = {ErrorKind::Launch, ErrorKind::OutOfMemory,
                                                   ErrorKind::Generic};
+/// The plan's bytes (testing/planned_body.hpp): kinds below 112 succeed,
+/// then fail, partial, throw (std::runtime_error("boom")), check, fail
+/// late; written ranges up to two, inside their outputs.
+constexpr taintpool::testing::PlanDecoding kPlans{
+    {112, 160, 200, 212, 228}, kErrorKinds, kMessages, 2, false, false};
 constexpr std::array<CollectiveKind, 5> kCollectives = {
     CollectiveKind::all_reduce, CollectiveKind::all_gather, CollectiveKind::reduce_scatter,
     CollectiveKind::broadcast, CollectiveKind::send};
@@ -111,15 +126,31 @@ MemoryConfig config() {
   return config;
 }
 
+/// N1, N2: the input's mode (common/fresh_mode.hpp) on the pools above.
+DeviceOptions options(const taintpool::fuzz::FreshMode& mode) {
+  DeviceOptions options;
+  options.memory = config();
+  options.memory->fresh_bytes = mode.fresh;
+  options.unwritten_reads = mode.reads;
+  return options;
+}
+
+/// Every rank's pages, of every input (testing/recycling_storage.hpp): kept
+/// from one input to the next, so no input maps, faults in or unmaps a page
+/// once the first few have run. Only memory is reused, never state: each
+/// input builds its world, Devices and models afresh.
+taintpool::testing::RecyclingStorage& pages() {
+  static taintpool::testing::RecyclingStorage storage(16);
+  return storage;
+}
+
 /// One rank: its Device on a CollectiveBackend around a DeferredHostBackend.
 struct Rank {
-  explicit Rank(Communicator& communicator)
-      : storage(16)
-      , backend(storage, config())
+  Rank(Communicator& communicator, const taintpool::fuzz::FreshMode& mode)
+      : backend(pages(), config())
       , adaptor(backend)
-      , device(adaptor)
+      , device(adaptor, options(mode))
       , collectives(device, communicator) {}
-  HostStorage storage;
   DeferredHostBackend backend;
   CollectiveBackend adaptor;
   Device device;
@@ -165,20 +196,22 @@ class Harness {
   Harness(const std::uint8_t* data, std::size_t length, bool describing)
       : data_(data)
       , size_(length)
-      , world_(ranks(data, length))
-      , model_(ranks(data, length))
+      , mode_(taintpool::fuzz::fresh_mode(data, length))
+      , world_(ranks(data, mode_.size))
+      , model_(ranks(data, mode_.size))
       , checker_("collective_fuzzer")
       , ops_(describing) {
     for (int rank = 0; rank < world_.size(); ++rank) {
-      ranks_.push_back(std::make_unique<Rank>(world_.rank(rank)));
+      ranks_.push_back(std::make_unique<Rank>(world_.rank(rank), mode_));
       // Each rank's Device mints ids in a space of its own: so does its model.
       model_.rank(rank).set_id_space(ranks_.back()->device.memory().id_space());
+      model_.rank(rank).set_fresh_bytes(mode_.fresh, mode_.reads);
     }
     checker_.set_context([this] { return context(); });
   }
 
   void run() {
-    ByteReader in(data_, size_);
+    ByteReader in(data_, mode_.size);
     in.byte(); // The ranks (ranks()).
     while (!in.empty() && ops_.size() < 200) {
       touched_.clear();
@@ -213,8 +246,8 @@ class Harness {
       again.run();
       return taintpool::fuzz::rerun_did_not_fail();
     }
-    std::string text = "ranks: " + std::to_string(ranks_.size()) + "\nops (" +
-                       std::to_string(ops_.size()) + "):\n";
+    std::string text = "mode " + mode_.name() + ", ranks: " + std::to_string(ranks_.size()) +
+                       "\nops (" + std::to_string(ops_.size()) + "):\n";
     text += ops_.tail(60);
     for (int rank = 0; rank < static_cast<int>(ranks_.size()); ++rank) {
       const auto& model = model_.rank(rank);
@@ -297,51 +330,6 @@ class Harness {
     }
     const std::uint64_t begin = a % (size + 1);
     return Binding{held.id(), ByteRange::sized(begin, b % (size - begin + 1))};
-  }
-
-  Error decode_error(ByteReader& in) {
-    const std::uint8_t byte = in.byte();
-    return Error(kErrorKinds[byte % kErrorKinds.size()],
-                 kMessages[(byte / kErrorKinds.size()) % kMessages.size()]);
-  }
-
-  std::vector<WrittenRange> decode_written(ByteReader& in, const std::vector<Binding>& writes) {
-    std::vector<WrittenRange> written;
-    const std::uint64_t count = in.below(3);
-    for (std::uint64_t index = 0; index < count && !writes.empty(); ++index) {
-      const auto output = static_cast<std::uint32_t>(in.byte() % writes.size());
-      const std::uint64_t size = writes[output].range.size();
-      const std::uint64_t begin = in.byte() % (size + 1);
-      written.push_back(
-          WrittenRange{output, ByteRange::sized(begin, in.byte() % (size - begin + 1))});
-    }
-    return written;
-  }
-
-  BodyPlan decode_plan(ByteReader& in, const std::vector<Binding>& writes) {
-    BodyPlan plan;
-    const std::uint8_t kind = in.byte();
-    plan.seed = in.byte();
-    if (kind < 112) {
-      plan.kind = BodyKind::succeed;
-    } else if (kind < 160) {
-      plan.kind = BodyKind::fail;
-      plan.error = decode_error(in);
-    } else if (kind < 200) {
-      plan.kind = BodyKind::fail;
-      plan.error = decode_error(in);
-      plan.written = decode_written(in, writes);
-    } else if (kind < 212) {
-      plan.kind = BodyKind::throws;
-      plan.what = "boom";
-    } else if (kind < 228) {
-      plan.kind = BodyKind::check;
-    } else {
-      plan.kind = BodyKind::fail_late;
-      plan.error = decode_error(in);
-      plan.written = decode_written(in, writes);
-    }
-    return plan;
   }
 
   // ---- ops
@@ -452,8 +440,9 @@ class Harness {
       fail("S1/T3", what() + ": core skipped with a root the model does not allow");
     }
     if (core.status != model.result.status || core.failure != model.result.failure ||
-        core.needed != model.result.needed || core.error != model.result.error) {
-      fail("S1/S2/S4", what() + ": the launch result differs from the model's");
+        core.needed != model.result.needed || core.error != model.result.error ||
+        core.unwritten != model.result.unwritten) { // N2: reads of never-written bytes, listed.
+      fail("S1/S2/S4/N2", what() + ": the launch result differs from the model's");
     }
   }
 
@@ -475,7 +464,7 @@ class Harness {
     if ((counts & 0x10u) != 0 && !reads.empty()) {
       writes.push_back(reads.front()); // In place.
     }
-    const BodyPlan plan = decode_plan(in, writes);
+    const BodyPlan plan = taintpool::testing::decode_plan(in, writes, kPlans);
     const std::uint64_t number = model_.rank(rank).next_launch();
     const auto text = [&] {
       std::string out = "rank " + std::to_string(rank) + ": launch " + kernel + " reads";
@@ -492,38 +481,7 @@ class Harness {
     ops_.add(text);
     DeferredHostBackend& backend = at(rank).backend;
     auto body = [&](const KernelContext& context) -> LaunchOutcome {
-      std::uint32_t digest = plan.seed;
-      for (std::size_t index = 0; index < context.reads(); ++index) {
-        for (const std::byte byte : context.read(index)) {
-          digest = model::kernel_digest_step(digest, static_cast<std::uint8_t>(byte));
-        }
-      }
-      for (std::size_t index = 0; index < context.writes(); ++index) {
-        const std::span<std::byte> out = context.write(index);
-        for (std::size_t position = 0; position < out.size(); ++position) {
-          out[position] =
-              static_cast<std::byte>(model::kernel_output_byte(digest, plan.seed, index, position));
-        }
-      }
-      switch (plan.kind) {
-      case BodyKind::succeed:
-        return LaunchOutcome::success();
-      case BodyKind::fail:
-        return plan.written.empty() ? LaunchOutcome::failure(plan.error)
-                                    : LaunchOutcome::partial(plan.error, plan.written);
-      case BodyKind::throws:
-        throw std::runtime_error(plan.what);
-      case BodyKind::check:
-        backend.check(context);
-        return LaunchOutcome::success();
-      case BodyKind::fail_late:
-        backend.fail_later(context, plan.error, plan.written);
-        return LaunchOutcome::success();
-      case BodyKind::wrote_only:
-        // Not generated here: S6 is the device and stream fuzzers' to check.
-        throw std::logic_error("collective_fuzzer: a wrote_only plan was generated");
-      }
-      return LaunchOutcome::success();
+      return taintpool::testing::run_planned_body(plan, context, backend);
     };
     LaunchResult result;
     bool threw = false;
@@ -745,13 +703,19 @@ class Harness {
     for (std::size_t index = 0; index < results.size(); ++index) {
       const CollectiveResult& core = results[index];
       const RanksModel::Expected& model = expected[index];
+      // N2: under Report, the never-written bytes the call sent are listed
+      // (and carried to no output); under Skip they are stale as any other.
       if (core.launch.status != model.launch.result.status || core.launch.failure ||
+          core.launch.unwritten != model.launch.result.unwritten ||
           core.stale_bytes != model.stale_bytes || core.verdict_pending != model.verdict_pending) {
         fail("C4/C5", text() + ": rank " + std::to_string(model.rank) + " returned status " +
                           std::to_string(static_cast<int>(core.launch.status)) + ", " +
+                          std::to_string(core.launch.unwritten.size()) + " unwritten runs, " +
                           std::to_string(core.stale_bytes) + " stale bytes, verdict " +
                           (core.verdict_pending ? "pending" : "applied") + "; the model " +
-                          std::to_string(model.stale_bytes) + " stale bytes, verdict " +
+                          std::to_string(model.launch.result.unwritten.size()) +
+                          " unwritten runs, " + std::to_string(model.stale_bytes) +
+                          " stale bytes, verdict " +
                           (model.verdict_pending ? "pending" : "applied"));
       }
     }
@@ -779,6 +743,7 @@ class Harness {
 
   const std::uint8_t* data_;
   std::size_t size_;
+  taintpool::fuzz::FreshMode mode_; ///< N1, N2: named in every failure's context.
   LoopbackWorld world_;
   RanksModel model_;
   std::vector<std::unique_ptr<Rank>> ranks_;
@@ -792,7 +757,16 @@ class Harness {
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  Harness harness(data, size, false);
-  harness.run();
+  {
+    Harness harness(data, size, false);
+    harness.run();
+  }
+  // Every rank's Device is gone: every page its pools took is back (P1),
+  // and the next input starts with none out.
+  if (pages().outstanding() != 0) {
+    taintpool::fuzz::Checker("collective_fuzzer")
+        .fail("P1", "the Devices were destroyed with " + std::to_string(pages().outstanding()) +
+                        " pages not given back to their storage");
+  }
   return 0;
 }

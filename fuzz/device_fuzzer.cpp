@@ -79,7 +79,8 @@
 #include <taintpool/device/device.hpp>
 #include <taintpool/host/deferred_host_backend.hpp>
 #include <taintpool/model/device_model.hpp>
-#include <taintpool/pool/host_storage.hpp>
+#include <taintpool/testing/planned_body.hpp>
+#include <taintpool/testing/recycling_storage.hpp>
 
 #include <algorithm>
 #include <array>
@@ -109,7 +110,6 @@ using taintpool::Device;
 using taintpool::Error;
 using taintpool::ErrorKind;
 using taintpool::FailureId;
-using taintpool::HostStorage;
 using taintpool::KernelContext;
 using taintpool::LaunchOutcome;
 using taintpool::LaunchResult;
@@ -138,6 +138,11 @@ constexpr std::array<const char*, 4> kMessages = {
     "a message long enough to live on the heap, past any small-string buffer"};
 constexpr std::array<ErrorKind, 4> kErrorKinds = {ErrorKind::Launch, ErrorKind::OutOfMemory,
                                                   ErrorKind::Generic, ErrorKind::TornDown};
+/// The plan's bytes (testing/planned_body.hpp): kinds below 128 succeed,
+/// then fail, partial, throw (either exception), check, fail late; written
+/// ranges up to three, untrusted (S2).
+constexpr taintpool::testing::PlanDecoding kPlans{
+    {128, 160, 192, 208, 224}, kErrorKinds, kMessages, 3, true, true};
 
 enum class Kind : std::uint8_t {
   create,
@@ -271,6 +276,15 @@ struct Ending {
   std::string what;
 };
 
+/// Every input's pages (testing/recycling_storage.hpp): kept from one
+/// input to the next, so no input maps, faults in or unmaps a page once the
+/// first few have run. Only memory is reused, never state: each input
+/// builds its Device and model afresh.
+taintpool::testing::RecyclingStorage& pages() {
+  static taintpool::testing::RecyclingStorage storage(16);
+  return storage;
+}
+
 class Harness {
  public:
   /// A run of `data` (its whole input, trailer included, so that a failure
@@ -282,8 +296,7 @@ class Harness {
       , size_(size)
       , trace_path_(std::move(trace_path))
       , trace_(trace_path_.has_value())
-      , storage_(16)
-      , backend_(storage_, config())
+      , backend_(pages(), config())
       , device_(backend_, options(mode))
       , checker_("device_fuzzer")
       , ops_(describing)
@@ -417,57 +430,6 @@ class Harness {
     // P3: reaching 1..4 bytes past the end.
     const std::uint64_t end = size + 1 + (b % 4);
     return Binding{*id, ByteRange::of(std::min(a % (size + 1), end), end)};
-  }
-
-  Error decode_error(ByteReader& in) {
-    const std::uint8_t byte = in.byte();
-    return Error(kErrorKinds[byte % kErrorKinds.size()],
-                 kMessages[(byte / kErrorKinds.size()) % kMessages.size()]);
-  }
-
-  std::vector<WrittenRange> decode_written(ByteReader& in, const std::vector<Binding>& writes) {
-    std::vector<WrittenRange> written;
-    const std::uint64_t count = in.below(4);
-    for (std::uint64_t at = 0; at < count; ++at) {
-      const std::uint8_t pick = in.byte();
-      const auto output = static_cast<std::uint32_t>(
-          pick < 224 && !writes.empty() ? pick % writes.size() : writes.size() + (pick % 2));
-      const std::uint64_t size = output < writes.size() ? writes[output].range.size() : 8;
-      const std::uint8_t shape = in.byte();
-      const std::uint64_t begin = in.byte() % (size + 1);
-      const std::uint64_t length = in.byte() % (size - begin + 1);
-      // S2: ranges are untrusted; some reach past their output.
-      const std::uint64_t end = shape < 224 ? begin + length : size + 1 + (shape % 3);
-      written.push_back(WrittenRange{output, ByteRange::of(std::min(begin, end), end)});
-    }
-    return written;
-  }
-
-  BodyPlan decode_plan(ByteReader& in, const std::vector<Binding>& writes) {
-    BodyPlan plan;
-    const std::uint8_t kind = in.byte();
-    plan.seed = in.byte();
-    if (kind < 128) {
-      plan.kind = BodyKind::succeed;
-    } else if (kind < 160) {
-      plan.kind = BodyKind::fail;
-      plan.error = decode_error(in);
-    } else if (kind < 192) {
-      plan.kind = BodyKind::fail; // Partial (S2).
-      plan.error = decode_error(in);
-      plan.written = decode_written(in, writes);
-    } else if (kind < 208) {
-      plan.kind = BodyKind::throws;
-      plan.std_exception = (kind & 1) == 0;
-      plan.what = kMessages[(kind >> 1) % kMessages.size()];
-    } else if (kind < 224) {
-      plan.kind = BodyKind::check;
-    } else {
-      plan.kind = BodyKind::fail_late;
-      plan.error = decode_error(in);
-      plan.written = decode_written(in, writes);
-    }
-    return plan;
   }
 
   // ---- ops
@@ -665,7 +627,7 @@ class Harness {
     if ((counts & 0x10u) != 0 && !reads.empty()) {
       writes.push_back(reads[in.below(reads.size())]); // In place: read-write (S5).
     }
-    const BodyPlan plan = decode_plan(in, writes);
+    const BodyPlan plan = taintpool::testing::decode_plan(in, writes, kPlans);
     const std::uint64_t number = model_.next_launch();
     const auto text = [&] {
       return "launch " + kernel + " reads " + show_bindings(reads) + " writes " +
@@ -677,40 +639,7 @@ class Harness {
     std::optional<std::uint64_t> numbered; // The launch number the body saw.
     auto body = [&](const KernelContext& context) -> LaunchOutcome {
       numbered = context.launch();
-      std::uint32_t digest = plan.seed;
-      for (std::size_t index = 0; index < context.reads(); ++index) {
-        for (const std::byte byte : context.read(index)) {
-          digest = taintpool::model::kernel_digest_step(digest, static_cast<std::uint8_t>(byte));
-        }
-      }
-      for (std::size_t index = 0; index < context.writes(); ++index) {
-        const std::span<std::byte> out = context.write(index);
-        for (std::size_t position = 0; position < out.size(); ++position) {
-          out[position] = static_cast<std::byte>(
-              taintpool::model::kernel_output_byte(digest, plan.seed, index, position));
-        }
-      }
-      switch (plan.kind) {
-      case BodyKind::succeed:
-        return LaunchOutcome::success();
-      case BodyKind::fail:
-        return plan.written.empty() ? LaunchOutcome::failure(plan.error)
-                                    : LaunchOutcome::partial(plan.error, plan.written);
-      case BodyKind::throws:
-        if (plan.std_exception) {
-          throw std::runtime_error(plan.what);
-        }
-        throw 42;
-      case BodyKind::check:
-        backend_.check(context);
-        return LaunchOutcome::success();
-      case BodyKind::fail_late:
-        backend_.fail_later(context, plan.error, plan.written);
-        return LaunchOutcome::success();
-      case BodyKind::wrote_only: // Not decoded here (this body writes every output).
-        throw std::logic_error("device_fuzzer: wrote_only bodies are stream_fuzzer's");
-      }
-      return LaunchOutcome::success();
+      return taintpool::testing::run_planned_body(plan, context, backend_);
     };
     LaunchResult result;
     const Ending ending = call([&] { result = device_.launch(kernel, reads, writes, body); });
@@ -910,7 +839,6 @@ class Harness {
   std::size_t size_;
   std::optional<std::filesystem::path> trace_path_;
   taintpool::fuzz::tla::DeviceTrace trace_; ///< Records nothing unless tracing.
-  HostStorage storage_;
   DeferredHostBackend backend_;
   Device device_;
   DeviceModel model_;
@@ -929,12 +857,21 @@ class Harness {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const taintpool::fuzz::FreshMode mode = taintpool::fuzz::fresh_mode(data, size);
-  // Scopes.tla has no NeverWritten node (proofs/ adds it): trace Trusted runs only.
-  Harness harness(data, size,
-                  mode.fresh == taintpool::FreshBytes::Trusted
-                      ? taintpool::fuzz::tla::trace_path(data, size, "scopes_")
-                      : std::nullopt,
-                  mode, false);
-  harness.run();
+  {
+    // Scopes.tla has no NeverWritten node (proofs/ adds it): trace Trusted runs only.
+    Harness harness(data, size,
+                    mode.fresh == taintpool::FreshBytes::Trusted
+                        ? taintpool::fuzz::tla::trace_path(data, size, "scopes_")
+                        : std::nullopt,
+                    mode, false);
+    harness.run();
+  }
+  // The Device is gone: every page its pools took is back (P1), and the
+  // next input starts with none out (the storage reuses memory, not state).
+  if (pages().outstanding() != 0) {
+    taintpool::fuzz::Checker("device_fuzzer")
+        .fail("P1", "the Device was destroyed with " + std::to_string(pages().outstanding()) +
+                        " pages not given back to its storage");
+  }
   return 0;
 }

@@ -1128,37 +1128,91 @@ std::optional<std::string> DeviceModel::mismatch_touched(Device& device,
   return mismatch_in(device, &touched, values);
 }
 
+bool DeviceModel::same_claims(AllocationId id, const Taint& taint) const {
+  // Core's claims, ascending and coalesced, against the model's runs of
+  // one non-zero writer (claims(id)), walked side by side: nothing is
+  // copied on a passing run.
+  const std::vector<std::uint64_t>& writer = allocations_[index_of(id)].writer;
+  const std::uint64_t size = writer.size();
+  std::uint64_t byte = 0; // The model's next run starts at or after here.
+  bool same = true;
+  taint.for_each_claim([&](FailureId failure, ByteRange range) {
+    if (!same) {
+      return;
+    }
+    while (byte < size && writer[byte] == 0) {
+      ++byte;
+    }
+    if (byte == size) {
+      same = false; // Core claims more than the model.
+      return;
+    }
+    const std::uint64_t owner = writer[byte];
+    std::uint64_t end = byte + 1;
+    while (end < size && writer[end] == owner) {
+      ++end;
+    }
+    same = failure.raw() == owner && range == ByteRange::of(byte, end);
+    byte = end;
+  });
+  while (same && byte < size && writer[byte] == 0) {
+    ++byte;
+  }
+  return same && byte == size; // And no model run left over.
+}
+
 std::optional<std::string> DeviceModel::mismatch_in(Device& device,
                                                     const std::span<const AllocationId>* touched,
                                                     bool values) const {
-  // Allocations the manager holds, with their claims and bytes (of the
-  // touched ones only, when `touched` is given).
-  struct Held {
-    std::uint64_t size;
-    std::vector<std::pair<FailureId, ByteRange>> claims;
-    const std::byte* data;
-    bool compared;
-  };
-  std::map<std::uint64_t, Held> core;
+  // Allocations the manager holds: their ids against the model's, and the
+  // claims and bytes of every one (of the touched ones only, when
+  // `touched` is given). A passing run allocates nothing but the id list's
+  // first growth (scratch_ids_, kept between calls); a difference is then
+  // described by compare_allocation, the cold path.
+  std::vector<std::uint64_t>& core_ids = scratch_ids_;
+  core_ids.clear();
+  std::optional<AllocationId> differs; // The first compared allocation that differs.
   device.memory().for_each_allocation([&](const AllocationInfo& info) {
-    const bool compared = touched == nullptr ||
-                          std::find(touched->begin(), touched->end(), info.id) != touched->end();
-    Held held{info.size, {}, info.data, compared};
-    if (compared) {
-      info.taint->for_each_claim(
-          [&](FailureId failure, ByteRange range) { held.claims.emplace_back(failure, range); });
+    core_ids.push_back(info.id.raw());
+    if (differs || (touched != nullptr &&
+                    std::find(touched->begin(), touched->end(), info.id) == touched->end())) {
+      return;
     }
-    core.emplace(info.id.raw(), std::move(held));
+    const Allocation* model = find(info.id);
+    if (model == nullptr || model->state == State::gone) {
+      return; // The id lists differ: reported below.
+    }
+    if (info.size != model->size || !same_claims(info.id, *info.taint)) {
+      differs = info.id;
+      return;
+    }
+    if (!values) {
+      return;
+    }
+    for (std::uint64_t byte = 0; byte < model->size; ++byte) {
+      if (detect_ && model->writer[byte] != 0) {
+        continue; // O4: a race may have changed it, and then it is claimed.
+      }
+      if (model->value[byte] && *model->value[byte] != static_cast<std::uint8_t>(info.data[byte])) {
+        differs = info.id;
+        return;
+      }
+    }
   });
-  std::vector<std::uint64_t> core_ids;
-  for (const auto& [raw, held] : core) {
-    core_ids.push_back(raw);
+  std::sort(core_ids.begin(), core_ids.end());
+  bool same_ids = true;
+  std::size_t next = 0; // In core_ids.
+  for (std::size_t index = 0; index < allocations_.size() && same_ids; ++index) {
+    if (allocations_[index].state != State::gone) {
+      same_ids = next < core_ids.size() && core_ids[next] == id_at(index).raw();
+      ++next;
+    }
   }
-  std::vector<std::uint64_t> model_ids;
-  for (const AllocationId id : allocations()) {
-    model_ids.push_back(id.raw());
-  }
-  if (core_ids != model_ids) {
+  if (!same_ids || next != core_ids.size()) {
+    std::vector<std::uint64_t> model_ids;
+    for (const AllocationId id : allocations()) {
+      model_ids.push_back(id.raw());
+    }
     auto list = [](const std::vector<std::uint64_t>& ids) {
       std::string out;
       for (const std::uint64_t id : ids) {
@@ -1168,14 +1222,8 @@ std::optional<std::string> DeviceModel::mismatch_in(Device& device,
     };
     return "P1: the manager holds allocations" + list(core_ids) + ", the model" + list(model_ids);
   }
-  for (const auto& [raw, held] : core) {
-    if (!held.compared) {
-      continue;
-    }
-    if (auto difference = compare_allocation(AllocationId::from_raw(raw), held.size, held.claims,
-                                             held.data, values)) {
-      return difference;
-    }
+  if (differs) {
+    return mismatch(device, *differs, values);
   }
 
   // The graph: exactly the live failures, with their errors, tags and skips.
@@ -1184,42 +1232,52 @@ std::optional<std::string> DeviceModel::mismatch_in(Device& device,
     return "G1/S4: the next failure id is " + std::to_string(graph.next_id().raw()) +
            ", the model " + std::to_string(next_failure_);
   }
-  std::vector<std::uint64_t> core_failures;
+  std::vector<std::uint64_t>& core_failures = scratch_ids_;
+  core_failures.clear();
   graph.for_each([&](FailureId failure, const Error&, std::uint64_t) {
     core_failures.push_back(failure.raw());
   });
   std::sort(core_failures.begin(), core_failures.end());
-  std::vector<std::uint64_t> model_failures;
-  for (const auto& [raw, failure] : failures_) {
-    model_failures.push_back(raw);
-  }
-  if (core_failures != model_failures || graph.size() != failures_.size()) {
+  const bool same_failures =
+      core_failures.size() == failures_.size() && graph.size() == failures_.size() &&
+      std::equal(core_failures.begin(), core_failures.end(), failures_.begin(),
+                 [](std::uint64_t raw, const auto& entry) { return raw == entry.first; });
+  if (!same_failures) {
     std::string text = "R1-R3: the graph holds " + std::to_string(graph.size()) + " failures:";
     for (const std::uint64_t raw : core_failures) {
       text += " " + std::to_string(raw);
     }
     text += "; the model:";
-    for (const std::uint64_t raw : model_failures) {
+    for (const auto& [raw, failure] : failures_) {
       text += " " + std::to_string(raw);
     }
     return text;
   }
   // Every failure's carriers (R1) in one pass over the allocations, rather
-  // than tags(id)'s pass per failure: this runs after every fuzzed op.
-  std::map<std::uint64_t, std::uint64_t> carriers;
-  for (const Allocation& allocation : allocations_) {
+  // than tags(id)'s pass per failure: this runs after every fuzzed op. The
+  // owners seen are a handful (scratch_carriers_, kept between calls), so
+  // each is found by a scan; `last` counts an allocation once per owner.
+  std::vector<Carriers>& carriers = scratch_carriers_;
+  carriers.clear();
+  for (std::size_t index = 0; index < allocations_.size(); ++index) {
+    const Allocation& allocation = allocations_[index];
     if (allocation.state == State::gone) {
       continue;
     }
     std::uint64_t counted = 0; // The owner counted last: runs repeat it.
-    std::vector<std::uint64_t> owners;
     for (const std::uint64_t owner : allocation.writer) {
-      if (owner != 0 && owner != counted &&
-          std::find(owners.begin(), owners.end(), owner) == owners.end()) {
-        owners.push_back(owner);
-        ++carriers[owner];
+      if (owner == 0 || owner == counted) {
+        continue;
       }
       counted = owner;
+      const auto found = std::find_if(carriers.begin(), carriers.end(),
+                                      [&](const Carriers& entry) { return entry.owner == owner; });
+      if (found == carriers.end()) {
+        carriers.push_back(Carriers{owner, 1, index});
+      } else if (found->last != index) {
+        ++found->count;
+        found->last = index;
+      }
     }
   }
   for (const auto& [raw, failure] : failures_) {
@@ -1230,8 +1288,10 @@ std::optional<std::string> DeviceModel::mismatch_in(Device& device,
              (error != nullptr ? "{" + to_string(*error) + "}" : std::string("none")) +
              ", the model {" + to_string(failure.error) + "}";
     }
-    const auto carried = carriers.find(raw);
-    const std::uint64_t expected_tags = carried != carriers.end() ? carried->second : 0;
+    const auto carried = std::find_if(carriers.begin(), carriers.end(), [&](const Carriers& entry) {
+      return entry.owner == id.raw();
+    });
+    const std::uint64_t expected_tags = carried != carriers.end() ? carried->count : 0;
     if (graph.tags(id) != expected_tags) {
       return "R1: " + to_string(id) + " has " + std::to_string(graph.tags(id)) +
              " tags, the model " + std::to_string(expected_tags);

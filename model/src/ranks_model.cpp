@@ -286,9 +286,11 @@ std::vector<RanksModel::Expected> RanksModel::collective(const Collective& colle
       std::vector<bool> fed(size, false);
       std::set<std::pair<int, std::size_t>> cited;
       std::vector<std::uint64_t> own_pieces; // Own stale pieces that reach the output.
-      // Sources of byte b: (rank, contribution byte).
-      const auto sources = [&](std::uint64_t byte) {
-        std::vector<std::pair<int, std::uint64_t>> out;
+      // Sources of byte b: (rank, contribution byte), into `out` (one
+      // buffer for every byte: this runs per byte of every output).
+      const auto sources = [&](std::uint64_t byte,
+                               std::vector<std::pair<int, std::uint64_t>>& out) {
+        out.clear();
         switch (call.kind) {
         case CollectiveKind::all_reduce:
           for (int source = 0; source < ranks; ++source) {
@@ -312,10 +314,15 @@ std::vector<RanksModel::Expected> RanksModel::collective(const Collective& colle
         case CollectiveKind::send:
           break;
         }
-        return out;
       };
+      // Per output byte: the piece of this rank's own contribution it was
+      // computed from, if any (a rank's contribution reaches a byte at most
+      // once); kNoPiece otherwise.
+      constexpr std::uint64_t kNoPiece = ~std::uint64_t{0};
+      std::vector<std::uint64_t> own_piece(size, kNoPiece);
+      std::vector<std::pair<int, std::uint64_t>> from;
       for (std::uint64_t byte = 0; byte < size; ++byte) {
-        const auto from = sources(byte);
+        sources(byte, from);
         // Values: the reduction in rank order, or the copy.
         const bool reduces =
             call.kind == CollectiveKind::all_reduce || call.kind == CollectiveKind::reduce_scatter;
@@ -326,6 +333,9 @@ std::vector<RanksModel::Expected> RanksModel::collective(const Collective& colle
         bool mine = false;
         for (const auto& [source, offset] : from) {
           const Contribution& contribution = contributions.at(source);
+          if (source == me) {
+            own_piece[byte] = contribution.piece_of(offset);
+          }
           if (source == me && contribution.stale_at(offset)) {
             mine = true;
             own[byte] = contribution.piece_root[contribution.piece_of(offset)];
@@ -367,14 +377,10 @@ std::vector<RanksModel::Expected> RanksModel::collective(const Collective& colle
       // Carried: own stale pieces in ascending order, each its bytes.
       std::sort(own_pieces.begin(), own_pieces.end());
       const Contribution* mine = contributions.count(me) != 0 ? &contributions.at(me) : nullptr;
+      std::vector<bool> marked(size, false);
       for (const std::uint64_t piece : own_pieces) {
-        std::vector<bool> marked(size, false);
         for (std::uint64_t byte = 0; byte < size; ++byte) {
-          for (const auto& [source, offset] : sources(byte)) {
-            if (source == me && mine->piece_of(offset) == piece) {
-              marked[byte] = true;
-            }
-          }
+          marked[byte] = own_piece[byte] == piece;
         }
         for (const ByteRange range : runs(marked)) {
           plan.carried.emplace_back(range, FailureId::from_raw(mine->piece_root[piece]));

@@ -25,6 +25,7 @@
 #include <taintpool/device/device.hpp>
 #include <taintpool/host/deferred_host_backend.hpp>
 #include <taintpool/model/device_model.hpp>
+#include <taintpool/testing/planned_body.hpp>
 
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
@@ -233,40 +234,7 @@ struct Launch : Command {
       out.push_back(spec.resolve(sut));
     }
     auto body = [&](const KernelContext& context) -> LaunchOutcome {
-      std::uint32_t digest = plan.seed;
-      for (std::size_t index = 0; index < context.reads(); ++index) {
-        for (const std::byte byte : context.read(index)) {
-          digest = model::kernel_digest_step(digest, static_cast<std::uint8_t>(byte));
-        }
-      }
-      for (std::size_t index = 0; index < context.writes(); ++index) {
-        const std::span<std::byte> bytes = context.write(index);
-        for (std::size_t position = 0; position < bytes.size(); ++position) {
-          bytes[position] =
-              static_cast<std::byte>(model::kernel_output_byte(digest, plan.seed, index, position));
-        }
-      }
-      switch (plan.kind) {
-      case BodyKind::succeed:
-        return LaunchOutcome::success();
-      case BodyKind::fail:
-        return plan.written.empty() ? LaunchOutcome::failure(plan.error)
-                                    : LaunchOutcome::partial(plan.error, plan.written);
-      case BodyKind::throws:
-        if (plan.std_exception) {
-          throw std::runtime_error(plan.what);
-        }
-        throw 42;
-      case BodyKind::check:
-        sut.backend.check(context);
-        return LaunchOutcome::success();
-      case BodyKind::fail_late:
-        sut.backend.fail_later(context, plan.error, plan.written);
-        return LaunchOutcome::success();
-      case BodyKind::wrote_only: // Not generated here (this body writes every output).
-        throw std::logic_error("wrote_only bodies are the stream test's");
-      }
-      return LaunchOutcome::success();
+      return taintpool::testing::run_planned_body(plan, context, sut.backend);
     };
 
     LaunchResult result;

@@ -431,6 +431,9 @@ class DeviceModel {
   compare_allocation(AllocationId id, std::uint64_t size,
                      const std::vector<std::pair<FailureId, ByteRange>>& held,
                      const std::byte* data, bool values) const;
+  /// Whether `taint`'s claims are the model's claims(id), exactly: the
+  /// passing path of compare_allocation, which copies nothing.
+  [[nodiscard]] bool same_claims(AllocationId id, const Taint& taint) const;
   [[nodiscard]] bool touches(const Bytes& set, const Binding& binding) const;
   void add(Bytes& set, const Binding& binding) const;
   void remove(Bytes& set, const Binding& binding) const;
@@ -464,6 +467,16 @@ class DeviceModel {
   };
   /// Deferred exchanges not yet confirmed, oldest first.
   std::vector<PendingExchange> pending_exchanges_;
+  /// mismatch_in's buffers, kept between calls so that a comparison after
+  /// every fuzzed op allocates nothing (issue 13). Scratch only: no state,
+  /// and a copy of the model may share nothing through them.
+  struct Carriers {
+    std::uint64_t owner; ///< A failure.
+    std::uint64_t count; ///< Allocations holding a byte of it (R1's tags).
+    std::size_t last;    ///< The allocation that counted last.
+  };
+  mutable std::vector<std::uint64_t> scratch_ids_;
+  mutable std::vector<Carriers> scratch_carriers_;
 };
 
 /// "kernel: message" (or the kind's name when the message is empty), and a
