@@ -113,7 +113,7 @@ MemoryManager::~MemoryManager() {
     slice->bin_prev = nullptr;
     slice->bin_next = nullptr;
     if (slice->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      delete slice;
+      detail::destroy(slice);
     }
     slice = next;
   }

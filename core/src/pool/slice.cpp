@@ -3,6 +3,7 @@
 #include <taintpool/pool/detail/slice.hpp>
 
 #include <new>
+#include <utility>
 
 namespace taintpool {
 
@@ -13,8 +14,48 @@ Slice::Slice(ReleaseInbox& owner_inbox) noexcept
   inbox->retain();
 }
 
-Slice::~Slice() {
-  inbox->release();
+Slice::~Slice() = default;
+
+/// One block of records: this header, padded to a record's size, then the
+/// records. Made by SliceCache::grow, freed by ~ReleaseInbox.
+struct SliceSlab {
+  SliceSlab* next = nullptr; ///< The inbox's next (older) slab.
+  std::size_t records = 0;
+};
+
+namespace {
+
+// A record's two lines are one aligned 128-byte block, so the hardware's
+// adjacent-line prefetch brings the second line with the first.
+constexpr std::size_t slab_header = 128;
+static_assert(sizeof(SliceSlab) <= slab_header && sizeof(Slice) == slab_header);
+
+std::size_t slab_bytes(std::size_t records) noexcept {
+  return slab_header + records * sizeof(Slice);
+}
+
+/// Where the slab's record `at` goes.
+void* slab_record(SliceSlab* slab, std::size_t at) noexcept {
+  return reinterpret_cast<std::byte*>(slab) + slab_header + at * sizeof(Slice);
+}
+
+} // namespace
+
+void destroy(Slice* slice) noexcept {
+  // The inbox goes last, after every member's destructor: releasing it may
+  // free the slab under the record.
+  ReleaseInbox* owner = slice->inbox;
+  slice->~Slice();
+  owner->release();
+}
+
+ReleaseInbox::~ReleaseInbox() {
+  while (slabs != nullptr) {
+    SliceSlab* slab = std::exchange(slabs, slabs->next);
+    slab->~SliceSlab();
+    // Unsized: clang does not enable sized deallocation by default.
+    ::operator delete (static_cast<void*>(slab), std::align_val_t{slab_header});
+  }
 }
 
 void retain(Slice* slice) noexcept {
@@ -32,25 +73,37 @@ void release(Slice* slice) noexcept {
     slice->inbox->push(slice);
   } else if (before == 1) {
     // The manager is gone (it dropped its reference when it tombstoned this
-    // slice): the last handle frees the record.
-    delete slice;
+    // slice): the last handle ends the record.
+    destroy(slice);
   }
 }
 
 SliceCache::~SliceCache() {
   while (spares_ != nullptr) {
     Slice* next = spares_->page_next;
-    delete spares_;
+    destroy(spares_);
     spares_ = next;
   }
 }
 
 void SliceCache::grow(std::size_t count) {
   while (count_ < count) {
-    auto* slice = new Slice(inbox_);
-    slice->page_next = spares_;
-    spares_ = slice;
-    ++count_;
+    // Double what was made, within the slab bounds, and at least the need.
+    std::size_t records = made_ < first_slab ? first_slab : made_;
+    records = records < largest_slab ? records : largest_slab;
+    records = records < count - count_ ? count - count_ : records;
+    void* memory = ::operator new (slab_bytes(records), std::align_val_t{slab_header});
+    auto* slab = new (memory) SliceSlab{inbox_.slabs, records};
+    inbox_.slabs = slab;
+    made_ += records;
+    // Linked so take() hands them out in address order: neighbours made by
+    // consecutive splits sit side by side.
+    for (std::size_t at = records; at-- > 0;) {
+      auto* slice = new (slab_record(slab, at)) Slice(inbox_);
+      slice->page_next = spares_;
+      spares_ = slice;
+      ++count_;
+    }
   }
 }
 
