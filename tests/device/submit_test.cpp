@@ -17,6 +17,7 @@
 #include <taintpool/device/device.hpp>
 #include <taintpool/host/deferred_host_backend.hpp>
 #include <taintpool/host/host_backend.hpp>
+#include <taintpool/testing/heap_allocations.hpp>
 
 #include <gtest/gtest.h>
 
@@ -161,6 +162,30 @@ TEST(Submit, G10_APlainLaunchRanAndTheVerdictCarriesNothing) {
   EXPECT_FALSE(verdict.result().error.has_value());
   EXPECT_EQ(rig.device.read_bytes(out.whole()), std::vector<std::byte>(16, std::byte{3}));
   EXPECT_TRUE(rig.device.graph().empty()); // G5: the provisional id went.
+}
+
+TEST(Submit, G10_APlainLaunchThroughEitherEntryPointAllocatesNothingOnceWarm) {
+  HostRig rig;
+  const Allocation a = rig.device.create_buffer(4096);
+  const Allocation b = rig.device.create_buffer(4096);
+  const Allocation out = rig.device.create_buffer(4096);
+  const Binding reads[] = {a.whole(), b.whole()};
+  const Binding writes[] = {out.whole()};
+  const auto body = [](const KernelContext&) { return LaunchOutcome::success(); };
+  for (int warm = 0; warm < 16; ++warm) {
+    static_cast<void>(rig.device.launch("k", reads, writes, body));
+    static_cast<void>(rig.device.submit("k", reads, writes, body));
+  }
+  std::uint64_t ran = 0;
+  const std::uint64_t allocations = testing::allocations_during([&] {
+    for (int at = 0; at < 1000; ++at) {
+      ran += rig.device.launch("k", reads, writes, body).ran() ? 1 : 0;
+      ran += rig.device.submit("k", reads, writes, body).ran() ? 1 : 0;
+    }
+  });
+  EXPECT_EQ(allocations, 0u);
+  EXPECT_EQ(ran, 2000u);
+  EXPECT_TRUE(rig.device.graph().empty());
 }
 
 TEST(Submit, S1_AStaleReadIsSkippedExactlyAsLaunchSkipsIt) {
