@@ -179,8 +179,8 @@ TEST(Submit, G10_APlainLaunchThroughEitherEntryPointAllocatesNothingOnceWarm) {
   std::uint64_t ran = 0;
   const std::uint64_t allocations = testing::allocations_during([&] {
     for (int at = 0; at < 1000; ++at) {
-      ran += rig.device.launch("k", reads, writes, body).ran() ? 1 : 0;
-      ran += rig.device.submit("k", reads, writes, body).ran() ? 1 : 0;
+      ran += rig.device.launch("k", reads, writes, body).ran() ? 1u : 0u;
+      ran += rig.device.submit("k", reads, writes, body).ran() ? 1u : 0u;
     }
   });
   EXPECT_EQ(allocations, 0u);
