@@ -438,7 +438,13 @@ Device::launch_plain(std::uint32_t slot, std::string_view kernel, std::span<cons
   // clean it claims nothing unless the body fails or throws (see enter()).
   std::optional<FailureId> provisional;
   if (!writes_.empty()) {
-    provisional = graph_.insert_provisional();
+    try {
+      provisional = graph_.insert_provisional();
+    } catch (...) {
+      // Ids exhausted (never, in practice): as the general scope, the
+      // launch is queued and logged as failed, and the error propagates.
+      abandon_plain(slot, launch, kernel, reads, writes, std::nullopt);
+    }
   }
   const LaunchOutcome outcome = [&] {
     try {
