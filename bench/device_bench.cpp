@@ -9,6 +9,10 @@
 //                    provisional failure, claim 2 outputs, run the body,
 //                    release 2 outputs, prune — the per-launch overhead
 //                    taintpool adds to a kernel launch.
+//   Submit_2R2W      the same through Device::submit(), whose answer is a
+//                    one-pointer LaunchVerdict instead of a LaunchResult
+//                    (issue 11, item 7): the difference is what building
+//                    and destroying the LaunchResult costs.
 //   Launch_Skip      the skip path: 2 reads, one of them stale, 2 writes —
 //                    tainted with the root, a skip record kept (S1, S4, G7).
 //   EngineCycle_2W   the pool-free engine cycle for the same 2 outputs on
@@ -18,8 +22,8 @@
 //                    call through the backend.
 //
 // Counters: allocs_per_cycle is global operator new calls per launch after a
-// warm-up (testing/src/bench_allocations.cpp): it must read 0 for Launch_2R2W
-// and EngineCycle_2W (G10). Build Release.
+// warm-up (testing/src/bench_allocations.cpp): it must read 0 for Launch_2R2W,
+// Submit_2R2W and EngineCycle_2W (G10). Build Release.
 #include <taintpool/device/device.hpp>
 #include <taintpool/error_graph.hpp>
 #include <taintpool/host/host_backend.hpp>
@@ -62,6 +66,26 @@ void Launch_2R2W(benchmark::State& state) {
   }
 }
 BENCHMARK(Launch_2R2W);
+
+void Submit_2R2W(benchmark::State& state) {
+  HostBackend host;
+  Device device(host);
+  const Allocation a = device.create_buffer(kBuffer);
+  const Allocation b = device.create_buffer(kBuffer);
+  const Allocation c = device.create_buffer(kBuffer);
+  const Allocation d = device.create_buffer(kBuffer);
+  const std::array<Binding, 2> reads = {a.whole(), b.whole()};
+  const std::array<Binding, 2> writes = {c.whole(), d.whole()};
+  for (int warm = 0; warm < 16; ++warm) {
+    (void)device.submit("kernel", reads, writes, empty_body);
+  }
+  run_counted(
+      state, [&] { (void)device.submit("kernel", reads, writes, empty_body); }, &device);
+  if (!device.graph().empty()) {
+    state.SkipWithError("a successful launch left a failure behind (G5)");
+  }
+}
+BENCHMARK(Submit_2R2W);
 
 void Launch_Skip(benchmark::State& state) {
   HostBackend host;

@@ -16,6 +16,9 @@
 //            stream 1 writes A, then stream 2 reads A (and B, made on
 //            stream 2) and writes C: every second launch crosses streams
 //            and must cost one event record and one wait (O1, O2).
+//   host-submit, streams-submit
+//            host and streams through Device::submit() (issue 11, item 7):
+//            the answer is a one-pointer LaunchVerdict, not a LaunchResult.
 //   fresh-trusted, fresh-never
 //            issue 15's cycle (bench/fresh_bytes_bench.cpp): create a 4 KiB
 //            buffer, launch once writing all of it (empty body), drop it;
@@ -87,6 +90,19 @@ LaunchOutcome empty_body(const KernelContext&) {
   return ran;
 }
 
+/// run_launches through Device::submit() (the name keeps callgrind's
+/// --toggle-collect=*run_launches* pattern).
+[[gnu::noinline]] std::uint64_t run_launches_via_submit(Device& device, StreamId stream,
+                                                        const Binding (&reads)[2],
+                                                        const Binding (&writes)[1],
+                                                        std::uint64_t launches) {
+  std::uint64_t ran = 0;
+  for (std::uint64_t at = 0; at < launches; ++at) {
+    ran += device.submit(stream, "k", reads, writes, empty_body).ran() ? 1u : 0u;
+  }
+  return ran;
+}
+
 /// The fresh shapes' loop: allocate, first full write, drop (N1).
 [[gnu::noinline]] std::uint64_t run_fresh_cycles(Device& device, std::uint64_t cycles) {
   std::uint64_t ran = 0;
@@ -136,7 +152,8 @@ struct Timer {
 int usage() {
   std::fprintf(
       stderr,
-      "usage: launch_profile host|async|streams|cross|fresh-trusted|fresh-never [LAUNCHES]\n");
+      "usage: launch_profile host|host-submit|async|streams|streams-submit|cross|fresh-trusted|"
+      "fresh-never [LAUNCHES]\n");
   return 2;
 }
 
@@ -146,10 +163,15 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     return usage();
   }
-  const std::string shape = argv[1];
+  std::string shape = argv[1];
   const std::uint64_t launches = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 200000;
   constexpr std::uint64_t kBytes = 4096;
 
+  const bool via_submit = shape.ends_with("-submit");
+  const auto run = via_submit ? run_launches_via_submit : run_launches;
+  if (via_submit) {
+    shape.resize(shape.size() - std::strlen("-submit"));
+  }
   if (shape == "host") {
     HostBackend backend;
     Device device(backend);
@@ -158,12 +180,11 @@ int main(int argc, char** argv) {
     const Allocation c = device.create_buffer(kBytes);
     const Binding reads[] = {a.whole(), b.whole()};
     const Binding writes[] = {c.whole()};
-    static_cast<void>(run_launches(device, device.default_stream(), reads, writes, 64));
+    static_cast<void>(run(device, device.default_stream(), reads, writes, 64));
     const Timer start;
-    const std::uint64_t ran =
-        run_launches(device, device.default_stream(), reads, writes, launches);
-    std::printf("host: %.1f CPU ns per launch (%llu launches)\n", start.per(launches),
-                static_cast<unsigned long long>(ran));
+    const std::uint64_t ran = run(device, device.default_stream(), reads, writes, launches);
+    std::printf("host%s: %.1f CPU ns per launch (%llu launches)\n", via_submit ? "-submit" : "",
+                start.per(launches), static_cast<unsigned long long>(ran));
     return ran == launches && device.graph().empty() ? 0 : 1;
   }
   if (shape == "async" || shape == "streams") {
@@ -179,11 +200,12 @@ int main(int argc, char** argv) {
     const Allocation c = device.create_buffer(kBytes, stream);
     const Binding reads[] = {a.whole(), b.whole()};
     const Binding writes[] = {c.whole()};
-    static_cast<void>(run_launches(device, stream, reads, writes, 64));
+    static_cast<void>(run(device, stream, reads, writes, 64));
     const Timer start;
-    const std::uint64_t ran = run_launches(device, stream, reads, writes, launches);
-    std::printf("%s: %.1f CPU ns per launch (%llu launches, %llu records, %llu waits)\n",
-                shape.c_str(), start.per(launches), static_cast<unsigned long long>(ran),
+    const std::uint64_t ran = run(device, stream, reads, writes, launches);
+    std::printf("%s%s: %.1f CPU ns per launch (%llu launches, %llu records, %llu waits)\n",
+                shape.c_str(), via_submit ? "-submit" : "", start.per(launches),
+                static_cast<unsigned long long>(ran),
                 static_cast<unsigned long long>(backend.records),
                 static_cast<unsigned long long>(backend.waits));
     return ran == launches && backend.waits == 0 && device.graph().empty() ? 0 : 1;

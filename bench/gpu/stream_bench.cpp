@@ -13,7 +13,9 @@
 //        streams, buffers homed on the launch's stream (ordering on, plain);
 //      the scope alone — the body reports a launch to the backend
 //        (CudaBackend::launched) without making one: the whole scope but
-//        the launch, on one stream and on three;
+//        the launch, on one stream and on three; and the same through
+//        Device::submit(), whose answer is a one-pointer LaunchVerdict
+//        instead of a LaunchResult (the new path's headline);
 //      a crossing binding — launches alternate between two streams, each
 //        reading what the other wrote last: bare is cudaEventRecord +
 //        cudaStreamWaitEvent + the launch; scoped is Device::launch, which
@@ -157,6 +159,9 @@ struct ScopeFigures {
   double scoped_three = 0;
   double alone_one = 0;
   double alone_three = 0;
+  double submit_alone_one = 0;
+  double submit_alone_three = 0;
+  double submit_one = 0;
   double bare_cross = 0;
   double scoped_cross = 0;
   double alone_cross = 0;
@@ -256,6 +261,21 @@ ScopeFigures scope_cost() {
       },
       [&] {
         for (int at = 0; at < kBatch; ++at) {
+          static_cast<void>(one.submit("nothing", reads1, writes1, report_only_body));
+        }
+      },
+      [&] {
+        for (int at = 0; at < kBatch; ++at) {
+          static_cast<void>(three.submit(s1, "nothing", reads3, writes3, report_only_body));
+        }
+      },
+      [&] {
+        for (int at = 0; at < kBatch; ++at) {
+          static_cast<void>(one.submit("empty", reads1, writes1, launch_empty_body));
+        }
+      },
+      [&] {
+        for (int at = 0; at < kBatch; ++at) {
           const bool first = at % 2 == 0;
           cudaEvent_t event = raw_events[at % 32];
           check(cudaEventRecord(event, first ? raw2 : raw1), "cudaEventRecord");
@@ -319,10 +339,14 @@ ScopeFigures scope_cost() {
       }
     }
   }
-  double* fields[] = {&figures.bare_chevrons, &figures.bare_ex,      &figures.scoped_one,
-                      &figures.scoped_three,  &figures.alone_one,    &figures.alone_three,
-                      &figures.bare_cross,    &figures.scoped_cross, &figures.alone_cross,
-                      &figures.host_scope,    &figures.lock,         &figures.last_errors};
+  double* fields[] = {&figures.bare_chevrons,    &figures.bare_ex,
+                      &figures.scoped_one,       &figures.scoped_three,
+                      &figures.alone_one,        &figures.alone_three,
+                      &figures.submit_alone_one, &figures.submit_alone_three,
+                      &figures.submit_one,       &figures.bare_cross,
+                      &figures.scoped_cross,     &figures.alone_cross,
+                      &figures.host_scope,       &figures.lock,
+                      &figures.last_errors};
   for (std::size_t variant = 0; variant < variants.size(); ++variant) {
     *fields[variant] = median(samples[variant]);
   }
@@ -736,6 +760,13 @@ int main(int argc, char** argv) {
        fixed(scope.alone_one, 1) + " | **" + percent(scope.alone_one, bare) + "** |");
   emit("| the scope alone, 3 streams, nothing crosses | " + fixed(scope.alone_three, 1) + " | " +
        percent(scope.alone_three, bare) + " |");
+  emit("| Device::submit (2 reads, 1 write) + cuda::launch, one stream | " +
+       fixed(scope.submit_one, 1) + " | +" + fixed(scope.submit_one - bare, 1) + " ns (" +
+       percent(scope.submit_one - bare, bare) + ") |");
+  emit("| **the scope alone through Device::submit**, one stream | " +
+       fixed(scope.submit_alone_one, 1) + " | **" + percent(scope.submit_alone_one, bare) + "** |");
+  emit("| the scope alone through Device::submit, 3 streams, nothing crosses | " +
+       fixed(scope.submit_alone_three, 1) + " | " + percent(scope.submit_alone_three, bare) + " |");
   emit("| crossing: bare event record + wait + launch, alternating streams | " +
        fixed(scope.bare_cross, 1) + " | - |");
   emit("| crossing: Device::launch (it queues the record and the wait) | " +

@@ -11,6 +11,7 @@
 #include <taintpool/device/device.hpp>
 #include <taintpool/exception.hpp>
 #include <taintpool/host/deferred_host_backend.hpp>
+#include <taintpool/pool/host_storage.hpp>
 #include <taintpool/stream/happens_before.hpp>
 #include <taintpool/stream/queue_backend.hpp>
 #include <taintpool/stream/stream_table.hpp>
@@ -354,6 +355,109 @@ TEST(Streams, O2_ManyWaitsOnOneSourceKeepABoundedEventListAndDestroyingItRelease
   EXPECT_EQ(read_ok(device, x.whole()), bytes_of(8, rounds));
   device.destroy_stream(reader);
   EXPECT_EQ(backend.pending(), 0u);
+}
+
+// ---- O3, P1: pages go back to storage only after queued work drained ------
+//
+// Device::cleanup and the out-of-memory retry (release_free_memory) hand
+// free pages back to storage without finishing the streams first: they
+// rely on the storage's deallocate waiting for queued work, as cudaFree
+// does. DeferredHostBackend's storage must keep that promise, or a page
+// could be handed to someone else while a queued item still writes it.
+// These storages sit under the backend's adaptor and note, at each page's
+// return, whether the queued item that writes it has run; they would see
+// "not yet" if the adaptor did not drain the queues.
+
+/// Host pages; records, for every page given back, whether `ran` was set.
+class WatchingStorage final : public Storage {
+ public:
+  WatchingStorage(const bool& ran, std::size_t max_pages)
+      : ran_(ran)
+      , max_pages_(max_pages) {}
+  [[nodiscard]] std::uint64_t alignment() const noexcept override { return pages_.alignment(); }
+  [[nodiscard]] StorageHandle allocate(std::uint64_t size) override {
+    if (live_ == max_pages_) {
+      throw StorageExhausted("WatchingStorage: no page left");
+    }
+    const StorageHandle handle = pages_.allocate(size);
+    ++live_;
+    return handle;
+  }
+  void deallocate(StorageHandle handle, std::uint64_t size) noexcept override {
+    returned_after_work.push_back(ran_);
+    --live_;
+    pages_.deallocate(handle, size);
+  }
+  [[nodiscard]] void* resolve(StorageHandle handle) const noexcept override {
+    return pages_.resolve(handle);
+  }
+  [[nodiscard]] std::string name() const override { return "watching host"; }
+
+  std::vector<bool> returned_after_work; ///< Per page given back: had the item run?
+
+ private:
+  HostStorage pages_;
+  const bool& ran_;
+  std::size_t max_pages_;
+  std::size_t live_ = 0;
+};
+
+/// Launches on `stream` a body that queues a write of `buffer` (it runs
+/// when the backend drains) and sets `ran` when that write runs.
+void queue_late_write(Device& device, DeferredHostBackend& backend, StreamId stream,
+                      const Allocation& buffer, bool& ran) {
+  const Binding writes[] = {buffer.whole()};
+  static_cast<void>(
+      device.launch(stream, "late write", {}, writes, [&](const KernelContext& context) {
+        const std::span<std::byte> out = context.write(0);
+        backend.enqueue(context, [out, &ran] {
+          std::fill(out.begin(), out.end(), std::byte{0x5a});
+          ran = true;
+        });
+        return LaunchOutcome::success();
+      }));
+}
+
+TEST(DeferredHostBackendPages, P1_CleanupGivesAPageBackOnlyAfterTheQueuedWorkWritingItHasRun) {
+  bool ran = false;
+  WatchingStorage storage(ran, 64);
+  DeferredHostBackend backend(storage, MemoryConfig{});
+  Device device(backend);
+  const StreamId stream = device.create_stream();
+  {
+    const Allocation buffer = device.create_buffer(4096, stream);
+    queue_late_write(device, backend, stream, buffer, ran);
+    EXPECT_FALSE(ran); // Queued, not run: nothing blocked yet.
+  }                    // Dropped with its write still queued.
+  device.cleanup();
+  ASSERT_FALSE(storage.returned_after_work.empty()); // The page did go back.
+  EXPECT_TRUE(ran);
+  for (const bool after : storage.returned_after_work) {
+    EXPECT_TRUE(after); // O3, P1: never while the queued write could still touch it.
+  }
+}
+
+TEST(DeferredHostBackendPages, O3_TheOutOfMemoryRetryGivesPagesBackOnlyAfterQueuedWorkHasRun) {
+  bool ran = false;
+  WatchingStorage storage(ran, 1); // One page: a second size class cannot get its own.
+  DeferredHostBackend backend(storage, MemoryConfig{});
+  Device device(backend);
+  const StreamId stream = device.create_stream();
+  {
+    const Allocation buffer = device.create_buffer(4096, stream);
+    queue_late_write(device, backend, stream, buffer, ran);
+  }
+  // A buffer past the sliced pool's largest slice (the arena's) needs a
+  // page: the only one is free but held by the sliced pool, so the retry
+  // gives it back (release_free_memory) and asks again.
+  const std::uint64_t other = MemoryConfig{}.sliced.back().max_slice * 16;
+  const Allocation big = device.create_buffer(other, stream);
+  EXPECT_TRUE(ran);
+  ASSERT_FALSE(storage.returned_after_work.empty());
+  for (const bool after : storage.returned_after_work) {
+    EXPECT_TRUE(after);
+  }
+  EXPECT_EQ(big.size(), other);
 }
 
 } // namespace

@@ -29,6 +29,29 @@ void KernelContext::check_fits(const void* data, std::size_t bytes, std::size_t 
   }
 }
 
+// ------------------------------------------------------------ LaunchVerdict
+
+LaunchVerdict::LaunchVerdict(LaunchResult result) {
+  if (result.status != LaunchStatus::Ran || result.failure || result.needed || result.error ||
+      !result.unwritten.empty()) {
+    details_ = std::make_unique<LaunchResult>(std::move(result));
+  }
+}
+
+const LaunchResult& LaunchVerdict::result() const noexcept {
+  static const LaunchResult bare_ran;
+  return details_ ? *details_ : bare_ran;
+}
+
+LaunchResult LaunchVerdict::take() {
+  if (!details_) {
+    return LaunchResult{};
+  }
+  LaunchResult result = std::move(*details_);
+  details_.reset();
+  return result;
+}
+
 // ------------------------------------------------------------ read outcomes
 
 std::string to_string(const ReadOutcome& outcome) {
@@ -280,13 +303,6 @@ void Device::resolve_bindings(std::span<const Binding> reads, std::span<const Bi
 
 // ------------------------------------------------------------ launches
 
-LaunchResult Device::launch(StreamId stream, std::string_view kernel,
-                            std::span<const Binding> reads, std::span<const Binding> writes,
-                            KernelBody body) {
-  const Lock lock(*this, "launch");
-  return launch_locked(streams_.slot(stream), kernel, reads, writes, body);
-}
-
 [[gnu::always_inline]] inline void Device::log_launch(std::uint64_t launch, std::string_view kernel,
                                                       std::span<const Binding> reads,
                                                       std::span<const Binding> writes,
@@ -315,6 +331,14 @@ LaunchResult Device::launch_locked(std::uint32_t slot, std::string_view kernel,
   // Every binding is checked before anything is claimed (P3, S1).
   const Resolved in = resolve_side<true>(reads, slot, ordering);
   const Resolved out = resolve_side<false>(writes, slot, ordering);
+  return launch_resolved(slot, kernel, reads, writes, body, in, out);
+}
+
+LaunchResult Device::launch_resolved(std::uint32_t slot, std::string_view kernel,
+                                     std::span<const Binding> reads,
+                                     std::span<const Binding> writes, KernelBody body, Resolved in,
+                                     Resolved out) {
+  const bool ordering = ordering_active();
   released_.clear();
   named_only_ = false;
   named_.clear();
@@ -372,6 +396,152 @@ LaunchResult Device::launch_locked(std::uint32_t slot, std::string_view kernel,
     result.unwritten = std::move(unwritten);
   }
   return result;
+}
+
+// ------------------------------------------------------------ the plain launch
+//
+// The common launch, flat: every read clean, every output clean, nothing to
+// order across streams, the body succeeds. One function from the lock to
+// the answer — the resolution, the provisional id, the body's call, the
+// prune and the log's check inline — so the path has one frame (the body's
+// and the backend's calls aside) and builds no LaunchResult. Whatever is not
+// that goes, at the first point it is known, to the out-of-line path that
+// handles every case (launch_resolved, finish_plain, abandon_plain), which
+// then does exactly what the general scope would have done from that point:
+// the plain path changes nothing before it decides, and after the body it
+// has done exactly what enter()'s clean-output path does (G1 id minted,
+// nothing claimed), so either way T1-T6, S1-S6, O1-O5, N1-N2 hold as before.
+
+[[gnu::always_inline]] inline Device::PlainEnd
+Device::launch_plain(std::uint32_t slot, std::string_view kernel, std::span<const Binding> reads,
+                     std::span<const Binding> writes, KernelBody body, Resolved& in,
+                     Resolved& out) {
+  memory_.sweep();
+  const bool ordering = ordering_active();
+  // Every binding is checked before anything is claimed (P3, S1).
+  in = resolve_side<true>(reads, slot, ordering);
+  out = resolve_side<false>(writes, slot, ordering);
+  // O2 plain: no binding crosses streams and no cross-stream record exists
+  // (detect mode never is: O4 needs every access recorded).
+  const bool plain = !ordering || (!streams_.order().tracks_every_allocation() && !in.crosses &&
+                                   !out.crosses && !streams_.order().any_record());
+  if (in.dirty || out.dirty || !plain || !Taint::inline_claims) [[unlikely]] {
+    return PlainEnd::General; // Nothing done yet: the caller runs launch_resolved.
+  }
+  released_.clear();
+  named_only_ = false;
+  named_.clear();
+  const std::uint64_t launch = next_launch_++;
+  const KernelContext context(launch, kernel, reads_, writes_, backend_.backend_data(),
+                              streams_.id(slot), streams_.handle(slot));
+  // G1: a scope with outputs mints its provisional id; with every output
+  // clean it claims nothing unless the body fails or throws (see enter()).
+  std::optional<FailureId> provisional;
+  if (!writes_.empty()) {
+    try {
+      provisional = graph_.insert_provisional();
+    } catch (...) {
+      // Ids exhausted (never, in practice): as the general scope, the
+      // launch is queued and logged as failed, and the error propagates.
+      abandon_plain(slot, launch, kernel, reads, writes, std::nullopt);
+    }
+  }
+  const LaunchOutcome outcome = [&] {
+    try {
+      return run_body(body, context);
+    } catch (...) {
+      abandon_plain(slot, launch, kernel, reads, writes, provisional); // S3; rethrows
+    }
+  }();
+  if (!outcome.ok() || outcome.wrote_only()) [[unlikely]] {
+    finished_ = finish_plain(slot, launch, kernel, reads, writes, provisional, outcome);
+    return PlainEnd::Finished;
+  }
+  if (provisional) {
+    graph_.prune(*provisional); // G5: it claimed nothing, so it goes.
+  }
+  StreamPoint work;
+  if (ordering) {
+    work = streams_.order().queued(slot, launch);
+  }
+  log_launch(launch, kernel, reads, writes, LaunchStatus::Ran, work);
+  return PlainEnd::Ran;
+}
+
+void Device::abandon_plain(std::uint32_t slot, std::uint64_t launch, std::string_view kernel,
+                           std::span<const Binding> reads, std::span<const Binding> writes,
+                           std::optional<FailureId> provisional) {
+  // Inside the handler of the body's exception: what enter() and
+  // launch_locked() do there, in their order.
+  if (provisional) {
+    claim_write_set(*provisional);
+    tear_down(*provisional, kernel); // S3
+  }
+  const StreamPoint work =
+      ordering_active() ? streams_.order().queued(slot, launch) : StreamPoint{};
+  log_launch(launch, kernel, reads, writes, LaunchStatus::Failed, work);
+  throw;
+}
+
+LaunchResult Device::finish_plain(std::uint32_t slot, std::uint64_t launch, std::string_view kernel,
+                                  std::span<const Binding> reads, std::span<const Binding> writes,
+                                  std::optional<FailureId> provisional,
+                                  const LaunchOutcome& outcome) {
+  // The body failed, or succeeded naming the only ranges it wrote (S6):
+  // what enter()'s clean-output path does then, then the queue and the log.
+  LaunchResult result;
+  if (!provisional) {
+    if (!outcome.ok()) {
+      result.status = LaunchStatus::Failed;
+      result.error = named(kernel, *outcome.error(), outcome.written().size());
+    }
+  } else if (outcome.ok()) {
+    note_named_ranges(outcome); // Clean bytes stay clean (S6); noted for the log.
+    graph_.prune(*provisional);
+  } else {
+    claim_write_set(*provisional);
+    result = failed(*provisional, kernel, outcome); // S1, S2
+  }
+  StreamPoint work;
+  if (ordering_active()) {
+    work = streams_.order().queued(slot, launch);
+  }
+  log_launch(launch, kernel, reads, writes, result.status, work);
+  return result;
+}
+
+LaunchResult Device::launch(StreamId stream, std::string_view kernel,
+                            std::span<const Binding> reads, std::span<const Binding> writes,
+                            KernelBody body) {
+  const Lock lock(*this, "launch");
+  const std::uint32_t slot = streams_.slot(stream);
+  Resolved in;
+  Resolved out;
+  const PlainEnd end = launch_plain(slot, kernel, reads, writes, body, in, out);
+  if (end == PlainEnd::Ran) [[likely]] {
+    return LaunchResult{};
+  }
+  if (end == PlainEnd::General) {
+    return launch_resolved(slot, kernel, reads, writes, body, in, out);
+  }
+  return std::move(finished_);
+}
+
+LaunchVerdict Device::submit(StreamId stream, std::string_view kernel,
+                             std::span<const Binding> reads, std::span<const Binding> writes,
+                             KernelBody body) {
+  const Lock lock(*this, "submit");
+  const std::uint32_t slot = streams_.slot(stream);
+  Resolved in;
+  Resolved out;
+  const PlainEnd end = launch_plain(slot, kernel, reads, writes, body, in, out);
+  if (end == PlainEnd::Ran) [[likely]] {
+    return LaunchVerdict{};
+  }
+  if (end == PlainEnd::General) {
+    return LaunchVerdict(launch_resolved(slot, kernel, reads, writes, body, in, out));
+  }
+  return LaunchVerdict(std::move(finished_));
 }
 
 bool Device::outputs_fresh() const noexcept {

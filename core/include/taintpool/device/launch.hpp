@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -117,6 +118,42 @@ struct LaunchResult {
 
   /// status == Ran.
   [[nodiscard]] bool ran() const noexcept { return status == LaunchStatus::Ran; }
+};
+
+/// What Device::submit() tells the caller: launch()'s answer, shaped for
+/// the launch that ran and has nothing to report — one pointer, null then.
+///
+/// Why: LaunchResult is four optionals and a vector (~100 bytes); building,
+/// moving and destroying it on every successful launch costs tens of
+/// instructions, a measurable share of the scope's budget on the CUDA
+/// backend (issue 11, item 7: 1% of a bare launch). A verdict costs a
+/// null store to build and a null test to destroy. Every other answer (a
+/// skip, a failure, a success with N2 unwritten reads) carries the whole
+/// LaunchResult, exactly as launch() would have returned it, on the heap:
+/// those paths allocate their records and messages anyway.
+///
+/// Move-only (it owns the details); moving leaves a plain Ran behind.
+class LaunchVerdict {
+ public:
+  /// Ran, nothing to report. Allocation-free.
+  LaunchVerdict() noexcept = default;
+  /// Any answer; allocates (one LaunchResult) unless it is a bare Ran.
+  explicit LaunchVerdict(LaunchResult result);
+
+  /// Ran, Failed or Skipped.
+  [[nodiscard]] LaunchStatus status() const noexcept {
+    return details_ ? details_->status : LaunchStatus::Ran;
+  }
+  /// status() == Ran.
+  [[nodiscard]] bool ran() const noexcept { return status() == LaunchStatus::Ran; }
+  /// The whole answer, as launch() returns it (for a bare Ran, an empty
+  /// LaunchResult). Valid while the verdict lives.
+  [[nodiscard]] const LaunchResult& result() const noexcept;
+  /// The whole answer, moved out; the verdict is a bare Ran after.
+  [[nodiscard]] LaunchResult take();
+
+ private:
+  std::unique_ptr<LaunchResult> details_; ///< Null: a bare Ran.
 };
 
 /// One binding as a body sees it: the bytes it may touch (host address for
