@@ -24,6 +24,10 @@
 //            buffer, launch once writing all of it (empty body), drop it;
 //            FreshBytes::Trusted vs FreshBytes::NeverWritten, each buffer
 //            the only carrier. Counted per cycle, not per launch.
+//   manager-trusted, manager-never
+//            the same cycle one layer down, as fresh_bytes_bench's
+//            FreshBytes_Manager: MemoryManager::allocate of 4 KiB (on
+//            HostStorage), written(whole), drop. Counted per cycle.
 //
 // QueueCounter implements QueueBackend by counting: its events are tokens,
 // its waits and finishes do nothing, so what is measured is the Device.
@@ -35,6 +39,8 @@
 // Usage: launch_profile SHAPE [LAUNCHES]   (default 200000; cycles for fresh-*)
 #include <taintpool/device/device.hpp>
 #include <taintpool/host/host_backend.hpp>
+#include <taintpool/pool/host_storage.hpp>
+#include <taintpool/pool/memory_manager.hpp>
 
 #include <cstdint>
 #include <cstdio>
@@ -114,6 +120,17 @@ LaunchOutcome empty_body(const KernelContext&) {
   return ran;
 }
 
+/// The manager shapes' loop: allocate, written(whole), drop (N1).
+[[gnu::noinline]] std::uint64_t run_manager_cycles(MemoryManager& memory, std::uint64_t cycles) {
+  std::uint64_t sizes = 0;
+  for (std::uint64_t at = 0; at < cycles; ++at) {
+    const Allocation buffer = memory.allocate(4096);
+    memory.written(buffer.whole());
+    sizes += buffer.size();
+  }
+  return sizes;
+}
+
 /// The cross shape's loop: a producer on one stream, a consumer on another.
 [[gnu::noinline]] std::uint64_t run_cross_launches(Device& device, StreamId producer,
                                                    StreamId consumer, const Binding& a,
@@ -153,7 +170,7 @@ int usage() {
   std::fprintf(
       stderr,
       "usage: launch_profile host|host-submit|async|streams|streams-submit|cross|fresh-trusted|"
-      "fresh-never [LAUNCHES]\n");
+      "fresh-never|manager-trusted|manager-never [LAUNCHES]\n");
   return 2;
 }
 
@@ -224,6 +241,24 @@ int main(int argc, char** argv) {
                 start.per(launches), static_cast<unsigned long long>(ran));
     device.sweep();
     return ran == launches && device.graph().empty() ? 0 : 1;
+  }
+  if (shape == "manager-trusted" || shape == "manager-never") {
+    HostStorage storage;
+    ErrorGraph graph;
+    MemoryConfig config;
+    config.fresh_bytes = shape == "manager-never" ? FreshBytes::NeverWritten : FreshBytes::Trusted;
+    bool clean = false;
+    {
+      MemoryManager memory(storage, graph, config);
+      static_cast<void>(run_manager_cycles(memory, 64));
+      const Timer start;
+      const std::uint64_t bytes = run_manager_cycles(memory, launches);
+      std::printf("%s: %.1f CPU ns per allocate + written + drop (%llu cycles)\n", shape.c_str(),
+                  start.per(launches), static_cast<unsigned long long>(bytes / kBytes));
+      memory.sweep();
+      clean = bytes == launches * kBytes && graph.empty();
+    }
+    return clean ? 0 : 1;
   }
   if (shape == "cross") {
     QueueCounter backend;

@@ -784,5 +784,104 @@ TEST(ErrorGraph, G1_AMoveAssignedGraphTakesTheSourcesNodesAndLeavesItEmpty) {
   EXPECT_TRUE(target.empty());
 }
 
+// ---- N1: the NeverWritten slot --------------------------------------------------
+// The graph keeps the NeverWritten node in a slot of its own so that a fresh
+// buffer's claim and first write mint and end it cheaply. These pin that the
+// slot is a storage detail: ids, tags, removal, prune, replace, skips and
+// moves behave exactly as for any node.
+
+TEST(ErrorGraph, N1_TheNeverWrittenNodeTakesTheNextIdAndEndsAtItsLastUntag) {
+  ErrorGraph graph;
+  const FailureId provisional = graph.insert_provisional();
+  const FailureId node = graph.insert_never_written();
+  EXPECT_EQ(node, id(2)); // G1: the next id, whatever slot it lands in.
+  EXPECT_EQ(graph.never_written_slot(), 2u);
+  EXPECT_EQ(graph.size(), 2u);
+  EXPECT_EQ(*graph.error(node), Error::never_written());
+  Taint a;
+  Taint b;
+  a.taint(r(0, 8), node, graph);
+  b.taint(r(0, 4), node, graph);
+  EXPECT_EQ(graph.tags(node), 2u);
+  graph.prune(node); // G5: a carried node is never pruned.
+  EXPECT_TRUE(graph.contains(node));
+  a.written(r(0, 8), graph);
+  EXPECT_TRUE(graph.contains(node)); // b still carries it (R1).
+  b.written(r(0, 4), graph);
+  EXPECT_FALSE(graph.contains(node)); // G3: gone with its last carrier.
+  EXPECT_EQ(graph.never_written_slot(), 0u);
+  EXPECT_EQ(graph.size(), 1u);
+  EXPECT_NO_THROW(graph.check_invariants());
+
+  const FailureId next = graph.insert_never_written();
+  EXPECT_EQ(next, id(3)); // G1: never reused.
+  EXPECT_EQ(*graph.error(next), Error::never_written());
+  graph.prune(next); // Untagged: prune removes it like any node.
+  EXPECT_FALSE(graph.contains(next));
+  graph.prune(provisional);
+  EXPECT_TRUE(graph.empty());
+  EXPECT_NO_THROW(graph.check_invariants());
+}
+
+TEST(ErrorGraph, N1_ASecondNeverWrittenNodeWhileTheSlotIsTakenIsAnOrdinaryNode) {
+  ErrorGraph graph;
+  const FailureId first = graph.insert_never_written();
+  const FailureId second = graph.insert_never_written(); // A second manager on this graph.
+  EXPECT_NE(first, second);
+  EXPECT_EQ(graph.never_written_slot(), first.raw());
+  EXPECT_EQ(*graph.error(second), Error::never_written());
+  Taint carrier;
+  carrier.taint(r(0, 4), second, graph);
+  carrier.taint(r(4, 8), first, graph);
+  EXPECT_EQ(graph.size(), 2u);
+  EXPECT_NO_THROW(graph.check_invariants());
+  carrier.clear(graph);
+  EXPECT_TRUE(graph.empty());
+  // The general slot the second one used goes back to TornDown for the
+  // provisional failures that reuse it.
+  const FailureId provisional = graph.insert_provisional();
+  EXPECT_EQ(*graph.error(provisional), Error::torn_down());
+  graph.prune(provisional);
+  EXPECT_TRUE(graph.empty());
+}
+
+TEST(ErrorGraph, N1_AReplacedOrSkippedNeverWrittenNodeLeavesNothingBehindInTheSlot) {
+  ErrorGraph graph;
+  const FailureId node = graph.insert_never_written();
+  Taint carrier;
+  carrier.taint(r(0, 4), node, graph);
+  graph.skipped(node, skip("reader", 1, {2}));
+  graph.replace(node, Error::launch("replaced")); // G4 on it, however unusual.
+  EXPECT_EQ(*graph.error(node), Error::launch("replaced"));
+  EXPECT_EQ(graph.skips_recorded(node), 1u);
+  carrier.clear(graph);
+  EXPECT_TRUE(graph.empty());
+  const FailureId next = graph.insert_never_written();
+  EXPECT_EQ(*graph.error(next), Error::never_written()); // Not the replaced error.
+  EXPECT_EQ(graph.skips_recorded(next), 0u);             // Not the old skip log.
+  graph.prune(next);
+  EXPECT_TRUE(graph.empty());
+}
+
+TEST(ErrorGraph, N1_AMovedGraphTakesTheNeverWrittenNodeAndTheSourceMintsItAfresh) {
+  ErrorGraph source;
+  Taint carrier;
+  const FailureId node = source.insert_never_written();
+  carrier.taint(r(0, 4), node, source);
+  ErrorGraph target(std::move(source));
+  EXPECT_EQ(target.never_written_slot(), node.raw());
+  EXPECT_EQ(target.tags(node), 1u);
+  EXPECT_EQ(*target.error(node), Error::never_written());
+  EXPECT_EQ(source.never_written_slot(), 0u); // NOLINT(bugprone-use-after-move)
+  const FailureId fresh = source.insert_never_written();
+  EXPECT_EQ(*source.error(fresh), Error::never_written());
+  EXPECT_GT(fresh.raw(), node.raw()); // G1: it goes on after the ids it used.
+  source.prune(fresh);
+  EXPECT_TRUE(source.empty());
+  EXPECT_NO_THROW(target.check_invariants());
+  carrier.clear(target);
+  EXPECT_TRUE(target.empty());
+}
+
 } // namespace
 } // namespace taintpool

@@ -29,6 +29,19 @@
 // the other. Nothing here allocates per insert (G10); the TornDown error
 // itself has no payload.
 //
+// The NeverWritten node has a third slot of its own (insert_never_written).
+// When each fresh buffer is the node's only carrier — the common shape: a
+// buffer is created, then written whole — the node is minted by the
+// allocation and ends at the first write, every cycle. In a general slot
+// that cost an Error assignment at each end (the slot must go back to
+// TornDown for insert_provisional), an out-of-line removal and, to find out
+// whether the last node still lived, a probe of the table. In its own slot
+// the node's error stays NeverWritten while vacant, so minting it is an id
+// and a count and ending it is an inline compare and a store; its id is
+// still the next one (G1), it is tagged, untagged and found like any node
+// (the slot is one more compare in find, after the two general slots), and
+// nothing but its last untag ends it (G3; prune skips a tagged node, G5).
+//
 // Cost: tag/untag/insert/prune on a node in a slot are a handful of
 // instructions, inline. On an older node they are a hash probe. Skip
 // records and reports allocate; they are the failure path.
@@ -66,6 +79,7 @@ class ErrorGraph {
   ErrorGraph(ErrorGraph&& other) noexcept
       : hot_(std::move(other.hot_))
       , resident_(std::move(other.resident_))
+      , never_written_(std::move(other.never_written_))
       , cold_(std::exchange(other.cold_, {}))
       , size_(std::exchange(other.size_, 0))
       , next_id_(other.next_id_) {}
@@ -75,6 +89,7 @@ class ErrorGraph {
     if (this != &other) {
       hot_ = std::move(other.hot_);
       resident_ = std::move(other.resident_);
+      never_written_ = std::move(other.never_written_);
       cold_ = std::exchange(other.cold_, {});
       size_ = std::exchange(other.size_, 0);
       next_id_ = other.next_id_;
@@ -121,10 +136,40 @@ class ErrorGraph {
     return FailureId::from_raw(slot.id);
   }
 
+  /// G1 for the NeverWritten failure (N1): insert(Error::never_written()),
+  /// into the slot kept for it, so the node a fresh buffer's first write
+  /// ends is ended inline and the next allocation mints the next one without
+  /// touching the general slots or the table. If that slot holds a live node
+  /// already (a second manager sharing this graph), the new one takes a
+  /// general slot, as insert() would. Throws as insert() does; allocation-free
+  /// in its own slot.
+  [[gnu::always_inline]] FailureId insert_never_written() {
+    if (never_written_.id != 0) [[unlikely]] {
+      return insert(Error::never_written());
+    }
+    if (next_id_ == UINT64_MAX) [[unlikely]] {
+      throw_ids_exhausted();
+    }
+    if (never_written_.error.kind() != ErrorKind::NeverWritten ||
+        !never_written_.error.message().empty()) [[unlikely]] {
+      never_written_.error = Error::never_written(); // After a G4 replace or a move: once.
+    }
+    never_written_.id = next_id_++;
+    never_written_.tags = 0;
+    ++size_;
+    return FailureId::from_raw(never_written_.id);
+  }
+
+  /// The raw id of the node in the NeverWritten slot, 0 while it is vacant.
+  /// A node insert_never_written() put there lives exactly while this still
+  /// returns its id: nodes never leave the slot but by ending, and ids are
+  /// never reused (G1). One load.
+  [[nodiscard]] std::uint64_t never_written_slot() const noexcept { return never_written_.id; }
+
   /// G2: one more carrier. Throws std::logic_error if `failure` has no node
   /// (R2: a claim must point at a live node); nothing changes then.
   void tag(FailureId failure) {
-    detail::FailureNode* node = find(failure.raw());
+    detail::FailureNode* node = find_never_written_first(failure.raw());
     if (node == nullptr) [[unlikely]] {
       throw_missing("tag", failure);
     }
@@ -138,11 +183,18 @@ class ErrorGraph {
     if (!failure) {
       return;
     }
-    detail::FailureNode* node = find(failure->raw());
+    detail::FailureNode* node = find_never_written_first(failure->raw());
     if (node == nullptr || node->tags == 0) [[unlikely]] {
       throw_bad_untag(*failure, node != nullptr);
     }
     if (--node->tags == 0) {
+      if (node == &never_written_ && node->skips == nullptr) [[likely]] {
+        // N1: a fresh buffer's first write released the node's last claim.
+        // Its error stays NeverWritten for the next mint.
+        --size_;
+        node->id = 0;
+        return;
+      }
       remove(node);
     }
   }
@@ -239,6 +291,9 @@ class ErrorGraph {
     if (resident_.id != 0) {
       fn(FailureId::from_raw(resident_.id), resident_.error, resident_.tags);
     }
+    if (never_written_.id != 0) {
+      fn(FailureId::from_raw(never_written_.id), never_written_.error, never_written_.tags);
+    }
     cold_.for_each([&](const detail::FailureNode& node) {
       fn(FailureId::from_raw(node.id), node.error, node.tags);
     });
@@ -266,20 +321,35 @@ class ErrorGraph {
 
   /// Whether `node` lives in the table rather than in a slot.
   [[nodiscard]] bool in_table(const detail::FailureNode* node) const noexcept {
-    return node != &hot_ && node != &resident_;
+    return node != &hot_ && node != &resident_ && node != &never_written_;
   }
 
-  [[nodiscard]] detail::FailureNode* find(std::uint64_t id) noexcept {
+  /// Three compares inline (every tag, untag and prune starts here); the
+  /// table's probe only for an older node.
+  [[nodiscard, gnu::always_inline]] detail::FailureNode* find(std::uint64_t id) noexcept {
     if (hot_.id == id) {
       return &hot_;
     }
     if (resident_.id == id) {
       return &resident_;
     }
+    if (never_written_.id == id) {
+      return &never_written_;
+    }
     return cold_.find(id);
   }
-  [[nodiscard]] const detail::FailureNode* find(std::uint64_t id) const noexcept {
+  [[nodiscard, gnu::always_inline]] const detail::FailureNode*
+  find(std::uint64_t id) const noexcept {
     return const_cast<ErrorGraph*>(this)->find(id);
+  }
+
+  /// find(), asking the NeverWritten slot first: for tag and untag, whose
+  /// hottest caller under FreshBytes::NeverWritten is a fresh buffer's claim
+  /// and its first write (N1). Provisional failures are not tagged on the
+  /// success path, so they lose nothing.
+  [[nodiscard, gnu::always_inline]] detail::FailureNode*
+  find_never_written_first(std::uint64_t id) noexcept {
+    return never_written_.id == id ? &never_written_ : find(id);
   }
 
   void remove(detail::FailureNode* node) noexcept {
@@ -300,6 +370,13 @@ class ErrorGraph {
       } else {
         node->vacate();
       }
+    } else if (node == &never_written_) {
+      // Its error stays (insert_never_written restores NeverWritten if a G4
+      // replace changed it); a skip log goes with the node.
+      node->id = 0;
+      node->tags = 0;
+      delete node->skips;
+      node->skips = nullptr;
     } else {
       cold_.erase(node);
     }
@@ -315,7 +392,10 @@ class ErrorGraph {
 
   detail::FailureNode hot_;      ///< The first inline slot (id 0 = vacant).
   detail::FailureNode resident_; ///< The second inline slot (id 0 = vacant).
-  detail::FailureTable cold_;    ///< Every other live node.
+  /// N1's slot (id 0 = vacant). Once it has held a node, its error stays
+  /// NeverWritten while vacant (insert_never_written sets it the first time).
+  detail::FailureNode never_written_;
+  detail::FailureTable cold_; ///< Every other live node.
   std::size_t size_ = 0;
   std::uint64_t next_id_ = 1;
 };

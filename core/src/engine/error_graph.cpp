@@ -115,7 +115,8 @@ ErrorGraph::reports(std::span<const std::pair<FailureId, AllocationId>> claims) 
 
 void ErrorGraph::check_invariants() const {
   cold_.check_invariants("ErrorGraph failure table");
-  const std::size_t live = cold_.size() + (hot_.id != 0 ? 1 : 0) + (resident_.id != 0 ? 1 : 0);
+  const std::size_t live = cold_.size() + (hot_.id != 0 ? 1 : 0) + (resident_.id != 0 ? 1 : 0) +
+                           (never_written_.id != 0 ? 1 : 0);
   if (live != size_) {
     throw std::logic_error("ErrorGraph: size() is " + std::to_string(size_) + " but " +
                            std::to_string(live) + " nodes are live");
@@ -141,16 +142,22 @@ void ErrorGraph::check_invariants() const {
   if (resident_.id != 0) {
     check_node(resident_);
   }
+  if (never_written_.id != 0) {
+    check_node(never_written_);
+  }
   // G1: an id names one node. The table holds each id once; a slot's id
   // must be neither the other slot's nor in the table.
-  auto check_once = [&](const detail::FailureNode& slot, const detail::FailureNode& other) {
-    if (slot.id != 0 && (slot.id == other.id || cold_.find(slot.id) != nullptr)) {
+  auto check_once = [&](const detail::FailureNode& slot, const detail::FailureNode& other,
+                        const detail::FailureNode& third) {
+    if (slot.id != 0 &&
+        (slot.id == other.id || slot.id == third.id || cold_.find(slot.id) != nullptr)) {
       throw std::logic_error("ErrorGraph: failure " + std::to_string(slot.id) +
                              " is held by two nodes (G1: ids are never reused)");
     }
   };
-  check_once(hot_, resident_);
-  check_once(resident_, hot_);
+  check_once(hot_, resident_, never_written_);
+  check_once(resident_, hot_, never_written_);
+  check_once(never_written_, hot_, resident_);
   cold_.for_each(check_node);
 }
 

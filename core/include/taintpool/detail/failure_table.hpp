@@ -1,6 +1,7 @@
 // FailureNode and FailureTable: the storage behind ErrorGraph. Internal.
 //
-// The graph keeps two nodes in inline slots and every other live node here. Nodes only land in this
+// The graph keeps up to three nodes in inline slots (two general ones and
+// the NeverWritten slot) and every other live node here. Nodes only land in this
 // table when a second failure outlives the next insert — real failures still
 // carried by stale buffers — so the table holds "failures a program has not
 // yet cleaned up", typically a handful.

@@ -18,9 +18,10 @@
 // the next allocation then mints a new one. It is never replaced and never
 // pruned while carried: nothing but T1/T2/T4 on its carriers touches it.
 //
-// Cost: the claim is the inline one (T6): one id compare or hash probe to
-// find the node, one inline claim and one tag per allocation; no heap
-// allocation (bench/fresh_bytes_bench.cpp measures it).
+// Cost: the claim is the inline one (T6): one id compare to find the node
+// (it has a graph slot of its own), one inline claim and one tag per
+// allocation; minting it is an id and a count; no heap allocation
+// (bench/fresh_bytes_bench.cpp measures it).
 #pragma once
 
 #include <taintpool/byte_range.hpp>
@@ -41,13 +42,20 @@ enum class FreshBytes : std::uint8_t {
 
 /// The manager's NeverWritten failure (N1): which node it is while one
 /// lives. Two words; no allocation of its own.
+///
+/// The node is minted into the graph's NeverWritten slot
+/// (ErrorGraph::insert_never_written), so "does it still live" is one
+/// compare against that slot's id: a node in the slot leaves it only by
+/// ending, and ids are never reused (G1). Only when the slot was taken at the
+/// mint (a second manager sharing the graph) does the node live in a general
+/// slot, and then the check is the graph's find.
 class NeverWrittenClaim {
  public:
   /// The live node, or nullopt when no allocation carries never-written
-  /// bytes (none was ever minted, or the last carrier let go). One compare
-  /// or hash probe.
+  /// bytes (none was ever minted, or the last carrier let go). One compare;
+  /// a find only for a node outside the slot.
   [[nodiscard]] std::optional<FailureId> failure(const ErrorGraph& graph) const noexcept {
-    if (id_ != 0 && graph.contains(FailureId::from_raw(id_))) {
+    if (lives(graph)) {
       return FailureId::from_raw(id_);
     }
     return std::nullopt;
@@ -59,21 +67,32 @@ class NeverWrittenClaim {
 
   /// N1 on a freshly bound, clean taint: [0, size) is claimed by the node,
   /// minted first if none lives. Size 0 claims nothing (T1). A clean taint
-  /// takes the claim inline (T6), so this allocates only if the mint must
-  /// move an older node into the graph's table and the table must grow
-  /// (std::bad_alloc then, with nothing changed).
-  void claim(Taint& fresh, std::uint64_t size, ErrorGraph& graph) {
+  /// takes the claim inline (T6) and a mint into the slot allocates nothing;
+  /// only a mint outside it (a second manager on the graph) may move an
+  /// older node into the graph's table, and that may grow (std::bad_alloc
+  /// then, with nothing changed).
+  [[gnu::always_inline]] void claim(Taint& fresh, std::uint64_t size, ErrorGraph& graph) {
     if (size == 0) {
       return;
     }
-    if (id_ == 0 || !graph.contains(FailureId::from_raw(id_))) [[unlikely]] {
-      id_ = graph.insert(Error::never_written()).raw();
+    if (!lives(graph)) {
+      const FailureId minted = graph.insert_never_written();
+      id_ = minted.raw();
+      in_slot_ = graph.never_written_slot() == id_;
     }
     fresh.taint(ByteRange::sized(0, size), FailureId::from_raw(id_), graph);
   }
 
  private:
+  [[nodiscard]] bool lives(const ErrorGraph& graph) const noexcept {
+    if (id_ == graph.never_written_slot()) [[likely]] {
+      return id_ != 0;
+    }
+    return id_ != 0 && !in_slot_ && graph.contains(FailureId::from_raw(id_));
+  }
+
   std::uint64_t id_ = 0;
+  bool in_slot_ = false; ///< Whether id_ was minted into the graph's NeverWritten slot.
 };
 
 } // namespace taintpool
