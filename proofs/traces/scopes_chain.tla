@@ -32,9 +32,11 @@ Trace == <<
   [op |-> "read", alloc |-> 3, lo |-> 0, hi |-> 8, ok |-> FALSE, failures |-> <<1>>,
    reports |-> << [f |-> 1, origin |-> 1, path |-> <<2, 1>>, kind |-> "OutOfMemory"] >>],
   [op |-> "read", alloc |-> 4, lo |-> 0, hi |-> 4, ok |-> TRUE],
-  \* launch 5: writes all of 2 (only reads are checked), fails after 4 bytes
+  \* launch 5: writes all of 2 (only reads are checked), fails after 4 bytes;
+  \* while it runs the scope holds 1, whose bytes of 2 it took (S6: a tag of
+  \* Device::hold_prior_claims, in case the body names only what it wrote)
   [op |-> "launch", reads |-> << <<4, 0, 4>> >>, writes |-> << <<2, 0, 8>> >>,
-   status |-> "entered", p |-> 3, graph |-> << <<1, 2>>, <<3, 1>> >>],
+   status |-> "entered", p |-> 3, graph |-> << <<1, 3>>, <<3, 1>> >>],
   [op |-> "close", outcome |-> "fail", error |-> "Launch", written |-> << <<1, 0, 4>> >>,
    claims |-> << <<1, 1, 0, 8>>, <<2, 3, 4, 8>>, <<3, 1, 0, 8>> >>],
   [op |-> "read", alloc |-> 2, lo |-> 0, hi |-> 4, ok |-> TRUE],
@@ -46,9 +48,11 @@ Trace == <<
   [op |-> "close", outcome |-> "ok", graph |-> << <<1, 1>>, <<3, 1>> >>],
   [op |-> "read", alloc |-> 3, lo |-> 0, hi |-> 8, ok |-> FALSE, failures |-> <<1>>,
    reports |-> << [f |-> 1, origin |-> 1, path |-> <<2, 1>>] >>],
-  \* launch 7: softmax again, reading only the good half of 2: repairs 3
+  \* launch 7: softmax again, reading only the good half of 2: repairs 3;
+  \* 1's last bytes are taken, and only the scope's hold keeps it till the
+  \* close (S6)
   [op |-> "launch", reads |-> << <<2, 0, 4>> >>, writes |-> << <<3, 0, 8>> >>,
-   status |-> "entered", p |-> 5, graph |-> << <<3, 1>>, <<5, 1>> >>],
+   status |-> "entered", p |-> 5, graph |-> << <<1, 1>>, <<3, 1>>, <<5, 1>> >>],
   [op |-> "close", outcome |-> "ok", graph |-> << <<3, 1>> >>],
   \* launch 8: a body that throws; its write set stays torn down
   [op |-> "launch", reads |-> << >>, writes |-> << <<4, 0, 2>> >>,
