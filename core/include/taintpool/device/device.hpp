@@ -442,7 +442,8 @@ class Device {
   /// answer then in finished_.
   enum class PlainEnd : std::uint8_t { Ran, General, Finished };
   /// The common launch, flat (device.cpp, "the plain launch"): resolves, and
-  /// if every read and output is clean and nothing crosses streams, runs
+  /// if every read is clean, every output clean or only never-written
+  /// (a fresh buffer's first write, N1) and nothing crosses streams, runs
   /// the body with no frame of its own and builds no LaunchResult; hands
   /// anything else to the general path at the point it is known.
   PlainEnd launch_plain(std::uint32_t slot, std::string_view kernel, std::span<const Binding> reads,
@@ -452,10 +453,18 @@ class Device {
   [[noreturn]] void abandon_plain(std::uint32_t slot, std::uint64_t launch, std::string_view kernel,
                                   std::span<const Binding> reads, std::span<const Binding> writes,
                                   std::optional<FailureId> provisional);
-  /// The plain path's body failed or named what it wrote (S1, S2, S6).
+  /// The plain path's body failed or named what it wrote (S1, S2, S6);
+  /// `fresh`: the outputs held only never-written claims (N1).
   LaunchResult finish_plain(std::uint32_t slot, std::uint64_t launch, std::string_view kernel,
                             std::span<const Binding> reads, std::span<const Binding> writes,
-                            std::optional<FailureId> provisional, const LaunchOutcome& outcome);
+                            std::optional<FailureId> provisional, const LaunchOutcome& outcome,
+                            bool fresh);
+  /// The plain path's success on never-written outputs: releases what the
+  /// body wrote (N1, S6); on running out of memory, prunes, queues, logs and
+  /// rethrows.
+  void release_plain_fresh(std::uint32_t slot, std::uint64_t launch, std::string_view kernel,
+                           std::span<const Binding> reads, std::span<const Binding> writes,
+                           FailureId provisional, const LaunchOutcome& outcome);
   /// The general scope from resolved bindings on (every case).
   LaunchResult launch_resolved(std::uint32_t slot, std::string_view kernel,
                                std::span<const Binding> reads, std::span<const Binding> writes,
