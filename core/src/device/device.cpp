@@ -541,38 +541,34 @@ LaunchResult Device::finish_plain(std::uint32_t slot, std::uint64_t launch, std:
   return result;
 }
 
-LaunchResult Device::launch(StreamId stream, std::string_view kernel,
-                            std::span<const Binding> reads, std::span<const Binding> writes,
-                            KernelBody body) {
-  const Lock lock(*this, "launch");
+template <class Answer>
+Answer Device::launch_as(const char* call, StreamId stream, std::string_view kernel,
+                         std::span<const Binding> reads, std::span<const Binding> writes,
+                         KernelBody body) {
+  const Lock lock(*this, call);
   const std::uint32_t slot = streams_.slot(stream);
   Resolved in;
   Resolved out;
   const PlainEnd end = launch_plain(slot, kernel, reads, writes, body, in, out);
   if (end == PlainEnd::Ran) [[likely]] {
-    return LaunchResult{};
+    return Answer{};
   }
   if (end == PlainEnd::General) {
-    return launch_resolved(slot, kernel, reads, writes, body, in, out);
+    return Answer(launch_resolved(slot, kernel, reads, writes, body, in, out));
   }
-  return std::move(finished_);
+  return Answer(std::move(finished_));
+}
+
+LaunchResult Device::launch(StreamId stream, std::string_view kernel,
+                            std::span<const Binding> reads, std::span<const Binding> writes,
+                            KernelBody body) {
+  return launch_as<LaunchResult>("launch", stream, kernel, reads, writes, body);
 }
 
 LaunchVerdict Device::submit(StreamId stream, std::string_view kernel,
                              std::span<const Binding> reads, std::span<const Binding> writes,
                              KernelBody body) {
-  const Lock lock(*this, "submit");
-  const std::uint32_t slot = streams_.slot(stream);
-  Resolved in;
-  Resolved out;
-  const PlainEnd end = launch_plain(slot, kernel, reads, writes, body, in, out);
-  if (end == PlainEnd::Ran) [[likely]] {
-    return LaunchVerdict{};
-  }
-  if (end == PlainEnd::General) {
-    return LaunchVerdict(launch_resolved(slot, kernel, reads, writes, body, in, out));
-  }
-  return LaunchVerdict(std::move(finished_));
+  return launch_as<LaunchVerdict>("submit", stream, kernel, reads, writes, body);
 }
 
 // Inline into launch_locked, its one caller: a call's prologue and epilogue

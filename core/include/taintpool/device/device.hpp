@@ -465,6 +465,12 @@ class Device {
   void release_plain_fresh(std::uint32_t slot, std::uint64_t launch, std::string_view kernel,
                            std::span<const Binding> reads, std::span<const Binding> writes,
                            FailureId provisional, const LaunchOutcome& outcome);
+  /// launch() and submit(): the lock, the plain path, and its three ends
+  /// answered as `Answer` (LaunchResult or LaunchVerdict).
+  template <class Answer>
+  Answer launch_as(const char* call, StreamId stream, std::string_view kernel,
+                   std::span<const Binding> reads, std::span<const Binding> writes,
+                   KernelBody body);
   /// The general scope from resolved bindings on (every case).
   LaunchResult launch_resolved(std::uint32_t slot, std::string_view kernel,
                                std::span<const Binding> reads, std::span<const Binding> writes,
