@@ -12,7 +12,7 @@
 set -eu
 binary="${1:-build/release/bench/launch_profile}"
 launches=20000
-for shape in host host-submit async streams streams-submit cross fresh-trusted fresh-never manager-trusted manager-never; do
+for shape in ${SHAPES:-host host-submit async streams streams-submit cross fresh-trusted fresh-never manager-trusted manager-never}; do
   out="$(mktemp)"
   valgrind --tool=callgrind --callgrind-out-file="$out" --toggle-collect='*run_launches*' \
     --toggle-collect='*run_cross_launches*' --toggle-collect='*run_fresh_cycles*' --toggle-collect='*run_manager_cycles*' \

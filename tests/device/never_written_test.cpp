@@ -245,6 +245,30 @@ TEST(FreshBytes, T2_AFullFirstWriteReleasesEveryByteAndAPartialOneOnlyItsOwn) {
   f.device.check_invariants();
 }
 
+TEST(FreshBytes, N1_AFirstWriteReleasesEveryOutputWhateverShapeItsNeverWrittenClaimHas) {
+  Fixture f;
+  const Allocation a = f.device.create_buffer(256);
+  const Allocation b = f.device.create_buffer(64);
+  // a's claim split in two (spilled) by a wrote_only success in its middle.
+  ASSERT_TRUE(
+      f.device
+          .launch("middle", {}, {a.whole()},
+                  [](const KernelContext&) {
+                    return LaunchOutcome::wrote_only({WrittenRange{0, ByteRange::of(64, 128)}});
+                  })
+          .ran());
+  ASSERT_TRUE(read_all(f.device, a.bind(64, 64)).ok());
+  ASSERT_FALSE(read_all(f.device, a.bind(0, 64)).ok());
+  ASSERT_FALSE(read_all(f.device, a.bind(128, 128)).ok());
+  // One launch writes a (bound twice) and b whole: every claim goes.
+  ASSERT_TRUE(f.device.launch("fill", {}, {a.whole(), b.whole(), a.whole()}, fill_sevens).ran());
+  EXPECT_EQ(f.device.read_bytes(a.whole()), bytes_of(256, 7));
+  EXPECT_EQ(f.device.read_bytes(b.whole()), bytes_of(64, 7));
+  EXPECT_FALSE(f.device.memory().never_written_failure().has_value());
+  EXPECT_TRUE(f.device.graph().empty());
+  f.device.check_invariants();
+}
+
 TEST(FreshBytes, S6_AWroteOnlySuccessReleasesOnlyTheRangesItNames) {
   Fixture f;
   const Allocation buffer = f.device.create_buffer(256);

@@ -353,6 +353,60 @@ TEST(Taint, T4_AClearedTaintCanCarryAgain) {
   EXPECT_EQ(graph.tags(g), 1u);
 }
 
+TEST(Taint, T4_ClearingAnInlineClaimUntagsItOnceAndEndsItsFailureWhenLast) {
+  Scenario s;
+  [[maybe_unused]] auto& [graph, a, b, c] = s;
+  const FailureId f = fail(graph);
+  a.taint(r(0, 10), f, graph);
+  b.taint(r(4, 8), f, graph);
+  a.clear(graph);
+  EXPECT_TRUE(a.is_clean());
+  EXPECT_EQ(graph.tags(f), 1u) << "b still carries it";
+  b.clear(graph);
+  EXPECT_FALSE(graph.contains(f)) << "G3: the last untag ends it";
+}
+
+// claims_only(f, R): every claim is f's and a write of R would release
+// them all (T2 = T4 there). Each case is checked against the write itself
+// on a twin taint.
+TEST(Taint, T2_ClaimsOnlyIsTrueExactlyWhenEveryClaimIsTheFailuresAndAWriteOfTheRangeClearsIt) {
+  Scenario s;
+  [[maybe_unused]] auto& [graph, a, b, c] = s;
+  const FailureId f = fail(graph, "f");
+  const FailureId g = fail(graph, "g");
+  c.taint(r(1000, 1001), f, graph); // c keeps both alive between cases (G3).
+  c.taint(r(2000, 2001), g, graph);
+  struct Case {
+    std::vector<std::pair<FailureId, ByteRange>> claims;
+    ByteRange within;
+    bool expected;
+  };
+  const std::vector<Case> cases = {
+      {{}, r(0, 0), true},                                // clean
+      {{{f, r(10, 20)}}, r(10, 20), true},                // inline, exact
+      {{{f, r(10, 20)}}, r(0, 100), true},                // inline, inside
+      {{{f, r(10, 20)}}, r(11, 20), false},               // inline, a byte outside
+      {{{f, r(10, 20)}}, r(10, 19), false},               // inline, the last byte outside
+      {{{g, r(10, 20)}}, r(0, 100), false},               // inline, another failure
+      {{{f, r(0, 10)}, {f, r(20, 30)}}, r(0, 30), true},  // spilled, one failure
+      {{{f, r(0, 10)}, {f, r(20, 30)}}, r(0, 29), false}, // spilled, a byte outside
+      {{{f, r(0, 10)}, {g, r(20, 30)}}, r(0, 30), false}, // spilled, two failures
+  };
+  for (const Case& one : cases) {
+    for (const auto& [failure, range] : one.claims) {
+      a.taint(range, failure, graph);
+      b.taint(range, failure, graph);
+    }
+    EXPECT_EQ(a.claims_only(f, one.within), one.expected) << one.within;
+    bool only_f = true;
+    b.for_each_claim([&](FailureId failure, ByteRange) { only_f = only_f && failure == f; });
+    b.written(one.within, graph);
+    EXPECT_EQ(only_f && b.is_clean(), one.expected) << one.within;
+    a.clear(graph);
+    b.clear(graph);
+  }
+}
+
 // ---- T5 shape ----------------------------------------------------------------
 
 TEST(Taint, T5_TouchingRangesOfOneFailureFuse) {

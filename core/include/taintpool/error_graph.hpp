@@ -179,7 +179,9 @@ class ErrorGraph {
   /// G3: one carrier fewer; at 0 the node is removed. An empty optional does
   /// nothing. Throws std::logic_error, changing nothing, if the node is
   /// missing or already has 0 tags (an untag with no matching tag).
-  void untag(std::optional<FailureId> failure) {
+  /// Inline everywhere: a fresh buffer's first write (N1) is a compare, a
+  /// decrement and a store here; only remove() is out of line.
+  [[gnu::always_inline]] void untag(std::optional<FailureId> failure) {
     if (!failure) {
       return;
     }

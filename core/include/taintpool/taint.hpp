@@ -194,9 +194,33 @@ class Taint {
   /// freed. noexcept because every claimed failure has a node (R2); an
   /// untag that threw would mean R1 was already broken, and terminates.
   void clear(ErrorGraph& graph) noexcept {
-    if (!is_clean()) {
+    if (failure_ != 0) {
+      // The inline claim, released inline: this is the whole of a fresh
+      // buffer's first write under FreshBytes::NeverWritten (N1).
+      const FailureId released = FailureId::from_raw(failure_);
+      failure_ = 0;
+      storage_.spill = {};
+      graph.untag(released);
+      return;
+    }
+    if (storage_.spill.data != nullptr) {
       clear_claims(graph);
     }
+  }
+
+  /// Whether every claimed byte is claimed by `failure` and lies inside
+  /// `within` (true when clean): then a write of `within` releases exactly
+  /// what clear() releases (T2 = T4 here). The question a launch asks of a
+  /// fresh buffer's outputs (N1), so it is O(1) clean or inline and
+  /// O(segments) spilled; never allocates.
+  [[nodiscard]] bool claims_only(FailureId failure, ByteRange within) const noexcept {
+    if (failure_ != 0) {
+      // An inline claim is never empty (T5), so containment is two compares.
+      const InlineClaim& claim = storage_.inline_claim;
+      return failure_ == failure.raw() && within.begin() <= claim.begin &&
+             claim.end <= within.end();
+    }
+    return storage_.spill.data == nullptr || claims_only_spilled(failure, within);
   }
 
   /// No byte is claimed.
@@ -277,6 +301,7 @@ class Taint {
   void taint_slow(ByteRange range, FailureId failure, ErrorGraph& graph);
   void written_slow(ByteRange range, ErrorGraph& graph);
   [[nodiscard]] std::optional<FailureId> failure_spilled(ByteRange range) const noexcept;
+  [[nodiscard]] bool claims_only_spilled(FailureId failure, ByteRange within) const noexcept;
   void clear_claims(ErrorGraph& graph) noexcept;
   [[noreturn]] static void abandoned() noexcept;
 

@@ -464,7 +464,13 @@ Device::launch_plain(std::uint32_t slot, std::string_view kernel, std::span<cons
     return PlainEnd::Finished;
   }
   if (fresh) [[unlikely]] {
-    release_plain_fresh(slot, launch, kernel, reads, writes, *provisional, outcome);
+    // N1: the body wrote every output whole, and every claim on them was
+    // the never-written node's inside its binding (outputs_fresh), so the
+    // write releases exactly what clear() does (T2 = T4), and clear()
+    // cannot fail: no spill, no allocation, nothing to undo.
+    for (std::size_t index = 0; index < writes_.size(); ++index) {
+      write_taints_[index]->clear(graph_);
+    }
   }
   if (provisional) {
     graph_.prune(*provisional); // G5: it claimed nothing, so it goes.
@@ -582,18 +588,7 @@ LaunchVerdict Device::submit(StreamId stream, std::string_view kernel,
     return false;
   }
   for (std::size_t index = 0; index < writes_.size(); ++index) {
-    const Taint& taint = *write_taints_[index];
-    if (taint.is_clean()) {
-      continue;
-    }
-    if (taint.is_spilled()) {
-      return false;
-    }
-    bool fresh = true;
-    taint.for_each_claim([&](FailureId failure, ByteRange claimed) {
-      fresh = fresh && failure == *never_written && writes_[index].range.contains(claimed);
-    });
-    if (!fresh) {
+    if (!write_taints_[index]->claims_only(*never_written, writes_[index].range)) {
       return false;
     }
   }

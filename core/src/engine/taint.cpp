@@ -288,13 +288,7 @@ std::vector<FailureId> Taint::failures(ByteRange range) const {
 }
 
 void Taint::clear_claims(ErrorGraph& graph) noexcept {
-  if (failure_ != 0) {
-    const FailureId released = FailureId::from_raw(failure_);
-    failure_ = 0;
-    storage_.spill = {};
-    graph.untag(released);
-    return;
-  }
+  // Only a spilled taint comes here: clear() releases an inline claim itself.
   ClaimSegment* data = storage_.spill.data;
   if (data == nullptr) {
     return;
@@ -318,6 +312,13 @@ std::size_t Taint::claim_count() const {
   for_each_claim([&](FailureId failure, ByteRange) { distinct.push_back(failure); });
   std::sort(distinct.begin(), distinct.end());
   return static_cast<std::size_t>(std::unique(distinct.begin(), distinct.end()) - distinct.begin());
+}
+
+bool Taint::claims_only_spilled(FailureId failure, ByteRange within) const noexcept {
+  return std::ranges::all_of(segments(), [&](const ClaimSegment& segment) {
+    return segment.failure == failure.raw() &&
+           within.contains(ByteRange::of(segment.begin, segment.end));
+  });
 }
 
 bool Taint::carries(FailureId failure) const noexcept {

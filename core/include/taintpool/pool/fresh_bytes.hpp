@@ -54,7 +54,8 @@ class NeverWrittenClaim {
   /// The live node, or nullopt when no allocation carries never-written
   /// bytes (none was ever minted, or the last carrier let go). One compare;
   /// a find only for a node outside the slot.
-  [[nodiscard]] std::optional<FailureId> failure(const ErrorGraph& graph) const noexcept {
+  [[nodiscard, gnu::always_inline]] std::optional<FailureId>
+  failure(const ErrorGraph& graph) const noexcept {
     if (lives(graph)) {
       return FailureId::from_raw(id_);
     }
@@ -84,7 +85,7 @@ class NeverWrittenClaim {
   }
 
  private:
-  [[nodiscard]] bool lives(const ErrorGraph& graph) const noexcept {
+  [[nodiscard, gnu::always_inline]] bool lives(const ErrorGraph& graph) const noexcept {
     if (id_ == graph.never_written_slot()) [[likely]] {
       return id_ != 0;
     }

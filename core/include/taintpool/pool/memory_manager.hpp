@@ -235,7 +235,8 @@ class MemoryManager {
 
   /// N1: the failure that claims this manager's never-written bytes, while
   /// some allocation carries it; always nullopt under FreshBytes::Trusted.
-  [[nodiscard]] std::optional<FailureId> never_written_failure() const noexcept {
+  [[nodiscard, gnu::always_inline]] std::optional<FailureId>
+  never_written_failure() const noexcept {
     return never_written_.failure(graph_);
   }
 
