@@ -468,8 +468,8 @@ Device::launch_plain(std::uint32_t slot, std::string_view kernel, std::span<cons
     // the never-written node's inside its binding (outputs_fresh), so the
     // write releases exactly what clear() does (T2 = T4), and clear()
     // cannot fail: no spill, no allocation, nothing to undo.
-    for (std::size_t index = 0; index < writes_.size(); ++index) {
-      write_taints_[index]->clear(graph_);
+    for (Taint* const output : write_taints_) {
+      output->clear(graph_);
     }
   }
   if (provisional) {
