@@ -483,6 +483,17 @@ Device::launch_plain(std::uint32_t slot, std::string_view kernel, std::span<cons
   return PlainEnd::Ran;
 }
 
+// The plain path's ends off the hot path (abandon_plain, release_plain_fresh,
+// finish_plain): the work takes its place in its stream's queue (O2 plain:
+// nothing to wait for) and the launch is logged with how it ended.
+void Device::queue_and_log(std::uint32_t slot, std::uint64_t launch, std::string_view kernel,
+                           std::span<const Binding> reads, std::span<const Binding> writes,
+                           LaunchStatus status) {
+  const StreamPoint work =
+      ordering_active() ? streams_.order().queued(slot, launch) : StreamPoint{};
+  log_launch(launch, kernel, reads, writes, status, work);
+}
+
 void Device::abandon_plain(std::uint32_t slot, std::uint64_t launch, std::string_view kernel,
                            std::span<const Binding> reads, std::span<const Binding> writes,
                            std::optional<FailureId> provisional) {
@@ -492,9 +503,7 @@ void Device::abandon_plain(std::uint32_t slot, std::uint64_t launch, std::string
     claim_write_set(*provisional);
     tear_down(*provisional, kernel); // S3
   }
-  const StreamPoint work =
-      ordering_active() ? streams_.order().queued(slot, launch) : StreamPoint{};
-  log_launch(launch, kernel, reads, writes, LaunchStatus::Failed, work);
+  queue_and_log(slot, launch, kernel, reads, writes, LaunchStatus::Failed);
   throw;
 }
 
@@ -509,9 +518,7 @@ void Device::release_plain_fresh(std::uint32_t slot, std::uint64_t launch, std::
     release_fresh_outputs(outcome);
   } catch (...) {
     graph_.prune(provisional);
-    const StreamPoint work =
-        ordering_active() ? streams_.order().queued(slot, launch) : StreamPoint{};
-    log_launch(launch, kernel, reads, writes, LaunchStatus::Failed, work);
+    queue_and_log(slot, launch, kernel, reads, writes, LaunchStatus::Failed);
     throw;
   }
 }
@@ -539,11 +546,7 @@ LaunchResult Device::finish_plain(std::uint32_t slot, std::uint64_t launch, std:
     claim_write_set(*provisional);
     result = failed(*provisional, kernel, outcome); // S1, S2
   }
-  StreamPoint work;
-  if (ordering_active()) {
-    work = streams_.order().queued(slot, launch);
-  }
-  log_launch(launch, kernel, reads, writes, result.status, work);
+  queue_and_log(slot, launch, kernel, reads, writes, result.status);
   return result;
 }
 

@@ -459,8 +459,13 @@ class Device {
                             std::span<const Binding> reads, std::span<const Binding> writes,
                             std::optional<FailureId> provisional, const LaunchOutcome& outcome,
                             bool fresh);
-  /// The plain path's success on never-written outputs: releases what the
-  /// body wrote (N1, S6); on running out of memory, prunes, queues, logs and
+  /// Queues the plain path's work and logs the launch as `status` (its
+  /// cold ends share it).
+  void queue_and_log(std::uint32_t slot, std::uint64_t launch, std::string_view kernel,
+                     std::span<const Binding> reads, std::span<const Binding> writes,
+                     LaunchStatus status);
+  /// A wrote_only success on never-written outputs: releases the ranges the
+  /// body named (N1, S6); on running out of memory, prunes, queues, logs and
   /// rethrows.
   void release_plain_fresh(std::uint32_t slot, std::uint64_t launch, std::string_view kernel,
                            std::span<const Binding> reads, std::span<const Binding> writes,
