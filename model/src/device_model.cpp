@@ -125,9 +125,11 @@ std::uint64_t DeviceModel::mint(Error error) {
 }
 
 void DeviceModel::bury(std::span<const std::uint64_t> keep) {
-  // Every failure some byte names. Runs of one writer are inserted once:
-  // this runs after every launch, and a set insert per byte was most of it.
-  std::set<std::uint64_t> named;
+  // Every failure some byte names, sorted and distinct. Runs of one writer
+  // are listed once: this runs after every launch, and an insert per byte
+  // was most of it.
+  std::vector<std::uint64_t>& named = scratch_named_;
+  named.clear();
   for (const Allocation& allocation : allocations_) {
     if (allocation.state == State::gone) {
       continue;
@@ -135,13 +137,15 @@ void DeviceModel::bury(std::span<const std::uint64_t> keep) {
     std::uint64_t previous = 0;
     for (const std::uint64_t writer : allocation.writer) {
       if (writer != 0 && writer != previous) {
-        named.insert(writer);
+        named.push_back(writer);
       }
       previous = writer;
     }
   }
+  std::sort(named.begin(), named.end());
+  named.erase(std::unique(named.begin(), named.end()), named.end());
   for (auto it = failures_.begin(); it != failures_.end();) {
-    if (named.count(it->first) == 0 &&
+    if (!std::binary_search(named.begin(), named.end(), it->first) &&
         std::find(keep.begin(), keep.end(), it->first) == keep.end()) {
       it = failures_.erase(it);
     } else {
@@ -343,10 +347,14 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
       prior.emplace_back(
           allocation.writer.begin() + static_cast<std::ptrdiff_t>(output.range.begin()),
           allocation.writer.begin() + static_cast<std::ptrdiff_t>(output.range.end()));
+      // Each run of one writer once: bury() only asks whether a failure is
+      // held, and a push per byte regrew this list for every launch.
+      std::uint64_t previous = 0;
       for (const std::uint64_t writer : prior.back()) {
-        if (writer != 0) {
+        if (writer != 0 && writer != previous) {
           held.push_back(writer);
         }
+        previous = writer;
       }
     }
     // Enter: a provisional TornDown failure claims the whole write set (S1).

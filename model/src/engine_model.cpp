@@ -159,20 +159,33 @@ std::span<const SkipRecord> EngineModel::kept_records(FailureId failure) const {
 }
 
 Report EngineModel::report(FailureId failure, AllocationId read) const {
-  const Failure* found = find_live(failure);
-  if (found == nullptr) {
-    throw std::logic_error("model: report of " + to_string(failure) + ", which is not live");
-  }
+  std::vector<const SkipRecord*> path;
+  const AllocationId origin = report_path(failure, read, path);
+  const Failure& found = *find_live(failure);
   Report expected{failure,
-                  found->error,
+                  found.error,
                   read,
                   std::nullopt,
                   {},
-                  read,
-                  found->records.size(),
-                  found->records.size() > kept_skip_records};
+                  origin,
+                  found.records.size(),
+                  found.records.size() > kept_skip_records};
+  expected.path.reserve(path.size());
+  for (const SkipRecord* record : path) {
+    expected.path.push_back(*record);
+  }
+  return expected;
+}
+
+AllocationId EngineModel::report_path(FailureId failure, AllocationId read,
+                                      std::vector<const SkipRecord*>& path) const {
+  path.clear();
+  if (find_live(failure) == nullptr) {
+    throw std::logic_error("model: report of " + to_string(failure) + ", which is not live");
+  }
   // G8: from the read allocation, repeatedly take the newest kept record
   // older than the last one taken that produced the current allocation.
+  AllocationId origin = read;
   const std::span<const SkipRecord> kept = kept_records(failure);
   std::size_t older_than = kept.size();
   bool stepped = true;
@@ -180,16 +193,16 @@ Report EngineModel::report(FailureId failure, AllocationId read) const {
     stepped = false;
     for (std::size_t index = older_than; index > 0; --index) {
       const SkipRecord& record = kept[index - 1];
-      if (std::count(record.produced.begin(), record.produced.end(), expected.origin) > 0) {
-        expected.path.push_back(record);
-        expected.origin = record.needed;
+      if (std::count(record.produced.begin(), record.produced.end(), origin) > 0) {
+        path.push_back(&record);
+        origin = record.needed;
         older_than = index - 1;
         stepped = true;
         break;
       }
     }
   }
-  return expected;
+  return origin;
 }
 
 } // namespace taintpool::model

@@ -477,6 +477,10 @@ class DeviceModel {
   };
   mutable std::vector<std::uint64_t> scratch_ids_;
   mutable std::vector<Carriers> scratch_carriers_;
+  /// bury()'s list of the failures some byte names, kept between calls for
+  /// the same reason: bury runs after every launch, and a std::set there
+  /// allocated a node per failure each time. Scratch only, as above.
+  std::vector<std::uint64_t> scratch_named_;
 };
 
 /// "kernel: message" (or the kind's name when the message is empty), and a

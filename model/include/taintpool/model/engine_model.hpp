@@ -96,6 +96,15 @@ class EngineModel {
   [[nodiscard]] std::span<const SkipRecord> kept_records(FailureId failure) const;
   /// G8 as DESIGN.md states it. Throws std::logic_error when not live.
   [[nodiscard]] Report report(FailureId failure, AllocationId read) const;
+  /// report()'s walk in place: the kept records it passes through, newest
+  /// first, into `path` (cleared first; its capacity is kept, so a caller
+  /// that reuses it allocates nothing once it has grown), and returns the
+  /// origin. report() is built on it, so the two cannot disagree; a fuzzer
+  /// compares core's Report with this after every skip without copying a
+  /// record (issue 13). Throws std::logic_error when not live. Valid until
+  /// the next change to the model.
+  AllocationId report_path(FailureId failure, AllocationId read,
+                           std::vector<const SkipRecord*>& path) const;
 
  private:
   struct Failure {
