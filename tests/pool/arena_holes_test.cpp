@@ -3,7 +3,9 @@
 // reduced to its shape. P2 (layout) holds throughout; what is measured is
 // where blocks land and what the storage is asked for.
 #include <taintpool/error_graph.hpp>
+#include <taintpool/exception.hpp>
 #include <taintpool/pool/counting_storage.hpp>
+#include <taintpool/pool/fault_injecting_storage.hpp>
 #include <taintpool/pool/host_storage.hpp>
 #include <taintpool/pool/memory_manager.hpp>
 
@@ -29,7 +31,8 @@ constexpr std::uint64_t S = 128 * kib; // Two 64 KiB granules.
 /// peak comes then. Every allocate is followed by check_invariants (P2).
 struct Trainer {
   HostStorage host;
-  CountingStorage counting{host};
+  FaultInjectingStorage faults{host};
+  CountingStorage counting{faults};
   ErrorGraph graph;
   MemoryManager memory;
   Allocation optimizer;
@@ -163,6 +166,27 @@ TEST(PoolArenaHoles, P2_CleanupGivesTheFarReservationBackAndTheArenaStillServes)
   trainer.drop(trainer.optimizer);
   trainer.memory.cleanup();
   EXPECT_EQ(trainer.counting.counts().live_bytes, 0u);
+}
+
+TEST(PoolArenaHoles, P2_AFarReservationTheStorageRefusesLosesNothing) {
+  Trainer trainer(learning(true), true);
+  trainer.step(); // X is blamed.
+  std::vector<Allocation> activations;
+  for (int layer = 0; layer < 4; ++layer) {
+    activations.push_back(trainer.allocate(96 * kib));
+  }
+  const std::uint64_t live = trainer.counting.counts().live_bytes;
+  trainer.faults.fail_next(2); // The far reservation, and again after the give-back.
+  EXPECT_THROW((void)trainer.memory.allocate(S), Exception);
+  trainer.memory.check_invariants();
+  EXPECT_LE(trainer.counting.counts().live_bytes, live) << "nothing new is held";
+  EXPECT_EQ(trainer.counting.counts().reserves, 1u) << "no far reservation was made";
+  for (const Allocation& activation : activations) {
+    EXPECT_NE(trainer.memory.resolve(activation.whole()).data, nullptr);
+  }
+  Allocation x = trainer.allocate(S); // The storage gives again: X goes apart.
+  trainer.memory.check_invariants();
+  EXPECT_EQ(trainer.counting.counts().reserves, 2u);
 }
 
 } // namespace

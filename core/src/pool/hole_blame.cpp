@@ -2,14 +2,12 @@
 
 namespace taintpool::detail {
 
-std::uint32_t HoleBlame::key_for(std::uint64_t extent) noexcept {
+std::uint32_t HoleBlame::key_for(std::uint64_t extent) const noexcept {
   // Three independent multiplies (they overlap: a few cycles on the hot
   // path), folded to 32 bits. Collisions only merge two contexts' fates.
   std::uint64_t hash = extent * 0x9E3779B97F4A7C15ULL + previous_[0] * 0xC2B2AE3D27D4EB4FULL +
                        previous_[1] * 0x165667B19E3779F9ULL;
   hash ^= hash >> 32;
-  previous_[1] = previous_[0];
-  previous_[0] = extent;
   return static_cast<std::uint32_t>(hash) | 1U; // Never 0: 0 means "no context".
 }
 

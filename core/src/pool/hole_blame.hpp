@@ -58,9 +58,15 @@ class HoleBlame {
     std::uint64_t extent = 0;
   };
 
-  /// The context key of a request of `extent` bytes (never 0), and the
-  /// request is remembered as the latest.
-  [[nodiscard]] std::uint32_t key_for(std::uint64_t extent) noexcept;
+  /// The context key of a request of `extent` bytes (never 0).
+  [[nodiscard]] std::uint32_t key_for(std::uint64_t extent) const noexcept;
+
+  /// A request of `extent` bytes was served: the context of the next ones.
+  /// (Not a refused one: a retry must find the context it first had.)
+  void served(std::uint64_t extent) noexcept {
+    previous_[1] = previous_[0];
+    previous_[0] = extent;
+  }
 
   /// Whether requests of this context are set apart.
   [[nodiscard]] bool isolated(std::uint32_t key) const noexcept {

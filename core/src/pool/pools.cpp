@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -86,7 +87,7 @@ Slice* Pool::add_page(std::uint64_t size) {
   whole->offset = 0;
   whole->extent = size;
   page->first = whole;
-  bins_.insert(whole);
+  bins_of(whole).insert(whole);
 
   stats_.reserved += size;
   stats_.pages += 1;
@@ -103,7 +104,7 @@ void Pool::free_page(Page* page) noexcept {
 
 void Pool::drop_page(Page* page) noexcept {
   Slice* whole = page->first;
-  bins_.remove(whole);
+  bins_of(whole).remove(whole);
   cache_.give(whole);
   unlink_page(page);
   free_page(page);
@@ -127,7 +128,7 @@ void Pool::release_all_pages() noexcept {
         slice->page_next = nullptr;
       } else {
         if (slice->state == SliceState::Free) {
-          bins_.remove(slice);
+          bins_of(slice).remove(slice);
         }
         cache_.give(slice);
       }
@@ -139,6 +140,9 @@ void Pool::release_all_pages() noexcept {
 
 void Pool::check_invariants(MemoryStats& seen) const {
   bins_.check_invariants();
+  if (far_bins_ != nullptr) {
+    far_bins_->check_invariants();
+  }
   std::uint64_t free_slices = 0;
   const Page* previous_page = nullptr;
   for (const Page* page = pages_; page != nullptr; page = page->next) {
@@ -208,9 +212,10 @@ void Pool::check_invariants(MemoryStats& seen) const {
                        std::to_string(page->size) + "-byte page");
     }
   }
-  if (free_slices != bins_.count()) {
+  const std::uint64_t indexed = bins_.count() + (far_bins_ != nullptr ? far_bins_->count() : 0);
+  if (free_slices != indexed) {
     layout_violation(std::to_string(free_slices) + " free slices on pages but " +
-                     std::to_string(bins_.count()) + " in the free index");
+                     std::to_string(indexed) + " in the free index");
   }
 }
 
@@ -262,7 +267,7 @@ Slice* SlicedPool::reserve(std::uint64_t extent) {
 }
 
 Slice* SlicedPool::split(Slice* slice, std::uint64_t extent) noexcept {
-  bins_.remove(slice);
+  bins_of(slice).remove(slice);
   if (slice->extent > extent) {
     // Split: the remainder is a fresh record, so it starts clean (P1).
     Slice* rest = cache_.take();
@@ -276,7 +281,7 @@ Slice* SlicedPool::split(Slice* slice, std::uint64_t extent) noexcept {
     }
     slice->page_next = rest;
     slice->extent = extent;
-    bins_.insert(rest);
+    bins_of(rest).insert(rest);
   }
   return slice;
 }
@@ -340,15 +345,15 @@ void SlicedPool::release_all_pages() noexcept {
 Slice* SlicedPool::merge(Slice* slice) noexcept {
   slice->state = SliceState::Free;
   if (Slice* left = slice->page_prev; left != nullptr && left->state == SliceState::Free) {
-    bins_.remove(left);
+    bins_of(left).remove(left);
     absorb(left, slice);
     slice = left;
   }
   if (Slice* right = slice->page_next; right != nullptr && right->state == SliceState::Free) {
-    bins_.remove(right);
+    bins_of(right).remove(right);
     absorb(slice, right);
   }
-  bins_.insert(slice);
+  bins_of(slice).insert(slice);
   return slice;
 }
 
@@ -419,11 +424,12 @@ Slice* ArenaPool::reserve(std::uint64_t extent) {
   Slice* slice = nullptr;
   if (blame_.isolated(key)) {
     slice = reserve_apart(extent);
-  } else if (far_ != nullptr) {
+  } else if (far_page_ != nullptr) {
     slice = reserve_beside_far(extent);
   } else {
     slice = SlicedPool::reserve(extent);
   }
+  blame_.served(extent);
   slice->bin = key; // Unused while the slice is bound: the context rides along to release.
   return slice;
 }
@@ -440,6 +446,9 @@ Slice* ArenaPool::reserve_apart(std::uint64_t extent) {
     return slice;
   }
   cache_.ensure(spares_for_reserve());
+  if (far_bins_ == nullptr) {
+    far_bins_ = std::make_unique<SizeBins>(unit_, Fit::Best, UINT64_MAX);
+  }
   consolidate();
   Slice* slice = best_fit_far(extent);
   if (slice == nullptr && stats_.free() > HoleBlame::tight_factor * extent) {
@@ -472,39 +481,12 @@ Slice* ArenaPool::reserve_beside_far(std::uint64_t extent) {
 }
 
 Slice* ArenaPool::best_fit_far(std::uint64_t extent) const noexcept {
-  if (far_ == nullptr) {
-    return nullptr;
-  }
-  Slice* best = nullptr;
-  unsigned walk = far_walk;
-  for (Slice* slice = far_->first; slice != nullptr && walk != 0;
-       slice = slice->page_next, --walk) {
-    if (slice->state == SliceState::Free && slice->extent >= extent &&
-        (best == nullptr || slice->extent < best->extent)) {
-      best = slice;
-    }
-  }
-  return best;
+  return far_page_ != nullptr ? far_bins_->find(extent) : nullptr;
 }
 
-Slice* ArenaPool::best_fit_near_first(std::uint64_t extent) noexcept {
-  // The free index spans both reservations: set the far fits aside while
-  // asking again (a few at most: the far one holds few free ranges).
-  std::array<Slice*, 16> aside{};
-  std::size_t count = 0;
+Slice* ArenaPool::best_fit_near_first(std::uint64_t extent) const noexcept {
   Slice* slice = bins_.find(extent);
-  while (slice != nullptr && slice->page == far_ && count < aside.size()) {
-    bins_.remove(slice);
-    aside[count++] = slice;
-    slice = bins_.find(extent);
-  }
-  for (std::size_t at = 0; at < count; ++at) {
-    bins_.insert(aside[at]);
-  }
-  if (slice == nullptr || slice->page == far_) {
-    slice = count != 0 ? aside[0] : slice; // Nothing fits outside: the far best.
-  }
-  return slice;
+  return slice != nullptr ? slice : best_fit_far(extent);
 }
 
 void ArenaPool::blame_holes(std::uint64_t extent) noexcept {
@@ -643,14 +625,14 @@ Slice* ArenaPool::grow_mapped(VirtualMemory& memory, std::uint64_t extent) {
   // joins the free bytes after it too. Cold path: a walk over the slices.
   Slice* hole = nullptr;
   std::uint64_t need = 0;
-  if (grow_far_ && far_ == nullptr) {
+  if (grow_far_ && far_page_ == nullptr) {
     // The first set-apart block: its own reservation, so its hole borders
     // unmapped space. Nothing is mapped yet; release_free_pages gives an
     // empty one back.
-    far_ = add_reservation(memory, round_up(address_space_, granule))->page;
+    far_page_ = add_reservation(memory, round_up(address_space_, granule))->page;
   }
   for (Page* page = pages_; page != nullptr; page = page->next) {
-    if (grow_far_ && page != far_) {
+    if (grow_far_ && page != far_page_) {
       continue; // A set-apart block grows only the far reservation.
     }
     for (Slice* slice = page->unmapped; slice != nullptr; slice = slice->bin_next) {
@@ -671,7 +653,7 @@ Slice* ArenaPool::grow_mapped(VirtualMemory& memory, std::uint64_t extent) {
       // Least new memory; on a tie, not the far reservation (it is kept for
       // the blocks set apart and the requests their holes serve).
       if (hole == nullptr || wanted < need ||
-          (wanted == need && hole->page == far_ && page != far_)) {
+          (wanted == need && hole->page == far_page_ && page != far_page_)) {
         hole = slice;
         need = wanted;
       }
@@ -743,7 +725,7 @@ Slice* ArenaPool::grow_mapped(VirtualMemory& memory, std::uint64_t extent) {
 }
 
 void ArenaPool::carve_unmapped(Slice* slice, std::uint64_t offset, std::uint64_t size) noexcept {
-  bins_.remove(slice);
+  bins_of(slice).remove(slice);
   const std::uint64_t end = slice->offset + slice->extent;
   Slice* hole = slice;
   if (offset != slice->offset) {
@@ -756,7 +738,7 @@ void ArenaPool::carve_unmapped(Slice* slice, std::uint64_t offset, std::uint64_t
     }
     slice->page_next = hole;
     slice->extent = offset - slice->offset;
-    bins_.insert(slice);
+    bins_of(slice).insert(slice);
   }
   hole->offset = offset;
   hole->extent = size;
@@ -773,7 +755,7 @@ void ArenaPool::carve_unmapped(Slice* slice, std::uint64_t offset, std::uint64_t
       hole->page_next->page_prev = rest;
     }
     hole->page_next = rest;
-    bins_.insert(rest);
+    bins_of(rest).insert(rest);
   }
   if (Slice* left = hole->page_prev; left != nullptr && left->state == SliceState::Unmapped) {
     unlink_unmapped(hole);
@@ -848,8 +830,8 @@ void ArenaPool::release_all_pages() noexcept {
 }
 
 void ArenaPool::free_page(Page* page) noexcept {
-  if (page == far_) {
-    far_ = nullptr;
+  if (page == far_page_) {
+    far_page_ = nullptr;
   }
   blame_.forget_vacated(); // They may name this page.
   held_ -= page->mapped;
@@ -869,10 +851,10 @@ void ArenaPool::free_page(Page* page) noexcept {
 void ArenaPool::check_invariants(MemoryStats& seen) const {
   SlicedPool::check_invariants(seen);
   std::uint64_t held = 0;
-  bool far_listed = far_ == nullptr;
+  bool far_listed = far_page_ == nullptr;
   for (const Page* page = pages_; page != nullptr; page = page->next) {
     held += page->mapped;
-    far_listed = far_listed || (page == far_ && page->reservation);
+    far_listed = far_listed || (page == far_page_ && page->reservation);
     // The unmapped list holds exactly the page's Unmapped slices, by offset.
     const Slice* listed = page->unmapped;
     const Slice* previous_listed = nullptr;

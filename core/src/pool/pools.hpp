@@ -26,6 +26,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 
 #include "hole_blame.hpp"
 #include "size_bins.hpp"
@@ -71,7 +72,10 @@ class Pool {
   virtual void release_all_pages() noexcept;
 
   /// The largest extent reserve could serve without new memory.
-  [[nodiscard]] std::uint64_t largest_free() const noexcept { return bins_.largest(); }
+  [[nodiscard]] std::uint64_t largest_free() const noexcept {
+    const std::uint64_t far = far_bins_ != nullptr ? far_bins_->largest() : 0;
+    return far > bins_.largest() ? far : bins_.largest();
+  }
 
   /// P2 for this pool's pages and free index; adds what it sees to `seen`
   /// (reserved bytes, pages) for the manager to compare with its stats.
@@ -102,10 +106,21 @@ class Pool {
   /// Gives a page's memory back to storage and deletes it; slices untouched.
   virtual void free_page(Page* page) noexcept;
 
+  /// The free index a free slice is filed in: the far reservation's own
+  /// (ArenaPool), else the pool's. One compare: far_page_ is null in every
+  /// other pool, and a filed slice always has a page.
+  [[nodiscard]] SizeBins& bins_of(const Slice* slice) noexcept {
+    return slice->page == far_page_ ? *far_bins_ : bins_;
+  }
+
   Storage& storage_;
   SliceCache& cache_;
   MemoryStats& stats_;
   SizeBins bins_;
+  /// ArenaPool's far reservation and its free index (null elsewhere): kept
+  /// apart so a best fit over one never walks the other.
+  Page* far_page_ = nullptr;
+  std::unique_ptr<SizeBins> far_bins_;
   std::uint64_t unit_;
   Page* pages_ = nullptr;
   std::uint32_t index_ = 0;
@@ -207,10 +222,6 @@ class ArenaPool final : public SlicedPool {
   void free_page(Page* page) noexcept override;
 
  private:
-  /// Slices of the far reservation a set-apart request walks at most for
-  /// its best fit there (it holds few: set-apart blocks and what they left).
-  static constexpr unsigned far_walk = 64;
-
   /// A set-apart request (see the class comment).
   [[nodiscard]] Slice* reserve_apart(std::uint64_t extent);
   /// Any other request once a far reservation exists.
@@ -218,7 +229,7 @@ class ArenaPool final : public SlicedPool {
   /// The best Free slice of the far reservation for `extent`, or null.
   [[nodiscard]] Slice* best_fit_far(std::uint64_t extent) const noexcept;
   /// The best fit outside the far reservation, else inside it, or null.
-  [[nodiscard]] Slice* best_fit_near_first(std::uint64_t extent) noexcept;
+  [[nodiscard]] Slice* best_fit_near_first(std::uint64_t extent) const noexcept;
   /// HoleBlame::blame for a growth of `extent` bytes (cold: walks slices).
   void blame_holes(std::uint64_t extent) noexcept;
   /// The storage's virtual memory, asked once (the answer may not change).
@@ -246,7 +257,6 @@ class ArenaPool final : public SlicedPool {
   std::uint64_t ramp_growth_;
   std::uint64_t held_ = 0; ///< Bytes of memory this arena holds.
   HoleBlame blame_;
-  Page* far_ = nullptr;   ///< The far reservation, once a set-apart request needed one.
   bool grow_far_ = false; ///< The growth under way is for a set-apart request.
   bool learns_holes_;     ///< MemoryConfig::arena_sets_hole_makers_apart.
   VirtualMemory* memory_ = nullptr;
