@@ -267,7 +267,8 @@ Slice* SlicedPool::reserve(std::uint64_t extent) {
 }
 
 Slice* SlicedPool::split(Slice* slice, std::uint64_t extent) noexcept {
-  bins_of(slice).remove(slice);
+  SizeBins& index = bins_of(slice); // The remainder stays on the page, so in the index.
+  index.remove(slice);
   if (slice->extent > extent) {
     // Split: the remainder is a fresh record, so it starts clean (P1).
     Slice* rest = cache_.take();
@@ -281,7 +282,7 @@ Slice* SlicedPool::split(Slice* slice, std::uint64_t extent) noexcept {
     }
     slice->page_next = rest;
     slice->extent = extent;
-    bins_of(rest).insert(rest);
+    index.insert(rest);
   }
   return slice;
 }
@@ -343,17 +344,18 @@ void SlicedPool::release_all_pages() noexcept {
 }
 
 Slice* SlicedPool::merge(Slice* slice) noexcept {
+  SizeBins& index = bins_of(slice); // Neighbours share the page, so the index.
   slice->state = SliceState::Free;
   if (Slice* left = slice->page_prev; left != nullptr && left->state == SliceState::Free) {
-    bins_of(left).remove(left);
+    index.remove(left);
     absorb(left, slice);
     slice = left;
   }
   if (Slice* right = slice->page_next; right != nullptr && right->state == SliceState::Free) {
-    bins_of(right).remove(right);
+    index.remove(right);
     absorb(slice, right);
   }
-  bins_of(slice).insert(slice);
+  index.insert(slice);
   return slice;
 }
 
