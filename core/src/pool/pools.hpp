@@ -107,24 +107,28 @@ class Pool {
   virtual void free_page(Page* page) noexcept;
 
   /// The free index a free slice is filed in: the far reservation's own
-  /// (ArenaPool), else the pool's. One compare: far_page_ is null in every
-  /// other pool, and a filed slice always has a page.
+  /// (ArenaPool), else the pool's. Decided on the pool's own field first,
+  /// so a pool without a far range (every sliced pool) never waits for the
+  /// slice's page to arrive.
   [[nodiscard]] SizeBins& bins_of(const Slice* slice) noexcept {
-    return slice->page == far_page_ ? *far_bins_ : bins_;
+    if (far_page_ == nullptr || slice->page != far_page_) [[likely]] {
+      return bins_;
+    }
+    return *far_bins_;
   }
 
   Storage& storage_;
   SliceCache& cache_;
   MemoryStats& stats_;
   SizeBins bins_;
-  /// ArenaPool's far reservation and its free index (null elsewhere): kept
-  /// apart so a best fit over one never walks the other.
-  Page* far_page_ = nullptr;
-  std::unique_ptr<SizeBins> far_bins_;
   std::uint64_t unit_;
   Page* pages_ = nullptr;
   std::uint32_t index_ = 0;
   std::uint32_t lane_ = 0;
+  /// ArenaPool's far reservation and its free index (null elsewhere): kept
+  /// apart so a best fit over one never walks the other.
+  Page* far_page_ = nullptr;
+  std::unique_ptr<SizeBins> far_bins_;
 };
 
 /// Why the recent list (good-fit pools only): GPU programs allocate the same shapes iteration
