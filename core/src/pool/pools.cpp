@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -86,7 +87,7 @@ Slice* Pool::add_page(std::uint64_t size) {
   whole->offset = 0;
   whole->extent = size;
   page->first = whole;
-  bins_.insert(whole);
+  bins_of(whole).insert(whole);
 
   stats_.reserved += size;
   stats_.pages += 1;
@@ -103,7 +104,7 @@ void Pool::free_page(Page* page) noexcept {
 
 void Pool::drop_page(Page* page) noexcept {
   Slice* whole = page->first;
-  bins_.remove(whole);
+  bins_of(whole).remove(whole);
   cache_.give(whole);
   unlink_page(page);
   free_page(page);
@@ -127,7 +128,7 @@ void Pool::release_all_pages() noexcept {
         slice->page_next = nullptr;
       } else {
         if (slice->state == SliceState::Free) {
-          bins_.remove(slice);
+          bins_of(slice).remove(slice);
         }
         cache_.give(slice);
       }
@@ -139,6 +140,9 @@ void Pool::release_all_pages() noexcept {
 
 void Pool::check_invariants(MemoryStats& seen) const {
   bins_.check_invariants();
+  if (far_bins_ != nullptr) {
+    far_bins_->check_invariants();
+  }
   std::uint64_t free_slices = 0;
   const Page* previous_page = nullptr;
   for (const Page* page = pages_; page != nullptr; page = page->next) {
@@ -208,9 +212,10 @@ void Pool::check_invariants(MemoryStats& seen) const {
                        std::to_string(page->size) + "-byte page");
     }
   }
-  if (free_slices != bins_.count()) {
+  const std::uint64_t indexed = bins_.count() + (far_bins_ != nullptr ? far_bins_->count() : 0);
+  if (free_slices != indexed) {
     layout_violation(std::to_string(free_slices) + " free slices on pages but " +
-                     std::to_string(bins_.count()) + " in the free index");
+                     std::to_string(indexed) + " in the free index");
   }
 }
 
@@ -227,8 +232,7 @@ Slice* SlicedPool::grow(std::uint64_t /*extent*/) {
   return add_page(page_size_);
 }
 
-Slice* SlicedPool::reserve(std::uint64_t extent) {
-  // Exactly the extent just released: take it back as it is, newest first.
+Slice* SlicedPool::take_recent(std::uint64_t extent) noexcept {
   for (std::uint32_t at = recent_count_; at-- > 0;) {
     Slice* slice = recent_[at];
     if (slice->extent == extent) {
@@ -237,6 +241,14 @@ Slice* SlicedPool::reserve(std::uint64_t extent) {
       slice->state = SliceState::Free;
       return slice;
     }
+  }
+  return nullptr;
+}
+
+Slice* SlicedPool::reserve(std::uint64_t extent) {
+  // Exactly the extent just released: take it back as it is, newest first.
+  if (Slice* slice = take_recent(extent)) {
+    return slice;
   }
   cache_.ensure(spares_for_reserve());
   if (kept_ == 1) {
@@ -251,7 +263,12 @@ Slice* SlicedPool::reserve(std::uint64_t extent) {
   if (slice == nullptr) {
     slice = grow(extent);
   }
-  bins_.remove(slice);
+  return split(slice, extent);
+}
+
+Slice* SlicedPool::split(Slice* slice, std::uint64_t extent) noexcept {
+  SizeBins& index = bins_of(slice); // The remainder stays on the page, so in the index.
+  index.remove(slice);
   if (slice->extent > extent) {
     // Split: the remainder is a fresh record, so it starts clean (P1).
     Slice* rest = cache_.take();
@@ -265,7 +282,7 @@ Slice* SlicedPool::reserve(std::uint64_t extent) {
     }
     slice->page_next = rest;
     slice->extent = extent;
-    bins_.insert(rest);
+    index.insert(rest);
   }
   return slice;
 }
@@ -327,17 +344,18 @@ void SlicedPool::release_all_pages() noexcept {
 }
 
 Slice* SlicedPool::merge(Slice* slice) noexcept {
+  SizeBins& index = bins_of(slice); // Neighbours share the page, so the index.
   slice->state = SliceState::Free;
   if (Slice* left = slice->page_prev; left != nullptr && left->state == SliceState::Free) {
-    bins_.remove(left);
+    index.remove(left);
     absorb(left, slice);
     slice = left;
   }
   if (Slice* right = slice->page_next; right != nullptr && right->state == SliceState::Free) {
-    bins_.remove(right);
+    index.remove(right);
     absorb(slice, right);
   }
-  bins_.insert(slice);
+  index.insert(slice);
   return slice;
 }
 
@@ -396,7 +414,109 @@ ArenaPool::ArenaPool(Storage& storage, SliceCache& cache, MemoryStats& stats, st
     , address_space_(config.arena_address_space)
     , growth_divisor_(config.arena_growth_divisor)
     , min_growth_(config.arena_min_growth)
-    , ramp_growth_(config.arena_ramp_growth) {
+    , ramp_growth_(config.arena_ramp_growth)
+    , learns_holes_(config.arena_sets_hole_makers_apart) {
+}
+
+Slice* ArenaPool::reserve(std::uint64_t extent) {
+  if (!learns_holes_ || virtual_memory() == nullptr) {
+    return SlicedPool::reserve(extent); // Without mapping, a hole cannot join a growth.
+  }
+  const std::uint32_t key = blame_.key_for(extent);
+  Slice* slice = nullptr;
+  if (blame_.isolated(key)) {
+    slice = reserve_apart(extent);
+  } else if (far_page_ != nullptr) {
+    slice = reserve_beside_far(extent);
+  } else {
+    slice = SlicedPool::reserve(extent);
+  }
+  blame_.served(extent);
+  slice->bin = key; // Unused while the slice is bound: the context rides along to release.
+  return slice;
+}
+
+void ArenaPool::release(Slice* slice) noexcept {
+  if (learns_holes_ && memory_ != nullptr) {
+    blame_.vacated(slice->bin, slice->page, slice->offset, slice->extent);
+  }
+  SlicedPool::release(slice);
+}
+
+Slice* ArenaPool::reserve_apart(std::uint64_t extent) {
+  if (Slice* slice = take_recent(extent)) {
+    return slice;
+  }
+  cache_.ensure(spares_for_reserve());
+  if (far_bins_ == nullptr) {
+    far_bins_ = std::make_unique<SizeBins>(unit_, Fit::Best, UINT64_MAX);
+  }
+  consolidate();
+  Slice* slice = best_fit_far(extent);
+  if (slice == nullptr && stats_.free() > HoleBlame::tight_factor * extent) {
+    slice = bins_.find(extent); // Not tight: no new memory for it (see HoleBlame).
+  }
+  if (slice == nullptr) {
+    grow_far_ = true;
+    try {
+      slice = grow(extent);
+    } catch (...) {
+      grow_far_ = false;
+      throw;
+    }
+    grow_far_ = false;
+  }
+  return split(slice, extent);
+}
+
+Slice* ArenaPool::reserve_beside_far(std::uint64_t extent) {
+  if (Slice* slice = take_recent(extent)) {
+    return slice;
+  }
+  cache_.ensure(spares_for_reserve());
+  consolidate();
+  Slice* slice = best_fit_near_first(extent);
+  if (slice == nullptr) {
+    slice = grow(extent);
+  }
+  return split(slice, extent);
+}
+
+Slice* ArenaPool::best_fit_far(std::uint64_t extent) const noexcept {
+  return far_page_ != nullptr ? far_bins_->find(extent) : nullptr;
+}
+
+Slice* ArenaPool::best_fit_near_first(std::uint64_t extent) const noexcept {
+  Slice* slice = bins_.find(extent);
+  return slice != nullptr ? slice : best_fit_far(extent);
+}
+
+void ArenaPool::blame_holes(std::uint64_t extent) noexcept {
+  // The free ranges of at least extent / 2: as extent >= held / 8, at most
+  // 16 of them. One walk over the slices finds them.
+  struct Hole {
+    const Page* page;
+    std::uint64_t offset;
+    std::uint64_t end;
+  };
+  std::array<Hole, 16> holes{};
+  std::size_t count = 0;
+  for (const Page* page = pages_; page != nullptr; page = page->next) {
+    for (const Slice* slice = page->first; slice != nullptr && count < holes.size();
+         slice = slice->page_next) {
+      if (slice->state == SliceState::Free && slice->extent * 2 >= extent) {
+        holes[count++] = Hole{page, slice->offset, slice->offset + slice->extent};
+      }
+    }
+  }
+  blame_.blame(extent, [&](const Page* page, std::uint64_t offset, std::uint64_t size) {
+    for (std::size_t at = 0; at < count; ++at) {
+      if (holes[at].page == page && holes[at].offset < offset + size && offset < holes[at].end) {
+        return true;
+      }
+    }
+    return false;
+  });
 }
 
 VirtualMemory* ArenaPool::virtual_memory() noexcept {
@@ -418,6 +538,12 @@ std::uint64_t ArenaPool::growth(std::uint64_t need, std::uint64_t granule) const
 
 Slice* ArenaPool::grow(std::uint64_t extent) {
   if (VirtualMemory* memory = virtual_memory()) {
+    if (learns_holes_) {
+      if (extent * HoleBlame::blame_divisor >= held_) {
+        blame_holes(extent);
+      }
+      blame_.forget_vacated(); // Blame looks only at blocks freed since the last growth.
+    }
     return grow_mapped(*memory, extent);
   }
   return grow_pages(extent);
@@ -501,7 +627,16 @@ Slice* ArenaPool::grow_mapped(VirtualMemory& memory, std::uint64_t extent) {
   // joins the free bytes after it too. Cold path: a walk over the slices.
   Slice* hole = nullptr;
   std::uint64_t need = 0;
+  if (grow_far_ && far_page_ == nullptr) {
+    // The first set-apart block: its own reservation, so its hole borders
+    // unmapped space. Nothing is mapped yet; release_free_pages gives an
+    // empty one back.
+    far_page_ = add_reservation(memory, round_up(address_space_, granule))->page;
+  }
   for (Page* page = pages_; page != nullptr; page = page->next) {
+    if (grow_far_ && page != far_page_) {
+      continue; // A set-apart block grows only the far reservation.
+    }
     for (Slice* slice = page->unmapped; slice != nullptr; slice = slice->bin_next) {
       const Slice* left = slice->page_prev;
       const Slice* right = slice->page_next;
@@ -517,7 +652,10 @@ Slice* ArenaPool::grow_mapped(VirtualMemory& memory, std::uint64_t extent) {
       } else {
         continue;
       }
-      if (hole == nullptr || wanted < need) {
+      // Least new memory; on a tie, not the far reservation (it is kept for
+      // the blocks set apart and the requests their holes serve).
+      if (hole == nullptr || wanted < need ||
+          (wanted == need && hole->page == far_page_ && page != far_page_)) {
         hole = slice;
         need = wanted;
       }
@@ -589,7 +727,7 @@ Slice* ArenaPool::grow_mapped(VirtualMemory& memory, std::uint64_t extent) {
 }
 
 void ArenaPool::carve_unmapped(Slice* slice, std::uint64_t offset, std::uint64_t size) noexcept {
-  bins_.remove(slice);
+  bins_of(slice).remove(slice);
   const std::uint64_t end = slice->offset + slice->extent;
   Slice* hole = slice;
   if (offset != slice->offset) {
@@ -602,7 +740,7 @@ void ArenaPool::carve_unmapped(Slice* slice, std::uint64_t offset, std::uint64_t
     }
     slice->page_next = hole;
     slice->extent = offset - slice->offset;
-    bins_.insert(slice);
+    bins_of(slice).insert(slice);
   }
   hole->offset = offset;
   hole->extent = size;
@@ -619,7 +757,7 @@ void ArenaPool::carve_unmapped(Slice* slice, std::uint64_t offset, std::uint64_t
       hole->page_next->page_prev = rest;
     }
     hole->page_next = rest;
-    bins_.insert(rest);
+    bins_of(rest).insert(rest);
   }
   if (Slice* left = hole->page_prev; left != nullptr && left->state == SliceState::Unmapped) {
     unlink_unmapped(hole);
@@ -685,6 +823,7 @@ Released ArenaPool::release_free_pages() {
 }
 
 void ArenaPool::release_all_pages() noexcept {
+  blame_.reset();
   // Every slice goes back to the cache with its page: the lists go too.
   for (Page* page = pages_; page != nullptr; page = page->next) {
     page->unmapped = nullptr;
@@ -693,6 +832,10 @@ void ArenaPool::release_all_pages() noexcept {
 }
 
 void ArenaPool::free_page(Page* page) noexcept {
+  if (page == far_page_) {
+    far_page_ = nullptr;
+  }
+  blame_.forget_vacated(); // They may name this page.
   held_ -= page->mapped;
   if (!page->reservation) {
     Pool::free_page(page);
@@ -710,8 +853,10 @@ void ArenaPool::free_page(Page* page) noexcept {
 void ArenaPool::check_invariants(MemoryStats& seen) const {
   SlicedPool::check_invariants(seen);
   std::uint64_t held = 0;
+  bool far_listed = far_page_ == nullptr;
   for (const Page* page = pages_; page != nullptr; page = page->next) {
     held += page->mapped;
+    far_listed = far_listed || (page == far_page_ && page->reservation);
     // The unmapped list holds exactly the page's Unmapped slices, by offset.
     const Slice* listed = page->unmapped;
     const Slice* previous_listed = nullptr;
@@ -780,6 +925,9 @@ void ArenaPool::check_invariants(MemoryStats& seen) const {
     if (next_chunk != page->chunks.size()) {
       layout_violation("a mapped chunk lies under no slice");
     }
+  }
+  if (!far_listed) {
+    layout_violation("the arena's far reservation is not one of its reservations");
   }
   if (held != held_) {
     layout_violation("the arena counts " + std::to_string(held_) + " bytes held, its pages " +

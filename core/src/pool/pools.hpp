@@ -26,7 +26,9 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 
+#include "hole_blame.hpp"
 #include "size_bins.hpp"
 
 namespace taintpool::detail {
@@ -70,7 +72,10 @@ class Pool {
   virtual void release_all_pages() noexcept;
 
   /// The largest extent reserve could serve without new memory.
-  [[nodiscard]] std::uint64_t largest_free() const noexcept { return bins_.largest(); }
+  [[nodiscard]] std::uint64_t largest_free() const noexcept {
+    const std::uint64_t far = far_bins_ != nullptr ? far_bins_->largest() : 0;
+    return far > bins_.largest() ? far : bins_.largest();
+  }
 
   /// P2 for this pool's pages and free index; adds what it sees to `seen`
   /// (reserved bytes, pages) for the manager to compare with its stats.
@@ -101,6 +106,17 @@ class Pool {
   /// Gives a page's memory back to storage and deletes it; slices untouched.
   virtual void free_page(Page* page) noexcept;
 
+  /// The free index a free slice is filed in: the far reservation's own
+  /// (ArenaPool), else the pool's. Decided on the pool's own field first,
+  /// so a pool without a far range (every sliced pool) never waits for the
+  /// slice's page to arrive.
+  [[nodiscard]] SizeBins& bins_of(const Slice* slice) noexcept {
+    if (far_page_ == nullptr || slice->page != far_page_) [[likely]] {
+      return bins_;
+    }
+    return *far_bins_;
+  }
+
   Storage& storage_;
   SliceCache& cache_;
   MemoryStats& stats_;
@@ -109,6 +125,10 @@ class Pool {
   Page* pages_ = nullptr;
   std::uint32_t index_ = 0;
   std::uint32_t lane_ = 0;
+  /// ArenaPool's far reservation and its free index (null elsewhere): kept
+  /// apart so a best fit over one never walks the other.
+  Page* far_page_ = nullptr;
+  std::unique_ptr<SizeBins> far_bins_;
 };
 
 /// Why the recent list (good-fit pools only): GPU programs allocate the same shapes iteration
@@ -133,8 +153,8 @@ class SlicedPool : public Pool {
   SlicedPool(Storage& storage, SliceCache& cache, MemoryStats& stats, std::uint64_t unit,
              std::uint64_t page_size, Fit fit = Fit::Good);
 
-  [[nodiscard]] Slice* reserve(std::uint64_t extent) final;
-  void release(Slice* slice) noexcept final;
+  [[nodiscard]] Slice* reserve(std::uint64_t extent) override;
+  void release(Slice* slice) noexcept override;
   Released release_free_pages() override;
   void release_all_pages() noexcept override;
   void consolidate() noexcept final;
@@ -147,6 +167,11 @@ class SlicedPool : public Pool {
   [[nodiscard]] virtual Slice* grow(std::uint64_t extent);
   /// Spare records reserve may need: a split's remainder, and what grow uses.
   [[nodiscard]] virtual std::size_t spares_for_reserve() const noexcept { return 2; }
+  /// Exactly `extent` from the recent list (marked Free), or null.
+  [[nodiscard]] Slice* take_recent(std::uint64_t extent) noexcept;
+  /// Takes the Free slice `slice` (at least `extent` bytes) out of the free
+  /// index and splits off what `extent` does not need (one spare record).
+  Slice* split(Slice* slice, std::uint64_t extent) noexcept;
   /// Merges `right` into `left` (both Free or both Unmapped, neighbours): the
   /// merged slice starts clean, the absorbed one is recycled (P1).
   void absorb(Slice* left, Slice* right) noexcept;
@@ -172,12 +197,25 @@ class SlicedPool : public Pool {
 /// storage call. Best fit is what keeps real training and inference traces
 /// close to their peak in use: a good fit that takes any block of the
 /// first large-enough bin leaves splinters that cost up to 10% more memory.
+///
+/// With virtual memory, requests whose freed blocks stranded a hole that a
+/// growth could not use (HoleBlame, hole_blame.hpp) are set apart in a
+/// second reservation, the far one: such a request takes the best free
+/// range there, else — while the arena is tight — new memory mapped there,
+/// else the best fit anywhere. Every other request takes the best fit
+/// outside the far reservation first, then inside it, then grows where the
+/// least new memory makes room (the far hole a set-apart block left, next
+/// to unmapped space, is that place for the request the hole blocked).
+/// Steady state repeats the placement of the step before, so it maps
+/// nothing.
 class ArenaPool final : public SlicedPool {
  public:
   /// Throws std::bad_alloc.
   ArenaPool(Storage& storage, SliceCache& cache, MemoryStats& stats, std::uint64_t unit,
             const MemoryConfig& config);
 
+  [[nodiscard]] Slice* reserve(std::uint64_t extent) override;
+  void release(Slice* slice) noexcept override;
   Released release_free_pages() override;
   void release_all_pages() noexcept override;
   void check_invariants(MemoryStats& seen) const override;
@@ -188,6 +226,16 @@ class ArenaPool final : public SlicedPool {
   void free_page(Page* page) noexcept override;
 
  private:
+  /// A set-apart request (see the class comment).
+  [[nodiscard]] Slice* reserve_apart(std::uint64_t extent);
+  /// Any other request once a far reservation exists.
+  [[nodiscard]] Slice* reserve_beside_far(std::uint64_t extent);
+  /// The best Free slice of the far reservation for `extent`, or null.
+  [[nodiscard]] Slice* best_fit_far(std::uint64_t extent) const noexcept;
+  /// The best fit outside the far reservation, else inside it, or null.
+  [[nodiscard]] Slice* best_fit_near_first(std::uint64_t extent) const noexcept;
+  /// HoleBlame::blame for a growth of `extent` bytes (cold: walks slices).
+  void blame_holes(std::uint64_t extent) noexcept;
   /// The storage's virtual memory, asked once (the answer may not change).
   [[nodiscard]] VirtualMemory* virtual_memory() noexcept;
   /// How much to grow by when `need` bytes are missing: the growth rule
@@ -212,6 +260,9 @@ class ArenaPool final : public SlicedPool {
   std::uint64_t min_growth_;
   std::uint64_t ramp_growth_;
   std::uint64_t held_ = 0; ///< Bytes of memory this arena holds.
+  HoleBlame blame_;
+  bool grow_far_ = false; ///< The growth under way is for a set-apart request.
+  bool learns_holes_;     ///< MemoryConfig::arena_sets_hole_makers_apart.
   VirtualMemory* memory_ = nullptr;
   bool memory_asked_ = false;
 };

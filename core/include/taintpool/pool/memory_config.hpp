@@ -80,6 +80,17 @@ struct MemoryConfig {
   /// step is at most what the arena holds, so a small arena at most
   /// doubles). A multiple of the alignment.
   std::uint64_t arena_ramp_growth = std::uint64_t{16} << 20;
+
+  /// Where the storage has virtual memory: the arena learns which requests'
+  /// freed blocks left holes a later growth could not use (the loss
+  /// computation of a training step: X, Y, 2X, X freed, 2X) and gives their
+  /// blocks a reserved range of their own, where the hole joins the next
+  /// growth. What it buys: peak reserve within 1-3% of the peak in use on
+  /// bert_train and llama_train_bf16 (6.5% and 7.9% without), still with
+  /// no storage call after the first step. What it costs: a hash per arena
+  /// request, one more reservation of address space. Off: the plain best
+  /// fit.
+  bool arena_sets_hole_makers_apart = true;
   /// Told of every page and every allocation (allocation_observer.hpp), or
   /// null: none, the default, which costs nothing. Borrowed: it must
   /// outlive the manager. cuda::NvtxRegions is one (CudaBackend sets it

@@ -88,7 +88,7 @@ struct alignas(64) Slice {
   Page* page = nullptr;     ///< Null once Tombstoned and its page is gone.
   std::uint64_t offset = 0; ///< From the page's base.
   std::uint64_t extent = 0; ///< Bytes of the page this slice covers: size + padding.
-  std::uint32_t bin = 0;    ///< Free-index bin, while Free.
+  std::uint32_t bin = 0; ///< Free-index bin, while Free; the arena's request context while Bound.
   SliceState state = SliceState::Free;
 
   // Line 2: shared with handles, on any thread (refs, next_released, inbox);

@@ -1,0 +1,128 @@
+// HoleBlame: which large requests the arena sets apart, learned from the
+// growths their freed blocks forced. Internal (ArenaPool's).
+//
+// Why (issue 12, the peak target): a training step's loss computation asks
+// for X (S bytes), Y (S), Z (2S), frees X, then asks for W (2S). Carved in
+// order at the arena's growing end, X's hole lies between live blocks and W
+// must grow the arena by 2S although S lies free: on bert_train and
+// llama_train_bf16 that one hole is most of the 6.5-7.9% the peak reserve
+// exceeded the peak in use. Nothing at X's request says it will die first
+// (Y has its size, and the manager learns of frees only at its next
+// allocate, so their lifetimes look alike), but the growth says it
+// afterwards: a block freed since the last growth left a hole of at least
+// half the request that could not take it. The request that made that
+// block is *blamed*; the next time the same request comes, the arena puts
+// its block in a range of its own (ArenaPool's far reservation), where its
+// hole borders unmapped address space and the next growth joins it, and a
+// warm step reuses it without mapping anything.
+//
+// A request is known by its context: its extent and the extents of the two
+// arena requests before it. Why: the same size recurs with different
+// fates (X and Y above are both S), and the requests just before it tell
+// them apart and repeat step after step; a hash, so a context costs 4
+// bytes.
+//
+// Costs: key_for is a few multiplies per arena request; vacated() one
+// 32-byte store per arena release; blame() runs only on a growth for a
+// request of at least 1/8 of what the arena holds (cold: it walks the
+// arena's slices once). Memory: 1.5 KiB per arena. Nothing allocates.
+// Guarantees: none about placement — it only steers where a request looks
+// first; every placement is still a free range or new memory (P2).
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+namespace taintpool::detail {
+
+struct Page;
+
+class HoleBlame {
+ public:
+  /// A growth for a request this large relative to what the arena holds
+  /// looks for a culprit (the loss blocks are 1/15-1/8 of their arenas;
+  /// smaller growths are ordinary).
+  static constexpr std::uint64_t blame_divisor = 8;
+  /// A set-apart request takes new memory of its own only while the
+  /// manager's free bytes are at most this many times its extent: then
+  /// the arena is tight and its hole will be wanted (measured: 2.4 and
+  /// 4.5 on bert_train and llama_train_bf16). With more free it goes where
+  /// the best fit puts it (resnet50_train: 53), as every other request.
+  static constexpr std::uint64_t tight_factor = 8;
+
+  /// One released block, while the next growth may blame it.
+  struct Vacated {
+    std::uint32_t key = 0;
+    const Page* page = nullptr;
+    std::uint64_t offset = 0;
+    std::uint64_t extent = 0;
+  };
+
+  /// The context key of a request of `extent` bytes (never 0). Three
+  /// independent multiplies (they overlap: a few cycles on the hot path),
+  /// folded to 32 bits; a collision only merges two contexts' fates.
+  [[nodiscard]] std::uint32_t key_for(std::uint64_t extent) const noexcept {
+    std::uint64_t hash = extent * 0x9E3779B97F4A7C15ULL + previous_[0] * 0xC2B2AE3D27D4EB4FULL +
+                         previous_[1] * 0x165667B19E3779F9ULL;
+    hash ^= hash >> 32;
+    return static_cast<std::uint32_t>(hash) | 1U; // Never 0: 0 means "no context".
+  }
+
+  /// A request of `extent` bytes was served: the context of the next ones.
+  /// (Not a refused one: a retry must find the context it first had.)
+  void served(std::uint64_t extent) noexcept {
+    previous_[1] = previous_[0];
+    previous_[0] = extent;
+  }
+
+  /// Whether requests of this context are set apart.
+  [[nodiscard]] bool isolated(std::uint32_t key) const noexcept {
+    return key != 0 && isolated_[key % isolated_.size()] == key;
+  }
+
+  /// A block of context `key` was released at [offset, offset + extent) of
+  /// `page`. The newest `window` are kept.
+  void vacated(std::uint32_t key, const Page* page, std::uint64_t offset,
+               std::uint64_t extent) noexcept {
+    vacated_[next_] = Vacated{key, page, offset, extent};
+    next_ = (next_ + 1) % window;
+    count_ = count_ < window ? count_ + 1 : window;
+  }
+
+  /// The arena grows for `request` bytes. `hole_overlaps(page, offset,
+  /// extent)` says whether a free range of at least request / 2 bytes
+  /// overlaps that range now. Every block vacated since the last growth, of
+  /// at least request / 4 bytes, whose range a hole overlaps gets its
+  /// context set apart. Forgets the vacated blocks.
+  template <class HoleOverlaps>
+  void blame(std::uint64_t request, HoleOverlaps hole_overlaps) noexcept {
+    for (std::uint32_t at = 0; at < count_; ++at) {
+      const Vacated& block = vacated_[at];
+      if (block.key != 0 && block.extent * 4 >= request &&
+          hole_overlaps(block.page, block.offset, block.extent)) {
+        isolated_[block.key % isolated_.size()] = block.key;
+      }
+    }
+    forget_vacated();
+  }
+
+  /// Forgets the blocks vacated so far (a growth, or a page given back).
+  void forget_vacated() noexcept {
+    count_ = 0;
+    next_ = 0;
+  }
+
+  /// Forgets everything learned (the arena was emptied).
+  void reset() noexcept;
+
+ private:
+  static constexpr std::uint32_t window = 16;
+
+  std::array<std::uint64_t, 2> previous_{}; ///< The last two request extents, newest first.
+  std::array<Vacated, window> vacated_{};
+  std::uint32_t count_ = 0;                   ///< Valid entries of vacated_.
+  std::uint32_t next_ = 0;                    ///< Where the next one is written (a ring).
+  std::array<std::uint32_t, 256> isolated_{}; ///< Set-apart keys, direct-mapped.
+};
+
+} // namespace taintpool::detail

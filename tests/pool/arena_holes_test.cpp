@@ -1,0 +1,193 @@
+// The arena sets apart the blocks whose holes forced a growth (HoleBlame,
+// core/src/pool/hole_blame.hpp): the loss computation of a training step,
+// reduced to its shape. P2 (layout) holds throughout; what is measured is
+// where blocks land and what the storage is asked for.
+#include <taintpool/error_graph.hpp>
+#include <taintpool/exception.hpp>
+#include <taintpool/pool/counting_storage.hpp>
+#include <taintpool/pool/fault_injecting_storage.hpp>
+#include <taintpool/pool/host_storage.hpp>
+#include <taintpool/pool/memory_manager.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "pool_fixture.hpp"
+
+namespace taintpool {
+namespace {
+
+constexpr std::uint64_t kib = 1024;
+constexpr std::uint64_t S = 128 * kib; // Two 64 KiB granules.
+
+/// A manager over counted host storage that runs training-like steps: a
+/// forward pass's activations (4 x 96 KiB, kept to the end of the step),
+/// then the loss: X (S), Y (S), Z (2S), X freed, W (2S), Z freed, U (S), W
+/// freed, V (S), then everything freed. After the first step the
+/// optimizer's state (4S) appears and stays, in the room the loss left, so
+/// the second step needs more than the first — as in training, where the
+/// peak comes then. Every allocate is followed by check_invariants (P2).
+struct Trainer {
+  HostStorage host;
+  FaultInjectingStorage faults{host};
+  CountingStorage counting{faults};
+  ErrorGraph graph;
+  MemoryManager memory;
+  Allocation optimizer;
+  std::uint64_t in_use = 0;
+  std::uint64_t peak_in_use = 0;
+  int steps = 0;
+
+  Trainer(MemoryConfig config, bool virtual_memory)
+      : host(testing::small_granules(virtual_memory))
+      , memory(counting, graph, with_room(config)) {}
+
+  static MemoryConfig with_room(MemoryConfig config) {
+    config.arena_address_space = 64u << 20;
+    return config;
+  }
+
+  Allocation allocate(std::uint64_t size) {
+    Allocation allocation = memory.allocate(size);
+    memory.check_invariants();
+    in_use += size;
+    peak_in_use = std::max(peak_in_use, in_use);
+    return allocation;
+  }
+
+  void drop(Allocation& allocation) {
+    in_use -= allocation.size();
+    allocation.reset();
+  }
+
+  void step() {
+    std::vector<Allocation> activations;
+    for (int layer = 0; layer < 4; ++layer) {
+      activations.push_back(allocate(96 * kib));
+    }
+    Allocation x = allocate(S);
+    Allocation y = allocate(S);
+    Allocation z = allocate(2 * S);
+    drop(x);
+    Allocation w = allocate(2 * S);
+    drop(z);
+    Allocation u = allocate(S);
+    drop(w);
+    Allocation v = allocate(S);
+    drop(u);
+    drop(y);
+    drop(v);
+    for (Allocation& activation : activations) {
+      drop(activation);
+    }
+    if (steps++ == 0) {
+      optimizer = allocate(4 * S);
+    }
+    memory.check_invariants();
+  }
+};
+
+/// What a run of `steps` steps asked of the storage, step by step.
+struct TrainingRun {
+  std::vector<std::uint64_t> peak_reserved; ///< The storage's peak live bytes after each step.
+  std::vector<std::uint64_t> calls;         ///< Storage calls made during each step.
+  std::uint64_t peak_in_use = 0;
+};
+
+TrainingRun train(const MemoryConfig& config, bool virtual_memory, int steps) {
+  Trainer trainer(config, virtual_memory);
+  TrainingRun run;
+  for (int step = 0; step < steps; ++step) {
+    const std::uint64_t calls_before = trainer.counting.counts().calls();
+    trainer.step();
+    run.calls.push_back(trainer.counting.counts().calls() - calls_before);
+    run.peak_reserved.push_back(trainer.counting.counts().peak_bytes);
+  }
+  run.peak_in_use = trainer.peak_in_use;
+  return run;
+}
+
+MemoryConfig learning(bool on) {
+  MemoryConfig config = testing::small_ladder();
+  config.arena_sets_hole_makers_apart = on;
+  return config;
+}
+
+TEST(PoolArenaHoles, P2_TheBlockWhoseHoleForcedAGrowthIsSetApartAndTheNextStepJoinsItsHole) {
+  const TrainingRun plain = train(learning(false), true, 2);
+  const TrainingRun learned = train(learning(true), true, 2);
+  // In use at the peak (W's request, step 2): optimizer 4S, activations
+  // 384 KiB, Y S, Z 2S, W 2S.
+  EXPECT_EQ(learned.peak_in_use, 4 * S + 384 * kib + 5 * S);
+  EXPECT_EQ(plain.peak_in_use, learned.peak_in_use);
+  // The first step knows nothing yet: the same placement, the same memory
+  // (X's hole between Y and the activations makes W grow by 2S).
+  EXPECT_EQ(learned.peak_reserved[0], plain.peak_reserved[0]);
+  // The second step: plain best fit again leaves X's hole where W cannot
+  // use it; set apart, X's hole borders unmapped space and W's growth joins
+  // it, so the arena holds one S less.
+  EXPECT_EQ(plain.peak_reserved[1] - learned.peak_reserved[1], S);
+  EXPECT_EQ(learned.peak_reserved[1], learned.peak_in_use)
+      << "every granule mapped is in use at the peak";
+}
+
+TEST(PoolArenaHoles, P2_AfterTheStepThatLearnedAWarmStepMapsNothing) {
+  const TrainingRun learned = train(learning(true), true, 6);
+  for (std::size_t step = 2; step < learned.calls.size(); ++step) {
+    EXPECT_EQ(learned.calls[step], 0u) << "step " << step;
+  }
+  EXPECT_EQ(learned.peak_reserved.back(), learned.peak_reserved[1]);
+}
+
+TEST(PoolArenaHoles, P2_WithoutVirtualMemoryNothingIsSetApart) {
+  const TrainingRun plain = train(learning(false), false, 3);
+  const TrainingRun learned = train(learning(true), false, 3);
+  EXPECT_EQ(learned.peak_reserved, plain.peak_reserved);
+  EXPECT_EQ(learned.calls, plain.calls);
+}
+
+TEST(PoolArenaHoles, P2_CleanupGivesTheFarReservationBackAndTheArenaStillServes) {
+  Trainer trainer(learning(true), true);
+  trainer.step(); // X's hole makes W grow: X is blamed.
+  trainer.step(); // X is set apart, in a reservation of its own.
+  EXPECT_EQ(trainer.counting.counts().reserves, 2u) << "the arena's reservation and the far one";
+  trainer.drop(trainer.optimizer);
+  trainer.memory.cleanup();
+  trainer.memory.check_invariants();
+  EXPECT_EQ(trainer.memory.stats().reserved, 0u);
+  EXPECT_EQ(trainer.counting.counts().live_bytes, 0u);
+  EXPECT_EQ(trainer.counting.counts().unreserves, 2u) << "both reservations went back";
+  trainer.optimizer = trainer.allocate(4 * S);
+  trainer.step(); // The far reservation is made again when X comes.
+  EXPECT_EQ(trainer.counting.counts().reserves, 4u);
+  trainer.memory.check_invariants();
+  trainer.drop(trainer.optimizer);
+  trainer.memory.cleanup();
+  EXPECT_EQ(trainer.counting.counts().live_bytes, 0u);
+}
+
+TEST(PoolArenaHoles, P2_AFarReservationTheStorageRefusesLosesNothing) {
+  Trainer trainer(learning(true), true);
+  trainer.step(); // X is blamed.
+  std::vector<Allocation> activations;
+  for (int layer = 0; layer < 4; ++layer) {
+    activations.push_back(trainer.allocate(96 * kib));
+  }
+  const std::uint64_t live = trainer.counting.counts().live_bytes;
+  trainer.faults.fail_next(2); // The far reservation, and again after the give-back.
+  EXPECT_THROW((void)trainer.memory.allocate(S), Exception);
+  trainer.memory.check_invariants();
+  EXPECT_LE(trainer.counting.counts().live_bytes, live) << "nothing new is held";
+  EXPECT_EQ(trainer.counting.counts().reserves, 1u) << "no far reservation was made";
+  for (const Allocation& activation : activations) {
+    EXPECT_NE(trainer.memory.resolve(activation.whole()).data, nullptr);
+  }
+  Allocation x = trainer.allocate(S); // The storage gives again: X goes apart.
+  trainer.memory.check_invariants();
+  EXPECT_EQ(trainer.counting.counts().reserves, 2u);
+}
+
+} // namespace
+} // namespace taintpool
