@@ -425,7 +425,7 @@ Device::launch_plain(std::uint32_t slot, std::string_view kernel, std::span<cons
   // (detect mode never is: O4 needs every access recorded).
   const bool plain = !ordering || (!streams_.order().tracks_every_allocation() && !in.crosses &&
                                    !out.crosses && !streams_.order().any_record());
-  // N1: outputs holding only never-written claims, inline and within their
+  // N1: outputs whose every claim is the never-written node's, within their
   // own binding (a fresh buffer's first write), are plain too, as in
   // enter(): a success releases what it wrote, a failure claims over them.
   // Without this, trusted mode's first write took this path and the mode's
@@ -464,13 +464,7 @@ Device::launch_plain(std::uint32_t slot, std::string_view kernel, std::span<cons
     return PlainEnd::Finished;
   }
   if (fresh) [[unlikely]] {
-    // N1: the body wrote every output whole, and every claim on them was
-    // the never-written node's inside its binding (outputs_fresh), so the
-    // write releases exactly what clear() does (T2 = T4), and clear()
-    // cannot fail: no spill, no allocation, nothing to undo.
-    for (Taint* const output : write_taints_) {
-      output->clear(graph_);
-    }
+    release_fresh_outputs(outcome); // N1: a whole write; cannot fail (see there).
   }
   if (provisional) {
     graph_.prune(*provisional); // G5: it claimed nothing, so it goes.
@@ -996,14 +990,18 @@ void Device::claim_write_set(FailureId provisional) {
   }
 }
 
-// Inline into enter(), its one caller, like outputs_fresh().
+// Inline into enter() and the plain launch, like outputs_fresh().
 [[gnu::always_inline]] inline void Device::release_fresh_outputs(const LaunchOutcome& outcome) {
   // N1, S6: a success releases what it wrote. A plain success wrote the
   // whole write set; a wrote_only one only its valid named ranges, and every
   // other byte keeps its prior state — its never-written claim, untouched.
   if (!outcome.wrote_only()) {
-    for (std::size_t index = 0; index < writes_.size(); ++index) {
-      write_taints_[index]->written(writes_[index].range, graph_);
+    // Every claim on an output is the node's and inside its binding
+    // (outputs_fresh), so writing the binding releases exactly what clear()
+    // releases (T2 = T4), and clear() cannot fail: it frees a spilled array
+    // but never allocates, so there is nothing to undo.
+    for (Taint* const output : write_taints_) {
+      output->clear(graph_);
     }
     return;
   }
@@ -1046,12 +1044,12 @@ LaunchResult Device::enter(std::uint32_t slot, std::uint64_t launch, std::string
   // taint is stored inline and tags a node that exists), so a failing body
   // leaves exactly the state the eager claim would have.
   //
-  // N1: outputs that hold only never-written bytes, inline and within their
+  // N1: outputs whose every claim is the never-written node's, within their
   // own binding (a fresh buffer's first write), take the same path: the
   // prior state S6 would restore is exactly those claims, so a success
   // releases the write set (or, wrote_only, the named ranges) and a failure
   // claims over them — clearing first, so the claim is again the first on a
-  // clean taint and cannot allocate. The fresh path costs one T2 per output.
+  // clean taint and cannot allocate. The fresh path costs one clear per output.
   if (Taint::inline_claims && (outputs_clean || outputs_fresh)) [[likely]] {
     const FailureId provisional = graph_.insert_provisional();
     const LaunchOutcome outcome = [&] {
