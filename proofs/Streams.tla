@@ -56,6 +56,11 @@
 (*   O3_HomeReusesAtOnce    memory free in its home stream's lane can be   *)
 (*                          handed to that stream's next allocation at     *)
 (*                          once (nothing to wait for)                     *)
+(*   O3_DetectReusesCompletedMemory  (step, detect mode) memory goes to a  *)
+(*                          new allocation only once every launch that     *)
+(*                          used it ran: every use is pinned, so no race   *)
+(*                          ever crosses allocations (NoCrossAllocationRace *)
+(*                          holds there)                                   *)
 (*   O4_EveryRaceReported   (detect mode) every access with an unordered   *)
 (*                          conflicting earlier access is reported, per    *)
 (*                          kind (read-after-write, write-after-read,      *)
@@ -119,6 +124,11 @@
 (*                       reader, for a write-after-read                    *)
 (*   ignores_completion  completion the host learned orders nothing: in    *)
 (*                       detect mode, races reported with finished work    *)
+(*   detect_pins_foreign_only  detect mode pins only another stream's use  *)
+(*                       (as ordering mode): the home stream reuses memory *)
+(*                       a pending launch still reads, and another         *)
+(*                       stream's write of the new allocation races with   *)
+(*                       that read unreported (stream_fuzzer found it)     *)
 (***************************************************************************)
 EXTENDS Naturals, Sequences, FiniteSets
 
@@ -181,13 +191,15 @@ Conflict(i, j) == \E b \in Bytes : ConflictOn(i, L[j].gen, L[j].R, L[j].W, b)
 
 \* The kinds of conflict of a later access (gen, R, W) with launch i on b:
 \* another allocation's use of the memory counts as a write (its creation
-\* overwrites what the old one may still read).
+\* overwrites what the old one may still read), and a write of the new
+\* allocation over a byte the old one's launch read is a write after read:
+\* that reader is the one whose outputs may be computed from the new bytes.
 KindsOn(i, gen, R, W, b) ==
     IF ~ConflictOn(i, gen, R, W, b) THEN {}
     ELSE LET iw == b \in L[i].W \/ L[i].gen # gen
          IN  (IF iw /\ b \in R THEN {"RAW"} ELSE {})
              \cup (IF iw /\ b \in W THEN {"WAW"} ELSE {})
-             \cup (IF b \in L[i].R /\ b \in W /\ L[i].gen = gen THEN {"WAR"} ELSE {})
+             \cup (IF b \in L[i].R /\ b \in W THEN {"WAR"} ELSE {})
 
 \* HappensBefore::ordered_before: point p runs before stream s's next work.
 Ordered(p, s) ==
@@ -279,8 +291,11 @@ Launch(s, R, W) ==
            /\ readers' = newR
            /\ reports' = reports \cup newReports
            /\ raceTaint' = raceTaint \cup tainted
-           /\ mem' = IF s # mem.home
-                     THEN [mem EXCEPT !.pins = @ \cup {[s |-> s, q |-> p.q]}]   \* O3: a pin
+           \* O3: a pin for another stream's use; in detect mode for every
+           \* use (no wait orders another stream's write of the memory's next
+           \* allocation after this one's pending read).
+           /\ mem' = IF s # mem.home \/ (Detect /\ Mutation # "detect_pins_foreign_only")
+                     THEN [mem EXCEPT !.pins = @ \cup {[s |-> s, q |-> p.q]}]
                      ELSE mem
            /\ L' = Append(L, [s |-> s, q |-> p.q, gen |-> mem.gen, R |-> R, W |-> W,
                               waits |-> waits, need |-> need, before |-> before])
@@ -392,6 +407,10 @@ O2_WaitsOnlyWhenNeeded ==
 \* another stream that used it has run.
 O3_ReuseAfterUse ==
     [][\A s \in Streams : Create(s) => \A i \in Ids : L[i].s # s => Ran(i)]_vars
+\* O3 in detect mode: every use pinned, memory is reused only once all
+\* of them ran.
+O3_DetectReusesCompletedMemory ==
+    [][Detect => \A s \in Streams : Create(s) => \A i \in Ids : Ran(i)]_vars
 \* O3: the home stream reuses its lane's memory at once.
 O3_HomeReusesAtOnce ==
     (mem.state = "lane" /\ mem.gen < MaxAllocs) => ENABLED Create(mem.home)

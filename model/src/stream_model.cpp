@@ -366,10 +366,14 @@ std::optional<std::string> StreamModel::end(bool queued) {
     touch(binding, true);
   }
 
-  // Its pins (O3): allocations of another lane, reads then writes.
+  // Its pins (O3): allocations of another lane — in detect mode, once a
+  // second stream exists, every allocation it binds (O4) — reads then
+  // writes. (With one stream ever made the Device orders nothing: its
+  // queue does.)
+  const bool hold_home = detect_ && streams_.size() > 1;
   auto pin = [&](const Binding& binding) {
     const Allocation& allocation = allocations_.at(binding.allocation.raw());
-    if (allocation.lane == stream.lane || binding.range.empty()) {
+    if ((allocation.lane == stream.lane && !hold_home) || binding.range.empty()) {
       return;
     }
     if (!stream.pins.empty() && stream.pins.back().allocation == binding.allocation) {

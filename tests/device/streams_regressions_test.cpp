@@ -216,6 +216,37 @@ TEST(StreamRegressions, O4_AWriteRacesWithAReaderALaterWriteOnItsStreamOverwrote
   }
 }
 
+TEST(StreamRegressions, O4_AWriteOfReusedMemoryCannotReachAPendingReaderOfItsPreviousAllocation) {
+  // stream_fuzzer's detect-war-on-reused-memory: x, homed on `side`, is
+  // read there by a queued launch; x's handle goes and its memory went at
+  // once to z on `side` (the home stream orders its own reuse); a write of
+  // z on the default stream is ordered after nothing on `side`, so it
+  // could land before the read. Only z carried the Race; y, computed from
+  // z's bytes in that schedule, read back clean and wrong. Detect mode now
+  // holds x until the read completes, so z gets other memory.
+  for (std::uint64_t seed = 0; seed < kSeeds; ++seed) {
+    DeferredHostBackend backend;
+    backend.set_seed(seed);
+    Device device(backend, DeviceOptions{std::nullopt, StreamOrdering::Detect});
+    const StreamId side = device.create_stream();
+    Allocation x = device.create_buffer(16, side);
+    Allocation y = device.create_buffer(16, side);
+    device.write(side, x.whole(), bytes_of(16, 10));
+    ASSERT_TRUE(
+        device.launch(side, "y = x + 1", {x.whole()}, {y.whole()}, add_later(backend, 1)).ran());
+    x = Allocation();
+    EXPECT_EQ(device.stream_stats().pins_held, 2u)
+        << "seed " << seed << ": x and y are not both held while the launch binding them is queued";
+    Allocation z = device.create_buffer(16, side);
+    static_cast<void>(device.launch("fill z", {}, {z.whole()}, fill_later(backend, 99)));
+    std::vector<std::byte> out(16);
+    const ReadOutcome read = device.read(side, y.whole(), out);
+    ASSERT_TRUE(read.ok()) << "seed " << seed << ": y's read has no race to report";
+    EXPECT_EQ(out, bytes_of(16, 11)) << "seed " << seed << ": a clean read of wrong bytes";
+    device.check_invariants();
+  }
+}
+
 TEST(StreamRegressions, O4_AWriteAfterAFailedReadersPartialOutputTaintsWhatItReportedWritten) {
   // A launch reads x, writes y and fails having written all of y (S2: y is
   // released). An unordered write of x on another stream may land before

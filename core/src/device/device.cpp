@@ -622,10 +622,18 @@ void Device::order(std::uint32_t slot, std::uint64_t launch) {
   pins_.clear();
   streams_.order().plan(slot, read_accesses_, write_accesses_, hazards_);
   // O3: an allocation made on another stream is held until this work is
-  // done, so its home stream cannot reuse the memory under it.
-  auto pin_foreign = [&](std::span<const StreamAccess> accesses) {
+  // done, so its home stream cannot reuse the memory under it. Detect mode
+  // (O4) holds every binding, the home stream's too: there a later launch on
+  // another stream may write the memory's next allocation with nothing
+  // ordering it after this work, and if this work read the memory, the
+  // bytes it read are gone with no record left naming it as the reader to
+  // taint. Held until complete, the memory is reused only once every use of
+  // it finished, so a race never crosses allocations. Costs a handle copy
+  // per binding, in the mode that already records every access.
+  const bool hold_home = ordering_ == StreamOrdering::Detect;
+  auto pin_bound = [&](std::span<const StreamAccess> accesses) {
     for (const StreamAccess& access : accesses) {
-      if (access.home == slot || access.range.empty()) {
+      if ((access.home == slot && !hold_home) || access.range.empty()) {
         continue;
       }
       Allocation held = memory_.share(access.allocation);
@@ -637,8 +645,8 @@ void Device::order(std::uint32_t slot, std::uint64_t launch) {
       pins_.push_back(std::move(held));
     }
   };
-  pin_foreign(read_accesses_);
-  pin_foreign(write_accesses_);
+  pin_bound(read_accesses_);
+  pin_bound(write_accesses_);
   if (hazards_.empty()) {
     return;
   }

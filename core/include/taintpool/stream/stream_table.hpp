@@ -11,7 +11,10 @@
 // last handle. So when work on stream B binds an allocation homed elsewhere,
 // B *pins* it — keeps a handle — until the host learns B's work up to that
 // point completed. The user never calls anything (there is no
-// record_stream): the Device knows every binding.
+// record_stream): the Device knows every binding. In detect mode (O4) the
+// home stream pins too: there no wait orders another stream's write of the
+// memory's next allocation after a pending read of the old one, so the
+// memory must not be reused until every use of it completed.
 //
 // How the host learns completion, without blocking: every event recorded to
 // make a stream wait is kept and asked (done()) later; a stream holding pins

@@ -68,11 +68,13 @@
 // is the home of the allocations it left.
 //
 // Pins (O3). A launch on B that binds (non-empty) an allocation of another
-// lane pins it, in binding order (reads, then writes); a pin of the same
-// allocation as B's newest pin moves that pin on instead. B's pins are let go,
-// oldest first, once the host knows their node complete. The harness turns
-// pins into handles of the DeviceModel, so an allocation ends (P1) when its
-// last handle or pin goes.
+// lane pins it — in detect mode, once a second stream was made, any
+// allocation it binds (O4: memory is reused only once every use of it
+// completed, so no race crosses allocations) — in binding order (reads,
+// then writes); a pin of the same allocation as B's newest pin moves that
+// pin on instead. B's pins are let go, oldest first, once the host knows
+// their node complete. The harness turns pins into handles of the
+// DeviceModel, so an allocation ends (P1) when its last handle or pin goes.
 //
 // Races (O4). In detect mode no wait may be queued; begin() lists every
 // earlier conflicting touch not ordered before the launch, per binding, per
