@@ -299,5 +299,41 @@ TEST(PoolSteadyState, ASteadyWorkloadStopsAskingTheStorageForPages) {
       << "the same workload again reuses the pages it already has";
 }
 
+// The allocation table finds every binding's slice (P3: a gone allocation
+// is a clear error, never a stray slice), also when long-lived consecutive
+// ids sit in the table while short-lived ones wrap it around them.
+TEST_F(PoolTest, P3_LongLivedConsecutiveAllocationsAndChurnAroundThemAllStayFindable) {
+  // A model's weights (consecutive ids, kept) and a stream of short-lived
+  // allocations whose ids wrap the table around them.
+  std::vector<Allocation> weights;
+  for (int at = 0; at < 3000; ++at) {
+    weights.push_back(memory->allocate(64));
+  }
+  std::mt19937_64 random(7);
+  std::vector<Allocation> temporaries;
+  for (int step = 0; step < 40000; ++step) {
+    if (temporaries.empty() || random() % 100 < 55) {
+      temporaries.push_back(memory->allocate(1 + random() % 512));
+    } else {
+      const std::size_t victim = random() % temporaries.size();
+      std::swap(temporaries[victim], temporaries.back());
+      const AllocationId gone = temporaries.back().id();
+      temporaries.pop_back();
+      ASSERT_FALSE(memory->contains(gone)) << "a dropped allocation is found";
+    }
+    if (step % 5000 == 0) {
+      memory->check_invariants();
+    }
+  }
+  for (const Allocation& weight : weights) {
+    ASSERT_TRUE(memory->contains(weight.id()));
+    ASSERT_EQ(memory->resolve(weight.whole()).size, 64u);
+  }
+  for (const Allocation& temporary : temporaries) {
+    ASSERT_TRUE(memory->contains(temporary.id()));
+  }
+  memory->check_invariants();
+}
+
 } // namespace
 } // namespace taintpool
