@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <sstream>
 #include <stdexcept>
@@ -818,6 +819,47 @@ TEST(ErrorGraph, N1_TheNeverWrittenNodeTakesTheNextIdAndEndsAtItsLastUntag) {
   EXPECT_EQ(*graph.error(next), Error::never_written());
   graph.prune(next); // Untagged: prune removes it like any node.
   EXPECT_FALSE(graph.contains(next));
+  graph.prune(provisional);
+  EXPECT_TRUE(graph.empty());
+  EXPECT_NO_THROW(graph.check_invariants());
+}
+
+TEST(ErrorGraph, N1_TagNeverWrittenMintsTheNodeWithItsFirstTagAndThenOnlyTagsIt) {
+  // The fresh buffer's claim (NeverWrittenClaim) mints and tags in one step,
+  // and the carrier stores its claim with no graph call (claim_tagged):
+  // the counts must come out as insert_never_written() + tag() give them.
+  ErrorGraph graph;
+  const FailureId provisional = graph.insert_provisional();
+  Taint a;
+  Taint b;
+  const FailureId node = graph.tag_never_written();
+  a.claim_tagged(r(0, 8), node);
+  EXPECT_EQ(node, id(2)); // G1: the next id.
+  EXPECT_EQ(graph.never_written_slot(), 2u);
+  EXPECT_EQ(graph.size(), 2u);
+  EXPECT_EQ(graph.tags(node), 1u);
+  EXPECT_EQ(*graph.error(node), Error::never_written());
+  EXPECT_EQ(graph.tag_never_written(), node); // Lives: tagged, not minted.
+  b.claim_tagged(r(0, 4), node);
+  EXPECT_EQ(graph.tags(node), 2u);
+  const std::array<const Taint*, 2> carriers{&a, &b};
+  EXPECT_NO_THROW(check_refcounts(graph, carriers, std::array{provisional}));
+  a.clear(graph);
+  b.clear(graph);
+  EXPECT_FALSE(graph.contains(node)); // G3: gone with its last carrier.
+  EXPECT_EQ(graph.never_written_slot(), 0u);
+
+  // After a G4 replace on the node, the next mint is NeverWritten again.
+  const FailureId second = graph.tag_never_written();
+  a.claim_tagged(r(0, 2), second);
+  EXPECT_EQ(second, id(3)); // G1: never reused.
+  graph.replace(second, Error::launch("replaced"));
+  a.clear(graph);
+  const FailureId third = graph.tag_never_written();
+  b.claim_tagged(r(0, 2), third);
+  EXPECT_EQ(*graph.error(third), Error::never_written());
+  EXPECT_EQ(graph.tags(third), 1u);
+  b.clear(graph);
   graph.prune(provisional);
   EXPECT_TRUE(graph.empty());
   EXPECT_NO_THROW(graph.check_invariants());

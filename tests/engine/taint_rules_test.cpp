@@ -369,6 +369,24 @@ TEST(Taint, T4_ClearingAnInlineClaimUntagsItOnceAndEndsItsFailureWhenLast) {
 // claims_only(f, R): every claim is f's and a write of R would release
 // them all (T2 = T4 there). Each case is checked against the write itself
 // on a twin taint.
+TEST(Taint, T1_ClaimTaggedRefusesATaintWithAClaimOrAnEmptyRangeAndChangesNothing) {
+  // claim_tagged trusts the caller's tag; on a taint that already claims
+  // something, or for no bytes, that tag would have no carrier of its own
+  // (R1), so it throws before storing anything.
+  Scenario s;
+  [[maybe_unused]] auto& [graph, a, b, c] = s;
+  const FailureId f = fail(graph, "f");
+  a.taint(r(0, 8), f, graph);
+  EXPECT_THROW(a.claim_tagged(r(8, 16), f), std::logic_error);
+  EXPECT_EQ(claims_of(a), (Claims{{f, r(0, 8)}}));
+  EXPECT_THROW(b.claim_tagged(r(4, 4), f), std::logic_error);
+  EXPECT_TRUE(b.is_clean());
+  graph.tag(f); // What the caller does before a claim_tagged that succeeds.
+  b.claim_tagged(r(4, 12), f);
+  EXPECT_EQ(claims_of(b), (Claims{{f, r(4, 12)}}));
+  EXPECT_EQ(graph.tags(f), 2u);
+}
+
 TEST(Taint, T2_ClaimsOnlyIsTrueExactlyWhenEveryClaimIsTheFailuresAndAWriteOfTheRangeClearsIt) {
   Scenario s;
   [[maybe_unused]] auto& [graph, a, b, c] = s;

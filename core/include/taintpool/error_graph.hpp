@@ -160,6 +160,31 @@ class ErrorGraph {
     return FailureId::from_raw(never_written_.id);
   }
 
+  /// G1 + G2 for a fresh buffer's never-written claim (N1): the node in the
+  /// NeverWritten slot, tagged once more — minted into the slot with its
+  /// first tag when the slot is vacant. One branch and a store or two, where
+  /// insert_never_written() then tag() would find the node again. Only for
+  /// the slot's own node: the caller checked that the slot is vacant or
+  /// holds the node it claims for. Throws as insert() does when ids run
+  /// out, changing nothing.
+  [[gnu::always_inline]] FailureId tag_never_written() {
+    if (never_written_.id != 0) [[likely]] {
+      ++never_written_.tags;
+      return FailureId::from_raw(never_written_.id);
+    }
+    if (next_id_ == UINT64_MAX) [[unlikely]] {
+      throw_ids_exhausted();
+    }
+    if (never_written_.error.kind() != ErrorKind::NeverWritten ||
+        !never_written_.error.message().empty()) [[unlikely]] {
+      never_written_.error = Error::never_written(); // After a G4 replace or a move: once.
+    }
+    never_written_.id = next_id_++;
+    never_written_.tags = 1;
+    ++size_;
+    return FailureId::from_raw(never_written_.id);
+  }
+
   /// The raw id of the node in the NeverWritten slot, 0 while it is vacant.
   /// A node insert_never_written() put there lives exactly while this still
   /// returns its id: nodes never leave the slot but by ending, and ids are

@@ -131,6 +131,21 @@ class Taint {
     taint_slow(range, failure, graph);
   }
 
+  /// T1 on a clean taint, for a failure whose tag (G2) the caller has
+  /// already taken on this taint's behalf: `range` becomes its one inline
+  /// claim with no graph call. What lets a fresh buffer's never-written
+  /// claim (N1) tag the node as it mints it (ErrorGraph::tag_never_written)
+  /// instead of finding it again. Throws std::logic_error, changing
+  /// nothing, if the taint holds a claim or `range` is empty (the caller's
+  /// tag would then have no carrier, R1), or in a build without inline
+  /// claims (T6), where storing it could allocate.
+  void claim_tagged(ByteRange range, FailureId failure) {
+    if (!inline_claims || !is_clean() || range.empty()) [[unlikely]] {
+      refuse_claim_tagged();
+    }
+    set_inline(failure.raw(), range);
+  }
+
   /// T2: the bytes of `range` have a successful writer: every claim loses
   /// them, and a failure left with no bytes here is untagged at once. Bytes
   /// outside `range` are untouched. An empty range does nothing.
@@ -193,7 +208,7 @@ class Taint {
   /// spilled array is sorted in place to untag each failure once, then
   /// freed. noexcept because every claimed failure has a node (R2); an
   /// untag that threw would mean R1 was already broken, and terminates.
-  void clear(ErrorGraph& graph) noexcept {
+  [[gnu::always_inline]] void clear(ErrorGraph& graph) noexcept {
     if (failure_ != 0) {
       // The inline claim, released inline: this is the whole of a fresh
       // buffer's first write under FreshBytes::NeverWritten (N1).
@@ -303,6 +318,7 @@ class Taint {
   [[nodiscard]] std::optional<FailureId> failure_spilled(ByteRange range) const noexcept;
   [[nodiscard]] bool claims_only_spilled(FailureId failure, ByteRange within) const noexcept;
   void clear_claims(ErrorGraph& graph) noexcept;
+  [[noreturn]] static void refuse_claim_tagged();
   [[noreturn]] static void abandoned() noexcept;
 
   std::uint64_t failure_ = 0; ///< Inline claim's failure; 0 when spilled or clean.

@@ -272,8 +272,12 @@ Device::resolve_side(std::span<const Binding> bindings, std::uint32_t slot, bool
     // claim the scope must remember (S6) or take over.
     if constexpr (reading) {
       found.dirty = found.dirty || bytes.taint->failure(binding.range).has_value();
-    } else {
-      found.dirty = found.dirty || !bytes.taint->is_clean();
+    } else if (!bytes.taint->is_clean()) [[unlikely]] {
+      found.dirty = true;
+      // N1: the flat path's fresh check, here where the taint is in hand.
+      const std::optional<FailureId> never_written = memory_.never_written_failure();
+      found.fresh = found.fresh && Taint::inline_claims && never_written &&
+                    bytes.taint->claims_only(*never_written, binding.range);
     }
     if (ordering) {
       std::construct_at(accesses + index,
@@ -430,7 +434,7 @@ Device::launch_plain(std::uint32_t slot, std::string_view kernel, std::span<cons
   // enter(): a success releases what it wrote, a failure claims over them.
   // Without this, trusted mode's first write took this path and the mode's
   // the general one, and the mode cost ~15 ns more than its budget.
-  const bool fresh = out.dirty && !in.dirty && plain && Taint::inline_claims && outputs_fresh();
+  const bool fresh = out.dirty && out.fresh && !in.dirty && plain && Taint::inline_claims;
   if (in.dirty || (out.dirty && !fresh) || !plain || !Taint::inline_claims) [[unlikely]] {
     return PlainEnd::General; // Nothing done yet: the caller runs launch_resolved.
   }

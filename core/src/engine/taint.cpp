@@ -346,6 +346,11 @@ Taint& Taint::operator=(Taint&& other) {
   return *this;
 }
 
+void Taint::refuse_claim_tagged() {
+  throw std::logic_error("Taint::claim_tagged needs inline claims (T6), a clean taint and a "
+                         "non-empty range: the caller's tag would have no carrier (R1)");
+}
+
 void Taint::abandoned() noexcept {
   static_cast<void>(std::fputs(
       "taintpool: a Taint was destroyed while it still held claims; their tags can never "

@@ -435,6 +435,10 @@ class Device {
   struct Resolved {
     bool dirty = false;
     bool crosses = false;
+    /// Outputs only: every dirty output's claims are all the never-written
+    /// node's, inside its binding (a fresh buffer's first write, N1) — what
+    /// outputs_fresh() says, noted while each taint is read anyway.
+    bool fresh = true;
   };
   /// How launch_plain() ended: the plain success; not plain, found before
   /// anything was done (the caller runs launch_resolved from the resolved
