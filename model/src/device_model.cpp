@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <span>
 #include <stdexcept>
 
 namespace taintpool::model {
@@ -340,21 +341,26 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
     race_readers(launch, kernel, context, out);
     // S6: what the write set held before, per output byte, in case the body
     // names the only ranges it wrote; those failures live through the scope.
+    // Copied only for such a body (the only reader of `prior`): for every
+    // other launch the copy was an allocation per output (issue 13).
     std::vector<std::vector<std::uint64_t>> prior;
     std::vector<std::uint64_t> held;
     for (const Binding& output : writes) {
       const Allocation& allocation = allocations_[index_of(output.allocation)];
-      prior.emplace_back(
-          allocation.writer.begin() + static_cast<std::ptrdiff_t>(output.range.begin()),
-          allocation.writer.begin() + static_cast<std::ptrdiff_t>(output.range.end()));
+      const auto first =
+          allocation.writer.begin() + static_cast<std::ptrdiff_t>(output.range.begin());
+      const auto last = allocation.writer.begin() + static_cast<std::ptrdiff_t>(output.range.end());
+      if (plan.kind == BodyKind::wrote_only) {
+        prior.emplace_back(first, last);
+      }
       // Each run of one writer once: bury() only asks whether a failure is
       // held, and a push per byte regrew this list for every launch.
       std::uint64_t previous = 0;
-      for (const std::uint64_t writer : prior.back()) {
-        if (writer != 0 && writer != previous) {
-          held.push_back(writer);
+      for (auto at = first; at != last; ++at) {
+        if (*at != 0 && *at != previous) {
+          held.push_back(*at);
         }
-        previous = writer;
+        previous = *at;
       }
     }
     // Enter: a provisional TornDown failure claims the whole write set (S1).
@@ -915,7 +921,12 @@ Report DeviceModel::report(FailureId failure, AllocationId read) const {
   if (found == failures_.end()) {
     throw std::logic_error("model: report of " + to_string(failure) + ", which is not live");
   }
-  const std::vector<SkipRecord> kept = skip_records(failure);
+  // The kept records (skip_records()'s, in place: this runs on every read).
+  const std::vector<SkipRecord>& all = found->second.records;
+  const std::span<const SkipRecord> kept(
+      all.begin() + static_cast<std::ptrdiff_t>(
+                        all.size() > kept_skip_records ? all.size() - kept_skip_records : 0),
+      all.end());
   Report expected{failure,
                   found->second.error,
                   read,
@@ -1002,6 +1013,20 @@ std::vector<std::pair<FailureId, ByteRange>> DeviceModel::claims(AllocationId al
 std::vector<std::optional<std::uint8_t>> DeviceModel::bytes(AllocationId allocation) const {
   const Allocation* found = find(allocation);
   return found != nullptr ? found->value : std::vector<std::optional<std::uint8_t>>();
+}
+
+std::span<const std::optional<std::uint8_t>>
+DeviceModel::bytes_in_place(AllocationId allocation) const {
+  const Allocation* found = find(allocation);
+  return found != nullptr ? std::span<const std::optional<std::uint8_t>>(found->value)
+                          : std::span<const std::optional<std::uint8_t>>();
+}
+
+std::span<const std::uint64_t> DeviceModel::writers_in_place(AllocationId allocation) const {
+  const Allocation* found = find(allocation);
+  return found != nullptr && found->state != State::gone
+             ? std::span<const std::uint64_t>(found->writer)
+             : std::span<const std::uint64_t>();
 }
 
 std::vector<FailureId> DeviceModel::live_failures() const {
@@ -1308,14 +1333,20 @@ std::optional<std::string> DeviceModel::mismatch_in(Device& device,
       return "G7: " + to_string(id) + " recorded " + std::to_string(graph.skips_recorded(id)) +
              " skips, the model " + std::to_string(failure.records.size());
     }
-    const std::vector<SkipRecord> kept = graph.skip_records(id);
+    // G7: core's kept records against the model's newest, in place
+    // (for_each_skip_record; copied only to describe a difference).
     const std::size_t first =
         failure.records.size() > kept_skip_records ? failure.records.size() - kept_skip_records : 0;
-    if (!std::equal(kept.begin(), kept.end(),
-                    failure.records.begin() + static_cast<std::ptrdiff_t>(first),
-                    failure.records.end())) {
-      return "G7: " + to_string(id) + " keeps " + describe(kept) + ", the model " +
-             describe(skip_records(id));
+    const std::vector<SkipRecord>& records = failure.records;
+    std::size_t at = first;
+    bool same_records = true;
+    graph.for_each_skip_record(id, [&](const SkipRecord& record) {
+      same_records = same_records && at < records.size() && record == records[at];
+      ++at;
+    });
+    if (!same_records || at != records.size()) {
+      return "G7: " + to_string(id) + " keeps " + describe(graph.skip_records(id)) +
+             ", the model " + describe(skip_records(id));
     }
   }
   return std::nullopt;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <span>
 #include <stdexcept>
 
 namespace taintpool::model {
@@ -56,12 +57,14 @@ struct Contribution {
 Contribution contribution_of(const DeviceModel& model, const Binding& send, DataType type) {
   Contribution out;
   out.element = element_size(type);
-  const std::vector<std::optional<std::uint8_t>> values = model.bytes(send.allocation);
-  std::vector<std::uint64_t> writers(model.size(send.allocation), 0);
-  for (const auto& [failure, range] : model.claims(send.allocation)) {
-    for (std::uint64_t byte = range.begin(); byte < range.end(); ++byte) {
-      writers[byte] = failure.raw();
-    }
+  // The model's bytes and per-byte owners in place (the copies cost two
+  // allocations per rank per collective, issue 13); the owners are
+  // claims() before they are cut into runs, and none (empty) for an
+  // allocation the model no longer holds.
+  const std::span<const std::optional<std::uint8_t>> values = model.bytes_in_place(send.allocation);
+  const std::span<const std::uint64_t> writers = model.writers_in_place(send.allocation);
+  if (send.range.end() > values.size() || (!writers.empty() && send.range.end() > writers.size())) {
+    throw std::out_of_range("model: a collective's send buffer lies outside its allocation");
   }
   // N2: under Report, the never-written bytes are read and listed, never
   // stale: each maximal run of them, then their writer is 0.
@@ -73,7 +76,7 @@ Contribution contribution_of(const DeviceModel& model, const Binding& send, Data
   out.writer.reserve(send.range.size());
   out.value.reserve(send.range.size());
   for (std::uint64_t byte = send.range.begin(); byte < send.range.end(); ++byte) {
-    std::uint64_t writer = writers.at(byte);
+    std::uint64_t writer = writers.empty() ? 0 : writers[byte];
     if (listed != 0 && writer == listed) {
       if (!out.unwritten.empty() && out.unwritten.back().bytes.end() == byte) {
         out.unwritten.back().bytes = ByteRange::of(out.unwritten.back().bytes.begin(), byte + 1);
@@ -83,7 +86,7 @@ Contribution contribution_of(const DeviceModel& model, const Binding& send, Data
       writer = 0;
     }
     out.writer.push_back(writer);
-    out.value.push_back(values.at(byte));
+    out.value.push_back(values[byte]);
   }
   const std::uint64_t elements = out.writer.size() / out.element;
   out.pieces = std::min(elements, kMaxPieces);
@@ -122,13 +125,14 @@ Contribution contribution_of(const DeviceModel& model, const Binding& send, Data
   return out;
 }
 
-/// Combines element values: every byte known, or the whole element unknown.
-std::vector<std::optional<std::uint8_t>> combine(const std::vector<std::optional<std::uint8_t>>& a,
-                                                 const std::vector<std::optional<std::uint8_t>>& b,
-                                                 DataType type, ReduceOp op) {
+/// Combines element values into `a`: every byte known, or the whole
+/// element unknown (a byte past the last whole element, too). In place over
+/// `b`'s bytes, so a reduction over N ranks copies no contribution.
+void combine(std::vector<std::optional<std::uint8_t>>& a,
+             std::span<const std::optional<std::uint8_t>> b, DataType type, ReduceOp op) {
   const std::uint64_t width = element_size(type);
-  std::vector<std::optional<std::uint8_t>> out(a.size());
-  for (std::size_t first = 0; first + width <= a.size(); first += width) {
+  std::size_t first = 0;
+  for (; first + width <= a.size(); first += width) {
     bool known = true;
     std::uint64_t x = 0;
     std::uint64_t y = 0;
@@ -140,6 +144,9 @@ std::vector<std::optional<std::uint8_t>> combine(const std::vector<std::optional
       }
     }
     if (!known) {
+      for (std::uint64_t at = 0; at < width; ++at) {
+        a[first + at].reset();
+      }
       continue;
     }
     std::uint64_t result = 0;
@@ -183,10 +190,12 @@ std::vector<std::optional<std::uint8_t>> combine(const std::vector<std::optional
       throw std::logic_error("model: only u8 and i32 reductions are modelled");
     }
     for (std::uint64_t at = 0; at < width; ++at) {
-      out[first + at] = static_cast<std::uint8_t>(result >> (8 * at));
+      a[first + at] = static_cast<std::uint8_t>(result >> (8 * at));
     }
   }
-  return out;
+  for (; first < a.size(); ++first) {
+    a[first].reset();
+  }
 }
 
 /// Maximal runs of marked bytes, ascending.
@@ -356,7 +365,8 @@ std::vector<RanksModel::Expected> RanksModel::collective(const Collective& colle
           const Contribution& contribution = contributions.at(source);
           if (contribution.stale_at(offset)) {
             fed[byte] = true;
-            cited.emplace(source, contribution.slot[contribution.piece_of(offset)]);
+            // insert, not emplace: a pair already cited allocates no node.
+            cited.insert({source, contribution.slot[contribution.piece_of(offset)]});
           }
         }
       }
@@ -365,19 +375,18 @@ std::vector<RanksModel::Expected> RanksModel::collective(const Collective& colle
         const std::uint64_t first = call.kind == CollectiveKind::reduce_scatter
                                         ? static_cast<std::uint64_t>(me) * block
                                         : 0;
-        std::vector<std::optional<std::uint8_t>> sum(
-            contributions.at(0).value.begin() + static_cast<std::ptrdiff_t>(first),
-            contributions.at(0).value.begin() + static_cast<std::ptrdiff_t>(first + size));
+        const auto& base = contributions.at(0).value;
+        values.assign(base.begin() + static_cast<std::ptrdiff_t>(first),
+                      base.begin() + static_cast<std::ptrdiff_t>(first + size));
         for (int source = 1; source < ranks; ++source) {
           const auto& value = contributions.at(source).value;
-          const std::vector<std::optional<std::uint8_t>> next(
-              value.begin() + static_cast<std::ptrdiff_t>(first),
-              value.begin() + static_cast<std::ptrdiff_t>(first + size));
-          sum = combine(sum, next, collective.type, collective.op);
+          if (first + size > value.size()) {
+            throw std::out_of_range("model: a contribution shorter than the reduction");
+          }
+          combine(values, std::span(value).subspan(first, size), collective.type, collective.op);
         }
-        values = sum;
       }
-      plan.values.push_back(values);
+      plan.values.push_back(std::move(values));
       // Carried: own stale pieces in ascending order, each its bytes.
       std::sort(own_pieces.begin(), own_pieces.end());
       const Contribution* mine = contributions.count(me) != 0 ? &contributions.at(me) : nullptr;

@@ -311,6 +311,47 @@ TEST(ErrorGraph, G7_OnlyTheNewest16AreKeptButEveryRecordIsCounted) {
   graph.prune(f);
 }
 
+TEST(ErrorGraph, G7_ForEachSkipRecordVisitsInPlaceWhatSkipRecordsCopies) {
+  // The in-place visit (what the fuzzers and report() read) must be the
+  // copy's sequence exactly, oldest first, before and after the ring wraps.
+  ErrorGraph graph;
+  const FailureId f = graph.insert(Error::launch("root"));
+  const auto visited = [&](FailureId failure) {
+    std::vector<SkipRecord> out;
+    graph.for_each_skip_record(failure, [&](const SkipRecord& record) { out.push_back(record); });
+    return out;
+  };
+  EXPECT_TRUE(visited(f).empty()) << "no skip yet: nothing to visit";
+  for (std::uint64_t at = 1; at <= 37; ++at) {
+    graph.skipped(f, skip("k" + std::to_string(at), at, {at + 1}));
+    const std::vector<SkipRecord> seen = visited(f);
+    EXPECT_EQ(seen, graph.skip_records(f)) << "after " << at << " skips";
+    ASSERT_FALSE(seen.empty());
+    EXPECT_EQ(seen.back().kernel, "k" + std::to_string(at)) << "newest last";
+  }
+  graph.prune(f);
+  EXPECT_TRUE(visited(f).empty()) << "a gone failure has no records to visit";
+}
+
+TEST(ErrorGraph, G8_AReportAfterTheRingWrappedWalksTheKeptRecordsNewestFirst) {
+  // report() walks the ring in place: after wrap-around its oldest kept
+  // record sits mid-ring, and the chain A1 <- A2 <- ... must still be
+  // followed newest first and stop at the oldest kept record (G7, G8).
+  ErrorGraph graph;
+  const FailureId f = graph.insert(Error::launch("root"));
+  for (std::uint64_t at = 1; at <= 21; ++at) {
+    graph.skipped(f, skip("k" + std::to_string(at), at, {at + 1}));
+  }
+  const Report report = graph.report(f, AllocationId::from_raw(22));
+  ASSERT_EQ(report.path.size(), 16u) << "every kept record is a step of the chain";
+  EXPECT_EQ(report.path.front().kernel, "k21");
+  EXPECT_EQ(report.path.back().kernel, "k6") << "the oldest kept record";
+  EXPECT_EQ(report.origin, AllocationId::from_raw(6));
+  EXPECT_TRUE(report.path_may_be_incomplete);
+  EXPECT_EQ(report.skips_recorded, 21u);
+  graph.prune(f);
+}
+
 TEST(ErrorGraph, G7_SkipRecordsAreKeptPerFailureAndDieWithIt) {
   ErrorGraph graph;
   const FailureId a = graph.insert(Error::launch("a"));

@@ -292,6 +292,28 @@ class ErrorGraph {
   /// A copy: allocates.
   [[nodiscard]] std::vector<SkipRecord> skip_records(FailureId failure) const;
 
+  /// Visits the kept skip records of `failure` in place, oldest first (the
+  /// order skip_records() returns), as `fn(const SkipRecord&)`; none once
+  /// the failure is gone. For readers that only compare or search them — a
+  /// report's walk, a fuzzer's check after every op — where skip_records()'s
+  /// copy of every record (a string and a vector each) was most of the cost
+  /// (issue 13). No allocation; `fn` must not change the graph.
+  template <class Fn>
+  void for_each_skip_record(FailureId failure, Fn&& fn) const {
+    const detail::FailureNode* node = find(failure.raw());
+    if (node == nullptr || node->skips == nullptr) {
+      return;
+    }
+    const detail::SkipLog& log = *node->skips;
+    const std::size_t kept = log.ring.size();
+    // Once the ring is full, its next write position holds the oldest record.
+    const std::size_t oldest =
+        log.recorded > kept_skip_records ? static_cast<std::size_t>(log.recorded % kept) : 0;
+    for (std::size_t step = 0; step < kept; ++step) {
+      fn(log.ring[(oldest + step) % kept]);
+    }
+  }
+
   /// G8: why `read` carries `failure`: the root error and the chain of
   /// skipped launches that led from the origin to `read`, newest first. The
   /// walk starts at the newest kept record that produced `read`, steps to the

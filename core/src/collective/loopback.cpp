@@ -308,6 +308,13 @@ void LoopbackWorld::complete_collective(Match& match, int /*completing*/) {
     if (first.kind == CollectiveKind::broadcast) {
       landed->summaries = match.calls[static_cast<std::size_t>(first.peer)].summary;
     } else {
+      // Sized once: appended sender by sender it grew (and copied) up to
+      // once per rank, for every rank of every collective.
+      std::size_t total = landed->summaries.size();
+      for (const Started& sender : match.calls) {
+        total += sender.summary.size();
+      }
+      landed->summaries.reserve(total);
       for (const Started& sender : match.calls) {
         landed->summaries.insert(landed->summaries.end(), sender.summary.begin(),
                                  sender.summary.end());

@@ -76,14 +76,25 @@ Report ErrorGraph::report(FailureId failure, AllocationId read) const {
                            " has no node; only a live failure can explain a read (G8)");
   }
   Report report{failure, node->error, read, std::nullopt, {}, read, skips_recorded(failure), false};
-  const std::vector<SkipRecord> records = skip_records(failure);
+  if (node->skips == nullptr) {
+    return report; // No skip: the read allocation is the origin.
+  }
+  // The kept records in place, oldest first at logical index 0 (as
+  // skip_records() orders its copy; no copy here: the walk reads a few).
+  const detail::SkipLog& log = *node->skips;
+  const std::size_t kept = log.ring.size();
+  const std::size_t oldest =
+      log.recorded > kept_skip_records ? static_cast<std::size_t>(log.recorded % kept) : 0;
+  const auto record_at = [&](std::size_t at) -> const SkipRecord& {
+    return log.ring[(oldest + at) % kept];
+  };
   // Walk backwards: each step is the newest record, strictly older than the
   // last step, that produced the allocation we are explaining.
-  std::size_t older_than = records.size();
+  std::size_t older_than = kept;
   while (older_than > 0) {
     std::size_t found = older_than;
     for (std::size_t at = older_than; at-- > 0;) {
-      const auto& produced = records[at].produced;
+      const auto& produced = record_at(at).produced;
       if (std::find(produced.begin(), produced.end(), report.origin) != produced.end()) {
         found = at;
         break;
@@ -92,8 +103,8 @@ Report ErrorGraph::report(FailureId failure, AllocationId read) const {
     if (found == older_than) {
       break;
     }
-    report.path.push_back(records[found]);
-    report.origin = records[found].needed;
+    report.path.push_back(record_at(found));
+    report.origin = record_at(found).needed;
     older_than = found;
   }
   report.path_may_be_incomplete = report.skips_recorded > kept_skip_records;

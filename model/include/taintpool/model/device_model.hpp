@@ -324,6 +324,16 @@ class DeviceModel {
   [[nodiscard]] std::vector<std::pair<FailureId, ByteRange>> claims(AllocationId allocation) const;
   /// The value of every byte, nullopt where unknown.
   [[nodiscard]] std::vector<std::optional<std::uint8_t>> bytes(AllocationId allocation) const;
+  /// bytes(), in place: valid until the model next changes. For readers
+  /// that run per collective (RanksModel), where the copy was an allocation
+  /// ASan pays for each time (issue 13).
+  [[nodiscard]] std::span<const std::optional<std::uint8_t>>
+  bytes_in_place(AllocationId allocation) const;
+  /// Per byte: the failure that owns it (raw id), 0 where no failure does —
+  /// claims() before it is cut into runs, in place; empty for an allocation
+  /// the model does not hold (gone or unknown), as claims() is. Valid until
+  /// the model next changes.
+  [[nodiscard]] std::span<const std::uint64_t> writers_in_place(AllocationId allocation) const;
 
   [[nodiscard]] std::vector<FailureId> live_failures() const;
   [[nodiscard]] const Error* error(FailureId failure) const;
