@@ -147,17 +147,7 @@ class ErrorGraph {
     if (never_written_.id != 0) [[unlikely]] {
       return insert(Error::never_written());
     }
-    if (next_id_ == UINT64_MAX) [[unlikely]] {
-      throw_ids_exhausted();
-    }
-    if (never_written_.error.kind() != ErrorKind::NeverWritten ||
-        !never_written_.error.message().empty()) [[unlikely]] {
-      never_written_.error = Error::never_written(); // After a G4 replace or a move: once.
-    }
-    never_written_.id = next_id_++;
-    never_written_.tags = 0;
-    ++size_;
-    return FailureId::from_raw(never_written_.id);
+    return mint_never_written(0);
   }
 
   /// G1 + G2 for a fresh buffer's never-written claim (N1): the node in the
@@ -172,17 +162,7 @@ class ErrorGraph {
       ++never_written_.tags;
       return FailureId::from_raw(never_written_.id);
     }
-    if (next_id_ == UINT64_MAX) [[unlikely]] {
-      throw_ids_exhausted();
-    }
-    if (never_written_.error.kind() != ErrorKind::NeverWritten ||
-        !never_written_.error.message().empty()) [[unlikely]] {
-      never_written_.error = Error::never_written(); // After a G4 replace or a move: once.
-    }
-    never_written_.id = next_id_++;
-    never_written_.tags = 1;
-    ++size_;
-    return FailureId::from_raw(never_written_.id);
+    return mint_never_written(1);
   }
 
   /// The raw id of the node in the NeverWritten slot, 0 while it is vacant.
@@ -369,6 +349,23 @@ class ErrorGraph {
   }
 
   /// Whether `node` lives in the table rather than in a slot.
+  /// G1 into the vacant NeverWritten slot, with `tags` carriers already:
+  /// the next id, its error NeverWritten again if a G4 replace or a move
+  /// changed it. Throws when ids run out, changing nothing.
+  [[gnu::always_inline]] FailureId mint_never_written(std::uint64_t tags) {
+    if (next_id_ == UINT64_MAX) [[unlikely]] {
+      throw_ids_exhausted();
+    }
+    if (never_written_.error.kind() != ErrorKind::NeverWritten ||
+        !never_written_.error.message().empty()) [[unlikely]] {
+      never_written_.error = Error::never_written(); // After a G4 replace or a move: once.
+    }
+    never_written_.id = next_id_++;
+    never_written_.tags = tags;
+    ++size_;
+    return FailureId::from_raw(never_written_.id);
+  }
+
   [[nodiscard]] bool in_table(const detail::FailureNode* node) const noexcept {
     return node != &hot_ && node != &resident_ && node != &never_written_;
   }

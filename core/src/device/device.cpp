@@ -731,6 +731,12 @@ bool overlaps(const Binding& a, const Binding& b) {
 
 /// Removes `cut`'s bytes from a set of bindings, splitting what it lands in.
 void subtract(std::vector<Binding>& set, const Binding& cut) {
+  // Most cuts miss every binding (a late failure's outputs, a written
+  // range): then nothing is rebuilt and nothing allocated.
+  if (std::none_of(set.begin(), set.end(),
+                   [&](const Binding& held) { return overlaps(held, cut); })) {
+    return;
+  }
   std::vector<Binding> kept;
   for (const Binding& held : set) {
     if (!overlaps(held, cut)) {

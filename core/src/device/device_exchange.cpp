@@ -27,6 +27,13 @@ Error named_after(std::string_view kernel, const Error& error) {
 
 /// `whole` less every range of `cut`, appended to `out` in order.
 void append_rest(ByteRange whole, std::span<const ByteRange> cut, std::vector<ByteRange>& out) {
+  // Nothing cut out of it (the common case): the range itself, with no
+  // scratch vector.
+  if (std::none_of(cut.begin(), cut.end(),
+                   [&](const ByteRange taken) { return whole.overlaps(taken); })) {
+    out.push_back(whole);
+    return;
+  }
   std::vector<ByteRange> pieces{whole};
   for (const ByteRange taken : cut) {
     std::vector<ByteRange> kept;
