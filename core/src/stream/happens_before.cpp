@@ -162,6 +162,11 @@ void HappensBefore::created(const StreamAccess& allocation) {
 std::size_t HappensBefore::split(Record& record, ByteRange range) {
   auto& runs = record.runs;
   auto cut = [&](std::uint64_t at) {
+    // A boundary already: the allocation's ends (a whole-buffer binding,
+    // the common case) need no scan.
+    if (at == 0 || runs.empty() || at >= runs.back().end) {
+      return;
+    }
     for (std::size_t index = 0; index < runs.size(); ++index) {
       if (runs[index].begin < at && at < runs[index].end) {
         Run right = runs[index];
@@ -186,11 +191,16 @@ StreamPoint HappensBefore::commit(std::uint32_t stream, std::uint64_t launch,
                                   std::span<const StreamAccess> writes) {
   const StreamPoint point{stream, seq_[stream] + 1, launch};
   auto touch = [&](const StreamAccess& access, bool write) {
-    if (access.range.empty() ||
-        (!track_all_ && access.home == stream && find(access.allocation) == nullptr)) {
+    if (access.range.empty()) {
       return;
     }
-    Record& record = materialise(access, false);
+    // One probe: the record if there is one, else none needed on the home
+    // stream (fast path), else a new one.
+    const auto found = records_.find(access.allocation.raw());
+    if (found == records_.end() && !track_all_ && access.home == stream) {
+      return;
+    }
+    Record& record = found != records_.end() ? found->second : materialise(access, false);
     const std::size_t first = split(record, access.range);
     for (std::size_t index = first;
          index < record.runs.size() && record.runs[index].begin < access.range.end(); ++index) {
