@@ -56,11 +56,6 @@ bool HappensBefore::ordered_before(const StreamPoint& point, std::uint32_t strea
          point.seq <= completed_[point.stream];
 }
 
-const HappensBefore::Record* HappensBefore::find(AllocationId allocation) const {
-  const auto found = records_.find(allocation.raw());
-  return found == records_.end() ? nullptr : &found->second;
-}
-
 void HappensBefore::plan_one(std::uint32_t stream, const StreamAccess& access, bool write,
                              std::uint32_t binding, std::vector<Hazard>& hazards) const {
   if (access.range.empty()) {
@@ -129,11 +124,14 @@ void HappensBefore::completed(std::uint32_t stream, std::uint64_t seq) {
 }
 
 HappensBefore::Record& HappensBefore::materialise(const StreamAccess& access, bool creating) {
-  const auto found = records_.find(access.allocation.raw());
-  if (found != records_.end()) {
-    return found->second;
+  if (Record* found = records_.find(access.allocation.raw())) {
+    return *found;
+  }
+  if (access.allocation.raw() == 0) {
+    throw std::logic_error("HappensBefore: an access names no allocation (id 0)");
   }
   Record record;
+  record.id = access.allocation.raw();
   record.home = access.home;
   // The memory's earlier use: everything its home stream queued so far —
   // except when every allocation is tracked and this one is not being
@@ -150,7 +148,7 @@ HappensBefore::Record& HappensBefore::materialise(const StreamAccess& access, bo
     }
     record.runs.push_back(std::move(whole));
   }
-  return records_.emplace(access.allocation.raw(), std::move(record)).first->second;
+  return *records_.insert(std::move(record));
 }
 
 void HappensBefore::created(const StreamAccess& allocation) {
@@ -196,11 +194,11 @@ StreamPoint HappensBefore::commit(std::uint32_t stream, std::uint64_t launch,
     }
     // One probe: the record if there is one, else none needed on the home
     // stream (fast path), else a new one.
-    const auto found = records_.find(access.allocation.raw());
-    if (found == records_.end() && !track_all_ && access.home == stream) {
+    Record* found = find(access.allocation);
+    if (found == nullptr && !track_all_ && access.home == stream) {
       return;
     }
-    Record& record = found != records_.end() ? found->second : materialise(access, false);
+    Record& record = found != nullptr ? *found : materialise(access, false);
     const std::size_t first = split(record, access.range);
     for (std::size_t index = first;
          index < record.runs.size() && record.runs[index].begin < access.range.end(); ++index) {
@@ -275,13 +273,23 @@ std::size_t HappensBefore::prune_completed() {
   auto complete = [&](const StreamPoint& point) {
     return point.seq == 0 || point.seq <= completed_[point.stream];
   };
-  return std::erase_if(records_, [&](const auto& entry) {
-    const auto& runs = entry.second.runs;
-    return std::all_of(runs.begin(), runs.end(), [&](const Run& run) {
+  auto done = [&](const Record& record) {
+    return std::all_of(record.runs.begin(), record.runs.end(), [&](const Run& run) {
       return std::all_of(run.writers.begin(), run.writers.end(), complete) &&
              std::all_of(run.readers.begin(), run.readers.end(), complete);
     });
+  };
+  // Ids first, then erase: an erase shifts nodes back, under a visit.
+  std::vector<std::uint64_t> finished;
+  records_.for_each([&](const Record& record) {
+    if (done(record)) {
+      finished.push_back(record.id);
+    }
   });
+  for (const std::uint64_t id : finished) {
+    records_.erase(records_.find(id));
+  }
+  return finished.size();
 }
 
 void HappensBefore::check_invariants() const {
@@ -308,7 +316,9 @@ void HappensBefore::check_invariants() const {
   auto valid = [&](const StreamPoint& point) {
     return point.stream < seq_.size() && point.seq <= seq_[point.stream];
   };
-  for (const auto& [allocation, record] : records_) {
+  records_.check_invariants("HappensBefore (O1)");
+  records_.for_each([&](const Record& record) {
+    const std::uint64_t allocation = record.id;
     std::uint64_t expected = 0;
     for (const Run& run : record.runs) {
       if (run.begin != expected || run.end <= run.begin) {
@@ -335,7 +345,7 @@ void HappensBefore::check_invariants() const {
         }
       }
     }
-  }
+  });
 }
 
 } // namespace taintpool

@@ -47,12 +47,13 @@
 #pragma once
 
 #include <taintpool/byte_range.hpp>
+#include <taintpool/detail/id_table.hpp>
 #include <taintpool/failure_id.hpp>
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace taintpool {
@@ -129,11 +130,9 @@ class HappensBefore {
   [[nodiscard]] std::uint64_t tail(std::uint32_t stream) const { return seq_.at(stream); }
 
   /// Whether any allocation has a record (any binding crossed streams).
-  [[nodiscard]] bool any_record() const noexcept { return !records_.empty(); }
+  [[nodiscard]] bool any_record() const noexcept { return records_.size() != 0; }
   /// Whether this allocation has a record.
-  [[nodiscard]] bool tracked(AllocationId allocation) const {
-    return records_.find(allocation.raw()) != records_.end();
-  }
+  [[nodiscard]] bool tracked(AllocationId allocation) const { return find(allocation) != nullptr; }
   /// Allocations with a record.
   [[nodiscard]] std::size_t records() const noexcept { return records_.size(); }
 
@@ -177,7 +176,11 @@ class HappensBefore {
   }
 
   /// The allocation ended: its record goes.
-  void forget(AllocationId allocation) { records_.erase(allocation.raw()); }
+  void forget(AllocationId allocation) noexcept {
+    if (Record* record = find(allocation)) {
+      records_.erase(record);
+    }
+  }
 
   /// Drops every record whose accesses are all known complete; returns how
   /// many went. Linear in the records.
@@ -202,12 +205,42 @@ class HappensBefore {
     /// or after, since a later write may race with each of them (O4).
     std::vector<StreamPoint> readers;
   };
+  /// An allocation's runs, kept in an IdTable by its id: a probe is a
+  /// multiply and a shift (no division, as a prime-bucketed hash map's
+  /// is), and after warm-up a new record allocates only its runs.
   struct Record {
+    std::uint64_t id = 0; ///< The allocation's raw id; 0: a vacant slot.
     std::uint32_t home = 0;
     std::vector<Run> runs; ///< Sorted, disjoint, covering [0, size).
+
+    Record() = default;
+    Record(const Record&) = delete;
+    Record& operator=(const Record&) = delete;
+    Record(Record&& other) noexcept
+        : id(std::exchange(other.id, 0))
+        , home(other.home)
+        , runs(std::move(other.runs)) {}
+    Record& operator=(Record&& other) noexcept {
+      id = std::exchange(other.id, 0);
+      home = other.home;
+      runs = std::move(other.runs);
+      return *this;
+    }
+    ~Record() = default;
+    void vacate() noexcept {
+      id = 0;
+      runs = {};
+    }
   };
 
-  [[nodiscard]] const Record* find(AllocationId allocation) const;
+  /// The allocation's record, or null. Id 0 is no allocation's (ids count
+  /// from 1); to the table it marks a vacant slot, so it is never looked up.
+  [[nodiscard]] const Record* find(AllocationId allocation) const {
+    return allocation.raw() == 0 ? nullptr : records_.find(allocation.raw());
+  }
+  [[nodiscard]] Record* find(AllocationId allocation) {
+    return const_cast<Record*>(std::as_const(*this).find(allocation));
+  }
   /// The allocation's record, made if it has none: when `creating` (or
   /// not every allocation is tracked), with its home stream's whole queue
   /// so far as the writer of every byte; else with no earlier access.
@@ -223,7 +256,7 @@ class HappensBefore {
   std::vector<std::vector<std::uint64_t>>
       clock_;              ///< clock_[b][a]: a's newest seq before b's next work.
   std::vector<bool> free_; ///< Per slot: no stream uses it.
-  std::unordered_map<std::uint64_t, Record> records_;
+  detail::IdTable<Record> records_;
   bool track_all_ = false;
 };
 
