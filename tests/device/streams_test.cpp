@@ -21,6 +21,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -98,6 +99,51 @@ TEST(Streams, O1_AWriteOnAnotherStreamWaitsForEarlierReaders) {
     EXPECT_EQ(read_ok(device, y.whole()), bytes_of(32, 11)) << "seed " << seed;
     EXPECT_EQ(read_ok(device, x.whole()), bytes_of(32, 99)) << "seed " << seed;
     EXPECT_EQ(device.stream_stats().waits_inserted, 1u) << "write after read, once";
+  }
+}
+
+TEST(Streams, O1_ACrossingLaunchThatFailsThrowsOrNamesItsWritesStillHoldsOffALaterWriter) {
+  // The body queues its read of x on the side stream and then ends badly:
+  // its read is work all the same (S3), so the default stream's later
+  // refill of x must wait for it under every interleaving (write after
+  // read). The launch reads x across streams with every binding clean, the
+  // flat path's ordered case; these are its three cold ends.
+  enum class End { Fails, Throws, NamesNoWrite };
+  for (const End end : {End::Fails, End::Throws, End::NamesNoWrite}) {
+    for (std::uint64_t seed = 0; seed < kSeeds; ++seed) {
+      DeferredHostBackend backend;
+      backend.set_seed(seed);
+      Device device(backend);
+      const StreamId side = device.create_stream();
+      Allocation x = device.create_buffer(32);
+      Allocation y = device.create_buffer(32, side);
+      device.write(x.whole(), bytes_of(32, 10));
+      auto seen = std::make_shared<std::vector<std::byte>>();
+      auto read_then_end = [&backend, seen, end](const KernelContext& context) {
+        const std::span<const std::byte> in = context.read(0);
+        backend.enqueue(context, [in, seen] { seen->assign(in.begin(), in.end()); });
+        if (end == End::Throws) {
+          throw std::runtime_error("the body threw after queueing its read");
+        }
+        if (end == End::Fails) {
+          return LaunchOutcome::failure(Error::launch("the body failed after its read"));
+        }
+        return LaunchOutcome::wrote_only({});
+      };
+      if (end == End::Throws) {
+        EXPECT_THROW(static_cast<void>(
+                         device.launch(side, "read x", {x.whole()}, {y.whole()}, read_then_end)),
+                     std::runtime_error);
+      } else {
+        static_cast<void>(device.launch(side, "read x", {x.whole()}, {y.whole()}, read_then_end));
+      }
+      ASSERT_TRUE(device.launch("refill x", {}, {x.whole()}, fill_later(backend, 99)).ran());
+      EXPECT_EQ(read_ok(device, x.whole()), bytes_of(32, 99));
+      EXPECT_EQ(*seen, bytes_of(32, 10)) << "seed " << seed << ", end " << static_cast<int>(end);
+      EXPECT_EQ(device.stream_stats().waits_inserted, 1u)
+          << "the refill after the read (x's host write was complete before it)";
+      device.check_invariants();
+    }
   }
 }
 

@@ -416,6 +416,56 @@ LaunchResult Device::launch_resolved(std::uint32_t slot, std::string_view kernel
 // has done exactly what enter()'s clean-output path does (G1 id minted,
 // nothing claimed), so either way T1-T6, S1-S6, O1-O5, N1-N2 hold as before.
 
+template <bool Plain>
+[[gnu::always_inline]] inline Device::PlainEnd
+Device::run_flat(std::uint32_t slot, std::string_view kernel, std::span<const Binding> reads,
+                 std::span<const Binding> writes, KernelBody body, bool ordering, bool fresh) {
+  released_.clear();
+  named_only_ = false;
+  named_.clear();
+  const std::uint64_t launch = next_launch_++;
+  if constexpr (!Plain) {
+    order(slot, launch); // Waits queued before the work is, as launch_resolved() does.
+  }
+  const KernelContext context(launch, kernel, reads_, writes_, backend_.backend_data(),
+                              streams_.id(slot), streams_.handle(slot));
+  // G1: a scope with outputs mints its provisional id; with every output
+  // clean it claims nothing unless the body fails or throws (see enter()).
+  std::optional<FailureId> provisional;
+  if (!writes_.empty()) {
+    try {
+      provisional = graph_.insert_provisional();
+    } catch (...) {
+      // Ids exhausted (never, in practice): as the general scope, the
+      // launch is queued and logged as failed, and the error propagates.
+      abandon_plain(slot, launch, kernel, reads, writes, std::nullopt);
+    }
+  }
+  const LaunchOutcome outcome = [&] {
+    try {
+      return run_body(body, context);
+    } catch (...) {
+      abandon_plain(slot, launch, kernel, reads, writes, provisional); // S3; rethrows
+    }
+  }();
+  if (!outcome.ok() || outcome.wrote_only()) [[unlikely]] {
+    finished_ = finish_plain(slot, launch, kernel, reads, writes, provisional, outcome, fresh);
+    return PlainEnd::Finished;
+  }
+  if (fresh) [[unlikely]] {
+    release_fresh_outputs(outcome); // N1: a whole write; cannot fail (see there).
+  }
+  if (provisional) {
+    graph_.prune(*provisional); // G5: it claimed nothing, so it goes.
+  }
+  StreamPoint work;
+  if (ordering) {
+    work = Plain ? streams_.order().queued(slot, launch) : queue_work(slot, launch, false);
+  }
+  log_launch(launch, kernel, reads, writes, LaunchStatus::Ran, work);
+  return PlainEnd::Ran;
+}
+
 [[gnu::always_inline]] inline Device::PlainEnd
 Device::launch_plain(std::uint32_t slot, std::string_view kernel, std::span<const Binding> reads,
                      std::span<const Binding> writes, KernelBody body, Resolved& in,
@@ -483,12 +533,13 @@ Device::launch_plain(std::uint32_t slot, std::string_view kernel, std::span<cons
 
 // The plain path's ends off the hot path (abandon_plain, release_plain_fresh,
 // finish_plain): the work takes its place in its stream's queue (O2 plain:
-// nothing to wait for) and the launch is logged with how it ended.
+// nothing to wait for; ordered: its accesses recorded, its pins held) and
+// the launch is logged with how it ended.
 void Device::queue_and_log(std::uint32_t slot, std::uint64_t launch, std::string_view kernel,
                            std::span<const Binding> reads, std::span<const Binding> writes,
                            LaunchStatus status) {
   const StreamPoint work =
-      ordering_active() ? streams_.order().queued(slot, launch) : StreamPoint{};
+      ordering_active() ? queue_work(slot, launch, plain_work_) : StreamPoint{};
   log_launch(launch, kernel, reads, writes, status, work);
 }
 
@@ -549,6 +600,39 @@ LaunchResult Device::finish_plain(std::uint32_t slot, std::uint64_t launch, std:
 }
 
 template <class Answer>
+[[gnu::noinline]] Answer Device::launch_not_plain(std::uint32_t slot, std::string_view kernel,
+                                                  std::span<const Binding> reads,
+                                                  std::span<const Binding> writes, KernelBody body,
+                                                  Resolved in, Resolved out) {
+  // Not plain but ordering mode, every binding clean: the work plans,
+  // waits, pins and records its accesses (O1-O3) — what launch_resolved()
+  // does before and after the body, done at the same points — and stays
+  // flat: once any binding has crossed streams, every later launch has
+  // records to probe, so a pipeline's launches all took the general
+  // scope. Detect mode (O4) may taint a launch's outputs with a race
+  // after its body, so it never is.
+  if (in.dirty || out.dirty || !ordering_active() || streams_.order().tracks_every_allocation() ||
+      !Taint::inline_claims) {
+    return Answer(launch_resolved(slot, kernel, reads, writes, body, in, out));
+  }
+  // The cold ends (abandon_plain, finish_plain) queue through
+  // queue_and_log(), which asks plain_work_: false only while this runs.
+  struct PlainAgain {
+    bool& plain;
+    explicit PlainAgain(bool& flag)
+        : plain(flag) {}
+    PlainAgain(const PlainAgain&) = delete;
+    PlainAgain& operator=(const PlainAgain&) = delete;
+    ~PlainAgain() { plain = true; }
+  } const plain_again(plain_work_);
+  plain_work_ = false;
+  if (run_flat<false>(slot, kernel, reads, writes, body, true, false) == PlainEnd::Ran) {
+    return Answer{};
+  }
+  return Answer(std::move(finished_));
+}
+
+template <class Answer>
 Answer Device::launch_as(const char* call, StreamId stream, std::string_view kernel,
                          std::span<const Binding> reads, std::span<const Binding> writes,
                          KernelBody body) {
@@ -561,7 +645,7 @@ Answer Device::launch_as(const char* call, StreamId stream, std::string_view ker
     return Answer{};
   }
   if (end == PlainEnd::General) {
-    return Answer(launch_resolved(slot, kernel, reads, writes, body, in, out));
+    return launch_not_plain<Answer>(slot, kernel, reads, writes, body, in, out);
   }
   return Answer(std::move(finished_));
 }
@@ -613,7 +697,8 @@ std::optional<FailureId> Device::stale_read_root(std::size_t index, FailureId ne
   return root;
 }
 
-StreamPoint Device::queue_work(std::uint32_t slot, std::uint64_t launch, bool plain) {
+[[gnu::noinline]] StreamPoint Device::queue_work(std::uint32_t slot, std::uint64_t launch,
+                                                 bool plain) {
   if (plain) {
     return streams_.order().queued(slot, launch);
   }
@@ -621,7 +706,7 @@ StreamPoint Device::queue_work(std::uint32_t slot, std::uint64_t launch, bool pl
   return StreamPoint{slot, streams_.order().tail(slot), launch};
 }
 
-void Device::order(std::uint32_t slot, std::uint64_t launch) {
+[[gnu::noinline]] void Device::order(std::uint32_t slot, std::uint64_t launch) {
   hazards_.clear();
   pins_.clear();
   streams_.order().plan(slot, read_accesses_, write_accesses_, hazards_);

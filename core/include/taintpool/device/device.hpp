@@ -101,13 +101,14 @@
 //     only takes its place in its stream's queue: no plan, wait or pin;
 //   * the launch log is not touched unless a late failure or a race may
 //     need it (one virtual call to ask an asynchronous backend).
-// The plain launch — every read and output clean, nothing to order across
-// streams, a body that succeeds — runs flat, in one frame from the lock to
-// the answer (launch_plain in device.cpp), and submit() answers it with a
-// null LaunchVerdict instead of a LaunchResult: on HostBackend, 2 reads and
-// 1 write, callgrind counts 527 instructions per launch() and 508 per
-// submit(), from 679 before the flat path (issue 11, item 7). Everything
-// else leaves that path where it is first known, for the general scope.
+// The plain launch — every read and output clean, a body that succeeds,
+// in detect mode also nothing to order across streams — runs flat, in one
+// frame from the lock to the answer (launch_plain in device.cpp), and
+// submit() answers it with a null LaunchVerdict instead of a LaunchResult:
+// on HostBackend, 2 reads and 1 write, callgrind counts 527 instructions
+// per launch() and 508 per submit(), from 679 before the flat path (issue
+// 11, item 7). Everything else leaves that path where it is first known,
+// for the general scope.
 // bench/launch_profile.cpp counts the instructions (bench/RESULTS.md). With
 // a binding that crosses streams: a probe per binding, plus one event and
 // one wait per stream it must wait for. The skip and failure paths allocate
@@ -453,6 +454,21 @@ class Device {
   PlainEnd launch_plain(std::uint32_t slot, std::string_view kernel, std::span<const Binding> reads,
                         std::span<const Binding> writes, KernelBody body, Resolved& in,
                         Resolved& out);
+  /// The flat path from the launch's id on: plain (queued only) or, out
+  /// of line through launch_not_plain(), ordered (planned, waited, pinned and
+  /// committed, O1-O3) in ordering mode. `ordering`: ordering_active(),
+  /// as the caller found it; `fresh`: plain only (N1).
+  template <bool Plain>
+  PlainEnd run_flat(std::uint32_t slot, std::string_view kernel, std::span<const Binding> reads,
+                    std::span<const Binding> writes, KernelBody body, bool ordering, bool fresh);
+  /// Where launch_plain() found the launch not plain: run_flat<false> for
+  /// clean bindings in ordering mode (they cross streams, or meet
+  /// cross-stream records), else launch_resolved(). Out of line, so the
+  /// plain path's frame does not carry it.
+  template <class Answer>
+  Answer launch_not_plain(std::uint32_t slot, std::string_view kernel,
+                          std::span<const Binding> reads, std::span<const Binding> writes,
+                          KernelBody body, Resolved in, Resolved out);
   /// The plain path's body threw (S3): tears down, queues, logs, rethrows.
   [[noreturn]] void abandon_plain(std::uint32_t slot, std::uint64_t launch, std::string_view kernel,
                                   std::span<const Binding> reads, std::span<const Binding> writes,
@@ -627,6 +643,10 @@ class Device {
   std::uint64_t next_launch_ = 1;
   /// The answer of a launch that left the plain path (moved out at once).
   LaunchResult finished_;
+  /// Whether the flat path's launch under way is plain (queued only) or
+  /// ordered (planned, and committed when queued): its cold ends ask.
+  /// launch_not_plain() clears it while it runs.
+  bool plain_work_ = true;
   CreationSites sites_; ///< N3: named creating sites (FreshBytes::NeverWritten only).
 };
 
