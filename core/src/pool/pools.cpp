@@ -327,26 +327,15 @@ void SlicedPool::release(Slice* slice) noexcept {
     recent_extents_[slot] = 0;
     recent_oldest_ = recent_slot(1);
     --recent_count_;
+    // No hint here for what merging the next oldest will unfile (its free
+    // neighbours' bin links): g++ had deleted such a call as pure, and
+    // forced inline it cost 45 instructions and ~12 ns a pair at N = 10^3
+    // for no gain at 10^5 (bench/RESULTS.md, pool6).
     merge(oldest);
-    // The next release merges the slice now oldest: its neighbours arrived
-    // (fetched when it was parked), so fetch what unfiling them touches,
-    // their free-index neighbours. Hints: they may change before then.
-    if (recent_count_ != 0) {
-      const Slice* next_oldest = recent_[recent_oldest_];
-      prefetch_unfiling(next_oldest->page_prev);
-      prefetch_unfiling(next_oldest->page_next);
-    }
   }
   const std::uint32_t slot = recent_slot(recent_count_++);
   recent_[slot] = slice;
   recent_extents_[slot] = slice->extent;
-}
-
-void SlicedPool::prefetch_unfiling(const Slice* neighbour) noexcept {
-  if (neighbour != nullptr && neighbour->state == SliceState::Free) {
-    __builtin_prefetch(neighbour->bin_prev, 1);
-    __builtin_prefetch(neighbour->bin_next, 1);
-  }
 }
 
 void SlicedPool::consolidate() noexcept {

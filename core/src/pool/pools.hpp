@@ -179,9 +179,6 @@ class SlicedPool : public Pool {
   Slice* merge(Slice* slice) noexcept;
   /// Drops every page that holds only one free slice.
   Released drop_free_pages() noexcept;
-  /// Cache hints for merging a parked slice later: a free neighbour's
-  /// free-index links (with 10^5 live allocations, each a cache miss).
-  static void prefetch_unfiling(const Slice* neighbour) noexcept;
 
   std::uint64_t page_size_;
 
