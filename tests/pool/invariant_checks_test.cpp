@@ -218,6 +218,30 @@ TEST_F(PoolChecks, P2_AParkedSliceNoLongerMarkedRecentIsCaught) {
           "the recent list holds 1 slices but 0 are marked recent");
 }
 
+TEST_F(PoolChecks, P2_ARecentListExtentThatNoLongerMatchesItsParkedSliceIsCaught) {
+  // [dropped 256][keep 1024][free]: the parked slice grows by 256 bytes into
+  // its neighbour's first bytes, and the neighbour shrinks to match, so the
+  // page still tiles and every slice is still aligned and within its
+  // extent; only the recent list's copy of the extent is now stale.
+  Allocation dropped = memory->allocate(256);
+  const Allocation keep = memory->allocate(1024);
+  Slice& parked = slice_of(dropped);
+  Slice& neighbour = slice_of(keep);
+  ASSERT_EQ(parked.page_next, &neighbour);
+  dropped.reset();
+  memory->sweep();
+  ASSERT_EQ(parked.state, SliceState::Recent) << "a released slice is parked unmerged";
+  parked.extent += 256;
+  neighbour.offset += 256;
+  neighbour.extent -= 256;
+  neighbour.size -= 256;
+  expect_violation("the recent list's extent of slot");
+  neighbour.size += 256;
+  neighbour.extent += 256;
+  neighbour.offset -= 256;
+  parked.extent -= 256;
+}
+
 // ------------------------------------------------------------ the arena
 
 TEST_F(PoolChecks, P2_AnArenaChunkThatNoLongerCoversItsSlicesIsCaught) {

@@ -106,6 +106,43 @@ TEST_F(PoolTest, P2_FreedNeighboursMergeSoAFullPageCanBeHandedOutWhole) {
   EXPECT_DOUBLE_EQ(merged.fragmentation(), 0.0);
 }
 
+TEST_F(PoolTest, P2_AnExtentJustReleasedIsServedAgainFromTheNewestParkedSliceOfThatExtent) {
+  // Ten slices of distinct extents and one more of the fourth's extent, in
+  // the 64 KiB-page pool, each walled in by a live spacer so none merges
+  // with a neighbour. Released one by one (sweep() after each, so they are
+  // parked in this order): the recent list keeps the newest eight, so the
+  // first three are merged away and the list has wrapped around its slots.
+  const std::vector<std::uint64_t> sizes = {2048, 2304, 2560, 2816, 3072, 3328,
+                                            3584, 3840, 4096, 4352, 2816};
+  std::vector<Allocation> parked;
+  std::vector<Allocation> spacers;
+  std::vector<std::byte*> address;
+  for (const std::uint64_t size : sizes) {
+    parked.push_back(memory->allocate(size));
+    address.push_back(memory->resolve(parked.back().whole()).data);
+    spacers.push_back(memory->allocate(1280));
+  }
+  ASSERT_EQ(memory->stats().pages, 1u) << "all on one page of the 64 KiB-page pool";
+  for (Allocation& allocation : parked) {
+    allocation.reset();
+    memory->sweep();
+  }
+  memory->check_invariants();
+  auto served_at = [&](std::uint64_t size) {
+    parked.push_back(memory->allocate(size));
+    return memory->resolve(parked.back().whole()).data;
+  };
+  // Two parked slices of 2816 bytes: the newer one first, then the other.
+  EXPECT_EQ(served_at(2816), address[10]);
+  // One from the middle of the list; the rest stay where they were parked.
+  EXPECT_EQ(served_at(3584), address[6]);
+  EXPECT_EQ(served_at(2816), address[3]);
+  for (const std::size_t index : {9u, 4u, 8u, 5u, 7u}) {
+    EXPECT_EQ(served_at(sizes[index]), address[index]) << "size " << sizes[index];
+  }
+  memory->check_invariants();
+}
+
 /// The arena's address of an allocation, as an offset from `base`.
 std::uint64_t offset_of(MemoryManager& memory, const Allocation& allocation,
                         const std::byte* base) {

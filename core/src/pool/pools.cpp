@@ -1,6 +1,7 @@
 #include "pools.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -233,16 +234,29 @@ Slice* SlicedPool::grow(std::uint64_t /*extent*/) {
 }
 
 Slice* SlicedPool::take_recent(std::uint64_t extent) noexcept {
-  for (std::uint32_t at = recent_count_; at-- > 0;) {
-    Slice* slice = recent_[at];
-    if (slice->extent == extent) {
-      std::copy(recent_.begin() + at + 1, recent_.begin() + recent_count_, recent_.begin() + at);
-      --recent_count_;
-      slice->state = SliceState::Free;
-      return slice;
-    }
+  // Every slot at once, no early exit: a mask of the slots that match.
+  unsigned matches = 0;
+  for (std::uint32_t slot = 0; slot < kept_recent; ++slot) {
+    matches |= static_cast<unsigned>(recent_extents_[slot] == extent) << slot;
   }
-  return nullptr;
+  if (matches == 0) {
+    return nullptr;
+  }
+  // In age order (bit a: the a-th oldest); the newest match is taken.
+  const unsigned by_age =
+      ((matches >> recent_oldest_) | (matches << (kept_recent - recent_oldest_))) &
+      ((1u << kept_recent) - 1);
+  const auto newest = static_cast<std::uint32_t>(std::bit_width(by_age) - 1);
+  Slice* slice = recent_[recent_slot(newest)];
+  // Close the gap: the newer ones move one slot back.
+  for (std::uint32_t age = newest; age + 1 < recent_count_; ++age) {
+    recent_[recent_slot(age)] = recent_[recent_slot(age + 1)];
+    recent_extents_[recent_slot(age)] = recent_extents_[recent_slot(age + 1)];
+  }
+  --recent_count_;
+  recent_extents_[recent_slot(recent_count_)] = 0;
+  slice->state = SliceState::Free;
+  return slice;
 }
 
 Slice* SlicedPool::reserve(std::uint64_t extent) {
@@ -308,38 +322,39 @@ void SlicedPool::release(Slice* slice) noexcept {
   __builtin_prefetch(slice->page_prev, 1);
   __builtin_prefetch(slice->page_next, 1);
   if (recent_count_ == kept_) {
-    Slice* oldest = recent_[0];
-    std::copy(recent_.begin() + 1, recent_.end(), recent_.begin());
+    const std::uint32_t slot = recent_oldest_;
+    Slice* oldest = recent_[slot];
+    recent_extents_[slot] = 0;
+    recent_oldest_ = recent_slot(1);
     --recent_count_;
+    // No hint here for what merging the next oldest will unfile (its free
+    // neighbours' bin links): g++ had deleted such a call as pure, and
+    // forced inline it cost 45 instructions and ~12 ns a pair at N = 10^3
+    // for no gain at 10^5 (bench/RESULTS.md, pool6).
     merge(oldest);
-    // The next release merges the slice now oldest: its neighbours arrived
-    // (fetched when it was parked), so fetch what unfiling them touches,
-    // their free-index neighbours. Hints: they may change before then.
-    if (recent_count_ != 0) {
-      prefetch_unfiling(recent_[0]->page_prev);
-      prefetch_unfiling(recent_[0]->page_next);
-    }
   }
-  recent_[recent_count_++] = slice;
-}
-
-void SlicedPool::prefetch_unfiling(const Slice* neighbour) noexcept {
-  if (neighbour != nullptr && neighbour->state == SliceState::Free) {
-    __builtin_prefetch(neighbour->bin_prev, 1);
-    __builtin_prefetch(neighbour->bin_next, 1);
-  }
+  const std::uint32_t slot = recent_slot(recent_count_++);
+  recent_[slot] = slice;
+  recent_extents_[slot] = slice->extent;
 }
 
 void SlicedPool::consolidate() noexcept {
+  // Oldest first, as they would have been merged had they waited.
   const std::uint32_t count = recent_count_;
+  const std::uint32_t oldest = recent_oldest_;
   recent_count_ = 0;
-  for (std::uint32_t at = 0; at < count; ++at) {
-    merge(recent_[at]);
+  recent_oldest_ = 0;
+  recent_extents_.fill(0);
+  for (std::uint32_t age = 0; age < count; ++age) {
+    merge(recent_[(oldest + age) & recent_slot_mask]);
   }
 }
 
 void SlicedPool::release_all_pages() noexcept {
-  recent_count_ = 0; // Their records go back to the cache with their pages.
+  // Their records go back to the cache with their pages.
+  recent_count_ = 0;
+  recent_oldest_ = 0;
+  recent_extents_.fill(0);
   Pool::release_all_pages();
 }
 
@@ -389,8 +404,11 @@ void SlicedPool::check_invariants(MemoryStats& seen) const {
     for (const Slice* slice = page->first; slice != nullptr; slice = slice->page_next) {
       if (slice->state == SliceState::Recent) {
         ++parked;
-        if (std::find(recent_.begin(), recent_.begin() + recent_count_, slice) ==
-            recent_.begin() + recent_count_) {
+        bool listed = false;
+        for (std::uint32_t age = 0; age < recent_count_; ++age) {
+          listed = listed || recent_[recent_slot(age)] == slice;
+        }
+        if (!listed) {
           layout_violation("a slice is marked recent but is not on the recent list");
         }
       }
@@ -399,6 +417,18 @@ void SlicedPool::check_invariants(MemoryStats& seen) const {
         layout_violation("two free (or two unmapped) neighbours were not coalesced");
       }
     }
+  }
+  for (std::uint32_t age = 0; age < kept_recent; ++age) {
+    const std::uint32_t slot = recent_slot(age);
+    const std::uint64_t expected = age < recent_count_ ? recent_[slot]->extent : 0;
+    if (recent_extents_[slot] != expected) {
+      layout_violation("the recent list's extent of slot " + std::to_string(slot) + " is " +
+                       std::to_string(recent_extents_[slot]) + " where " +
+                       std::to_string(expected) + " was expected");
+    }
+  }
+  if (recent_count_ > kept_ || recent_oldest_ > recent_slot_mask) {
+    layout_violation("the recent list holds more than it keeps");
   }
   if (parked != recent_count_) {
     layout_violation("the recent list holds " + std::to_string(recent_count_) + " slices but " +

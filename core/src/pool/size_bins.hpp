@@ -25,7 +25,10 @@
 //         memory goes: on real traces best fit holds 3-9% less than good fit.
 #pragma once
 
+#include <taintpool/pool/detail/slice.hpp>
+
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -89,5 +92,114 @@ class SizeBins {
   std::unique_ptr<Slice*[]> heads_; ///< rows_ * columns list heads.
   std::uint64_t count_ = 0;
 };
+
+// The hot paths, inline: every reserve and release calls them (a pair of
+// the random workload makes about two inserts, two removals and one find),
+// and out of line their calls and spills cost 22 of the ~850 instructions a
+// pair costs (issue 12 item 4, cachegrind). The cold ones (best fit,
+// largest, the checks) stay in size_bins.cpp.
+
+inline std::uint32_t SizeBins::bin_of(std::uint64_t units) noexcept {
+  if (units < columns) {
+    return static_cast<std::uint32_t>(units);
+  }
+  const auto top = static_cast<unsigned>(std::bit_width(units) - 1); // >= columns_log2
+  const auto row = top - columns_log2 + 1;
+  const auto column = static_cast<unsigned>((units >> (top - columns_log2)) & (columns - 1));
+  return row * columns + column;
+}
+
+inline std::uint32_t SizeBins::bin_at_least(std::uint64_t units) noexcept {
+  if (units < columns) {
+    return static_cast<std::uint32_t>(units);
+  }
+  // Round up to the next bin boundary, so every block in the bin fits.
+  const auto top = static_cast<unsigned>(std::bit_width(units) - 1);
+  const std::uint64_t step = std::uint64_t{1} << (top - columns_log2);
+  const std::uint64_t rounded = units + (step - 1);
+  return bin_of(rounded < units ? units : rounded);
+}
+
+inline Slice* SizeBins::first_nonempty_from(std::uint32_t bin) const noexcept {
+  std::uint32_t row = bin / columns;
+  if (row >= rows_) {
+    return nullptr;
+  }
+  const std::uint32_t column = bin % columns;
+  const auto in_row = static_cast<std::uint16_t>(column_maps_[row] & (0xFFFFu << column));
+  if (in_row != 0) {
+    return heads_[row * columns + static_cast<std::uint32_t>(std::countr_zero(in_row))];
+  }
+  if (row + 1 >= rows_) {
+    return nullptr;
+  }
+  const std::uint64_t later_rows = row_map_ & (~std::uint64_t{0} << (row + 1));
+  if (later_rows == 0) {
+    return nullptr;
+  }
+  row = static_cast<std::uint32_t>(std::countr_zero(later_rows));
+  return heads_[row * columns + static_cast<std::uint32_t>(std::countr_zero(column_maps_[row]))];
+}
+
+inline void SizeBins::insert(Slice* slice) noexcept {
+  const std::uint32_t bin = bin_of(slice->extent >> unit_log2_);
+  slice->bin = bin;
+  slice->bin_prev = nullptr;
+  slice->bin_next = heads_[bin];
+  if (heads_[bin] != nullptr) {
+    heads_[bin]->bin_prev = slice;
+  }
+  heads_[bin] = slice;
+  column_maps_[bin / columns] =
+      static_cast<std::uint16_t>(column_maps_[bin / columns] | (1u << (bin % columns)));
+  row_map_ |= std::uint64_t{1} << (bin / columns);
+  ++count_;
+}
+
+inline void SizeBins::remove(Slice* slice) noexcept {
+  const std::uint32_t bin = slice->bin;
+  if (slice->bin_prev != nullptr) {
+    slice->bin_prev->bin_next = slice->bin_next;
+  } else {
+    heads_[bin] = slice->bin_next;
+  }
+  if (slice->bin_next != nullptr) {
+    slice->bin_next->bin_prev = slice->bin_prev;
+  }
+  slice->bin_prev = nullptr;
+  slice->bin_next = nullptr;
+  if (heads_[bin] == nullptr) {
+    column_maps_[bin / columns] =
+        static_cast<std::uint16_t>(column_maps_[bin / columns] & ~(1u << (bin % columns)));
+    if (column_maps_[bin / columns] == 0) {
+      row_map_ &= ~(std::uint64_t{1} << (bin / columns));
+    }
+  }
+  --count_;
+}
+
+inline Slice* SizeBins::find(std::uint64_t extent) const noexcept {
+  const std::uint64_t units = extent >> unit_log2_;
+  if (fit_ == Fit::Best) {
+    return best_fit(extent, units);
+  }
+  // The request's own bin may hold a block that fits exactly; try its head.
+  const std::uint32_t own = bin_of(units);
+  if (Slice* head = heads_[own]; head != nullptr && head->extent >= extent) {
+    return head;
+  }
+  if (Slice* larger = first_nonempty_from(bin_at_least(units)); larger != nullptr) {
+    return larger;
+  }
+  // Nothing in a larger bin: a block behind the head of the request's own
+  // bin may still fit. Rare (the pool is about to grow otherwise), so a walk
+  // is fine, and it keeps a fitting free block from costing new memory.
+  for (Slice* slice = heads_[own]; slice != nullptr; slice = slice->bin_next) {
+    if (slice->extent >= extent) {
+      return slice;
+    }
+  }
+  return nullptr;
+}
 
 } // namespace taintpool::detail
