@@ -96,7 +96,7 @@ void DeviceModel::discover() {
     if (allocation.state == State::dropped) {
       // P1: the allocation has ended for good; its stale bytes go with it.
       allocation.state = State::gone;
-      allocation.writer.clear();
+      writers_to_change(allocation).clear();
       allocation.value.clear();
       any = true;
     }
@@ -126,22 +126,17 @@ std::uint64_t DeviceModel::mint(Error error) {
 }
 
 void DeviceModel::bury(std::span<const std::uint64_t> keep) {
-  // Every failure some byte names, sorted and distinct. Runs of one writer
-  // are listed once: this runs after every launch, and an insert per byte
-  // was most of it.
+  // Every failure some byte names, sorted and distinct: the union of the
+  // allocations' owners lists, each derived again only if a write changed
+  // its bytes since (this runs after every launch).
   std::vector<std::uint64_t>& named = scratch_named_;
   named.clear();
   for (const Allocation& allocation : allocations_) {
     if (allocation.state == State::gone) {
       continue;
     }
-    std::uint64_t previous = 0;
-    for (const std::uint64_t writer : allocation.writer) {
-      if (writer != 0 && writer != previous) {
-        named.push_back(writer);
-      }
-      previous = writer;
-    }
+    const std::vector<std::uint64_t>& owners = owners_of(allocation);
+    named.insert(named.end(), owners.begin(), owners.end());
   }
   std::sort(named.begin(), named.end());
   named.erase(std::unique(named.begin(), named.end()), named.end());
@@ -155,10 +150,33 @@ void DeviceModel::bury(std::span<const std::uint64_t> keep) {
   }
 }
 
+void DeviceModel::derive_owners(const Allocation& allocation, std::vector<std::uint64_t>& out) {
+  // Runs of one writer are listed once, then sorted and made distinct.
+  out.clear();
+  std::uint64_t previous = 0;
+  for (const std::uint64_t writer : allocation.writer) {
+    if (writer != 0 && writer != previous) {
+      out.push_back(writer);
+    }
+    previous = writer;
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+}
+
+const std::vector<std::uint64_t>& DeviceModel::owners_of(const Allocation& allocation) {
+  if (!allocation.owners_known) {
+    derive_owners(allocation, allocation.owners);
+    allocation.owners_known = true;
+  }
+  return allocation.owners;
+}
+
 void DeviceModel::set_writer(const Binding& binding, std::uint64_t writer) {
-  Allocation& allocation = allocations_.at(index_of(binding.allocation));
+  std::vector<std::uint64_t>& writers =
+      writers_to_change(allocations_.at(index_of(binding.allocation)));
   for (std::uint64_t byte = binding.range.begin(); byte < binding.range.end(); ++byte) {
-    allocation.writer.at(byte) = writer;
+    writers.at(byte) = writer;
   }
 }
 
@@ -395,13 +413,14 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
       named_only = named;
       for (std::size_t output = 0; output < writes.size(); ++output) {
         const Binding& binding = writes[output];
-        Allocation& allocation = allocations_[index_of(binding.allocation)];
+        std::vector<std::uint64_t>& writers =
+            writers_to_change(allocations_[index_of(binding.allocation)]);
         for (std::uint64_t byte = binding.range.begin(); byte < binding.range.end(); ++byte) {
           const bool wrote = std::any_of(named.begin(), named.end(), [&](const Binding& bytes) {
             return bytes.allocation == binding.allocation && bytes.range.begin() <= byte &&
                    byte < bytes.range.end();
           });
-          allocation.writer[byte] = wrote ? 0 : prior[output][byte - binding.range.begin()];
+          writers[byte] = wrote ? 0 : prior[output][byte - binding.range.begin()];
         }
       }
       break;
@@ -654,7 +673,7 @@ void DeviceModel::race_outputs(std::uint64_t launch, std::string_view kernel,
                    byte < race.bytes.end();
           });
       if (suspect) {
-        allocation.writer.at(byte) = failure;
+        writers_to_change(allocation).at(byte) = failure;
       }
     }
   }
@@ -857,7 +876,7 @@ std::optional<std::uint64_t> DeviceModel::attribute(const Late& late) {
     }
     for (std::uint64_t byte = 0; byte < member.size(); ++byte) {
       if (member[byte]) {
-        allocation.writer.at(byte) = failure;
+        writers_to_change(allocation).at(byte) = failure;
       }
     }
   }
@@ -1222,11 +1241,15 @@ std::optional<std::string> DeviceModel::mismatch_in(Device& device,
     if (!values) {
       return;
     }
+    // Every byte, through plain pointers: vector's checked operator[] was
+    // a compare and branch per byte here (both vectors hold model->size).
+    const std::uint64_t* writers = model->writer.data();
+    const std::optional<std::uint8_t>* known = model->value.data();
     for (std::uint64_t byte = 0; byte < model->size; ++byte) {
-      if (detect_ && model->writer[byte] != 0) {
+      if (detect_ && writers[byte] != 0) {
         continue; // O4: a race may have changed it, and then it is claimed.
       }
-      if (model->value[byte] && *model->value[byte] != static_cast<std::uint8_t>(info.data[byte])) {
+      if (known[byte] && *known[byte] != static_cast<std::uint8_t>(info.data[byte])) {
         differs = info.id;
         return;
       }
@@ -1287,29 +1310,33 @@ std::optional<std::string> DeviceModel::mismatch_in(Device& device,
     return text;
   }
   // Every failure's carriers (R1) in one pass over the allocations, rather
-  // than tags(id)'s pass per failure: this runs after every fuzzed op. The
-  // owners seen are a handful (scratch_carriers_, kept between calls), so
-  // each is found by a scan; `last` counts an allocation once per owner.
+  // than tags(id)'s pass per failure: this runs after every fuzzed op. Each
+  // allocation's owners list (Allocation::owners) is derived from its bytes
+  // again only when a write changed them; a whole-state comparison derives
+  // every one again and checks the kept lists against it. The owners seen
+  // are a handful (scratch_carriers_, kept between calls), so each is found
+  // by a scan.
   std::vector<Carriers>& carriers = scratch_carriers_;
   carriers.clear();
-  for (std::size_t index = 0; index < allocations_.size(); ++index) {
-    const Allocation& allocation = allocations_[index];
+  for (const Allocation& allocation : allocations_) {
     if (allocation.state == State::gone) {
       continue;
     }
-    std::uint64_t counted = 0; // The owner counted last: runs repeat it.
-    for (const std::uint64_t owner : allocation.writer) {
-      if (owner == 0 || owner == counted) {
-        continue;
+    if (touched == nullptr && allocation.owners_known) {
+      std::vector<std::uint64_t>& derived = scratch_owners_;
+      derive_owners(allocation, derived);
+      if (derived != allocation.owners) {
+        throw std::logic_error("model: an allocation's owners list is stale: a write to its "
+                               "bytes bypassed writers_to_change");
       }
-      counted = owner;
+    }
+    for (const std::uint64_t owner : owners_of(allocation)) {
       const auto found = std::find_if(carriers.begin(), carriers.end(),
                                       [&](const Carriers& entry) { return entry.owner == owner; });
       if (found == carriers.end()) {
-        carriers.push_back(Carriers{owner, 1, index});
-      } else if (found->last != index) {
+        carriers.push_back(Carriers{owner, 1});
+      } else {
         ++found->count;
-        found->last = index;
       }
     }
   }

@@ -376,8 +376,20 @@ class DeviceModel {
     std::uint64_t size = 0;
     std::uint64_t handles = 1;
     State state = State::live;
-    std::vector<std::uint64_t> writer;              ///< Per byte: 0 written-ok, else failure.
+    /// Per byte: 0 written-ok, else failure. Written only through
+    /// DeviceModel::writers_to_change (it forgets `owners`).
+    std::vector<std::uint64_t> writer;
     std::vector<std::optional<std::uint8_t>> value; ///< Per byte.
+    /// The failures `writer` names, each once, ascending — derived from
+    /// `writer` by owners_of() when `owners_known` is false, kept until the
+    /// next write. Why: the R1 carriers check (mismatch_in, after every
+    /// fuzzed op) and bury() (after every launch) asked this of every byte
+    /// of every allocation, though an op changes the bytes of a few
+    /// (issue 13: 8-10% of device_fuzzer's time). A whole-state mismatch()
+    /// derives every list again and throws when a kept one differs, so a
+    /// write that bypassed writers_to_change is loud within a few ops.
+    mutable std::vector<std::uint64_t> owners;
+    mutable bool owners_known = false;
   };
   struct Failure {
     Error error;
@@ -407,6 +419,16 @@ class DeviceModel {
   };
   using Bytes = std::map<std::uint64_t, std::vector<bool>>; ///< allocation -> byte -> member.
 
+  /// `allocation`'s writers, to change: forgets its owners list first.
+  static std::vector<std::uint64_t>& writers_to_change(Allocation& allocation) noexcept {
+    allocation.owners_known = false;
+    return allocation.writer;
+  }
+  /// `allocation`'s owners list (see Allocation::owners), derived again
+  /// when a write forgot it. Costs a pass over its bytes then, else nothing.
+  static const std::vector<std::uint64_t>& owners_of(const Allocation& allocation);
+  /// Derives `allocation`'s owners list into `out` from its bytes.
+  static void derive_owners(const Allocation& allocation, std::vector<std::uint64_t>& out);
   [[nodiscard]] const Allocation* find(AllocationId allocation) const;
   [[nodiscard]] Allocation* find(AllocationId allocation);
   [[nodiscard]] std::optional<ErrorKind> check(const Binding& binding) const;
@@ -483,10 +505,11 @@ class DeviceModel {
   struct Carriers {
     std::uint64_t owner; ///< A failure.
     std::uint64_t count; ///< Allocations holding a byte of it (R1's tags).
-    std::size_t last;    ///< The allocation that counted last.
   };
   mutable std::vector<std::uint64_t> scratch_ids_;
   mutable std::vector<Carriers> scratch_carriers_;
+  /// An owners list derived again, to check a kept one (mismatch_in).
+  mutable std::vector<std::uint64_t> scratch_owners_;
   /// bury()'s list of the failures some byte names, kept between calls for
   /// the same reason: bury runs after every launch, and a std::set there
   /// allocated a node per failure each time. Scratch only, as above.
