@@ -486,49 +486,9 @@ Device::launch_plain(std::uint32_t slot, std::string_view kernel, std::span<cons
   // the general one, and the mode cost ~15 ns more than its budget.
   const bool fresh = out.dirty && out.fresh && !in.dirty && plain && Taint::inline_claims;
   if (in.dirty || (out.dirty && !fresh) || !plain || !Taint::inline_claims) [[unlikely]] {
-    return PlainEnd::General; // Nothing done yet: the caller runs launch_resolved.
+    return PlainEnd::General; // Nothing done yet: launch_not_plain() decides.
   }
-  released_.clear();
-  named_only_ = false;
-  named_.clear();
-  const std::uint64_t launch = next_launch_++;
-  const KernelContext context(launch, kernel, reads_, writes_, backend_.backend_data(),
-                              streams_.id(slot), streams_.handle(slot));
-  // G1: a scope with outputs mints its provisional id; with every output
-  // clean it claims nothing unless the body fails or throws (see enter()).
-  std::optional<FailureId> provisional;
-  if (!writes_.empty()) {
-    try {
-      provisional = graph_.insert_provisional();
-    } catch (...) {
-      // Ids exhausted (never, in practice): as the general scope, the
-      // launch is queued and logged as failed, and the error propagates.
-      abandon_plain(slot, launch, kernel, reads, writes, std::nullopt);
-    }
-  }
-  const LaunchOutcome outcome = [&] {
-    try {
-      return run_body(body, context);
-    } catch (...) {
-      abandon_plain(slot, launch, kernel, reads, writes, provisional); // S3; rethrows
-    }
-  }();
-  if (!outcome.ok() || outcome.wrote_only()) [[unlikely]] {
-    finished_ = finish_plain(slot, launch, kernel, reads, writes, provisional, outcome, fresh);
-    return PlainEnd::Finished;
-  }
-  if (fresh) [[unlikely]] {
-    release_fresh_outputs(outcome); // N1: a whole write; cannot fail (see there).
-  }
-  if (provisional) {
-    graph_.prune(*provisional); // G5: it claimed nothing, so it goes.
-  }
-  StreamPoint work;
-  if (ordering) {
-    work = streams_.order().queued(slot, launch);
-  }
-  log_launch(launch, kernel, reads, writes, LaunchStatus::Ran, work);
-  return PlainEnd::Ran;
+  return run_flat<true>(slot, kernel, reads, writes, body, ordering, fresh);
 }
 
 // The plain path's ends off the hot path (abandon_plain, release_plain_fresh,
