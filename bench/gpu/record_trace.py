@@ -82,13 +82,19 @@ def t5_train():
     return f"T5-small shape (d_model 512, 6+6 layers, random init), fp32, batch 16 x src 256 / tgt 64, AdamW, 3 training steps; loss {loss:.3f}"
 
 
-def convnext_train():
+def timm_train(name, batch_size, autocast, lr=1e-4, optim="adamw"):
+    """A timm image classifier trained on random 224^2 images: returns the loss."""
     import timm
-    model = timm.create_model("convnext_tiny", pretrained=False).cuda()
+    model = timm.create_model(name, pretrained=False).cuda()
     def batch():
-        return torch.randn(64, 3, 224, 224, device="cuda"), torch.randint(0, 1000, (64,), device="cuda")
-    loss = steps(model, batch, lambda m, b: torch.nn.functional.cross_entropy(m(b[0]), b[1]),
-                 autocast=torch.bfloat16)
+        return (torch.randn(batch_size, 3, 224, 224, device="cuda"),
+                torch.randint(0, 1000, (batch_size,), device="cuda"))
+    return steps(model, batch, lambda m, b: torch.nn.functional.cross_entropy(m(b[0]), b[1]),
+                 autocast=autocast, lr=lr, optim=optim)
+
+
+def convnext_train():
+    loss = timm_train("convnext_tiny", 64, torch.bfloat16)
     return f"timm convnext_tiny, batch 64 x 224^2, bf16 autocast, AdamW, 3 training steps; loss {loss:.3f}"
 
 
@@ -107,19 +113,26 @@ def bert_infer_varlen():
     return f"BERT-base encoder inference, fp16, inference mode, 60 requests of random batch (1..32) x seq (8..512), seed 7"
 
 
+def generate_requests(model, seed, requests, longest_prompt, new_tokens):
+    """Greedy generate() for `requests` prompts of random batch (1..8) and
+    length (16..longest_prompt), bf16, inference mode: a decoder serving."""
+    model = model.cuda().to(torch.bfloat16).eval()
+    rng = random.Random(seed)
+    with torch.inference_mode():
+        for _ in range(requests):
+            b, s = rng.choice([1, 2, 4, 8]), rng.randint(16, longest_prompt)
+            ids = torch.randint(0, 32000, (b, s), device="cuda")
+            model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
+                           max_new_tokens=new_tokens, do_sample=False, pad_token_id=0)
+
+
 def llama_generate():
     from transformers import LlamaConfig, LlamaForCausalLM
     cfg = LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=8,
                       num_attention_heads=16, num_key_value_heads=16, vocab_size=32000,
                       max_position_embeddings=4096)
-    model = LlamaForCausalLM(cfg).cuda().to(torch.bfloat16).eval()
-    rng = random.Random(11)
-    with torch.inference_mode():
-        for _ in range(8):
-            b, s = rng.choice([1, 2, 4, 8]), rng.randint(16, 900)
-            ids = torch.randint(0, 32000, (b, s), device="cuda")
-            model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=40,
-                           do_sample=False, pad_token_id=0)
+    generate_requests(LlamaForCausalLM(cfg), seed=11, requests=8, longest_prompt=900,
+                      new_tokens=40)
     return "Llama-style decoder (hidden 1024, 8 layers) generate(), greedy, 40 new tokens, 8 requests of random batch (1..8) x prompt (16..900), bf16, inference mode, seed 11"
 
 
@@ -127,22 +140,12 @@ def llama_generate():
 # rule was chosen on the nine traces above, to judge it on models it was not
 # shaped by. Nothing in the pool is tuned on them.
 def swin_train_bf16():
-    import timm
-    model = timm.create_model("swin_tiny_patch4_window7_224", pretrained=False).cuda()
-    def batch():
-        return torch.randn(64, 3, 224, 224, device="cuda"), torch.randint(0, 1000, (64,), device="cuda")
-    loss = steps(model, batch, lambda m, b: torch.nn.functional.cross_entropy(m(b[0]), b[1]),
-                 autocast=torch.bfloat16)
+    loss = timm_train("swin_tiny_patch4_window7_224", 64, torch.bfloat16)
     return f"timm swin_tiny_patch4_window7_224, batch 64 x 224^2, bf16 autocast, AdamW, 3 training steps; loss {loss:.3f}"
 
 
 def efficientnet_train():
-    import timm
-    model = timm.create_model("efficientnet_b0", pretrained=False).cuda()
-    def batch():
-        return torch.randn(128, 3, 224, 224, device="cuda"), torch.randint(0, 1000, (128,), device="cuda")
-    loss = steps(model, batch, lambda m, b: torch.nn.functional.cross_entropy(m(b[0]), b[1]),
-                 autocast=torch.float16, lr=0.05, optim="sgd")
+    loss = timm_train("efficientnet_b0", 128, torch.float16, lr=0.05, optim="sgd")
     return f"timm efficientnet_b0, batch 128 x 224^2, fp16 autocast, SGD momentum, 3 training steps; loss {loss:.3f}"
 
 
@@ -165,14 +168,8 @@ def mistral_generate():
     cfg = MistralConfig(hidden_size=1024, intermediate_size=3584, num_hidden_layers=8,
                         num_attention_heads=16, num_key_value_heads=4, vocab_size=32000,
                         max_position_embeddings=4096)
-    model = MistralForCausalLM(cfg).cuda().to(torch.bfloat16).eval()
-    rng = random.Random(13)
-    with torch.inference_mode():
-        for _ in range(10):
-            b, s = rng.choice([1, 2, 4, 8]), rng.randint(16, 1200)
-            ids = torch.randint(0, 32000, (b, s), device="cuda")
-            model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=48,
-                           do_sample=False, pad_token_id=0)
+    generate_requests(MistralForCausalLM(cfg), seed=13, requests=10, longest_prompt=1200,
+                      new_tokens=48)
     return "Mistral-style decoder (hidden 1024, 8 layers, 16 heads, 4 KV heads) generate(), greedy, 48 new tokens, 10 requests of random batch (1..8) x prompt (16..1200), bf16, inference mode, seed 13"
 
 
