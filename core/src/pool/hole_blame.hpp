@@ -54,6 +54,18 @@ class HoleBlame {
   /// 4.5 on bert_train and llama_train_bf16). With more free it goes where
   /// the best fit puts it (resnet50_train: 53), as every other request.
   static constexpr std::uint64_t tight_factor = 8;
+  /// In a tight arena, a set-apart request with no far room takes the top
+  /// of a near free block that borders unmapped space instead of new far
+  /// memory, if that block holds at least this many times its extent: the
+  /// block, and below it room for the requests of its step that come next
+  /// (issue 12, pool7). gpt_neox_train_bf16's logits X (786 MiB) came with
+  /// 4395 MiB free at the edge (5.6X) and 4553 MiB free in all: mapping X
+  /// far held 786 MiB idle at the peak (1.101x); on the edge, 1.017x.
+  /// bert_train's edge held 2.4X, too little for Y and Z below X: at 2 it
+  /// peaks at 1.085x (1.010x now). At 4 no other trace of seventeen
+  /// changes its peak or storage calls except llama_train_bf16 (two fewer
+  /// calls, same peak); bart_train would gain (1.056x to 1.011x) only at 2.
+  static constexpr std::uint64_t edge_factor = 4;
 
   /// One released block, while the next growth may blame it.
   struct Vacated {

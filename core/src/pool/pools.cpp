@@ -470,8 +470,8 @@ Slice* ArenaPool::reserve(std::uint64_t extent) {
   Slice* slice = nullptr;
   if (blame_.isolated(key)) {
     slice = reserve_apart(extent);
-  } else if (far_page_ != nullptr) {
-    slice = reserve_beside_far(extent);
+  } else if (far_page_ != nullptr || edge_keeps_apart_) {
+    slice = reserve_beside_apart(extent);
   } else {
     slice = SlicedPool::reserve(extent);
   }
@@ -498,9 +498,17 @@ Slice* ArenaPool::reserve_apart(std::uint64_t extent) {
   consolidate();
   Slice* slice = best_fit_far(extent);
   if (slice == nullptr && stats_.free() > HoleBlame::tight_factor * extent) {
-    slice = bins_.find(extent); // Not tight: no new memory for it (see HoleBlame).
+    slice = best_fit_near(extent); // Not tight: no new memory for it (see HoleBlame).
   }
   if (slice == nullptr) {
+    // Tight, and nothing far fits: the top of a roomy near block that
+    // borders unmapped space holds it without new memory, and its hole,
+    // once freed, joins that block's next growth as a far one would
+    // (HoleBlame::edge_factor).
+    if (Slice* edge = free_block_before_unmapped(HoleBlame::edge_factor * extent)) {
+      edge_keeps_apart_ = true;
+      return split_off_top(edge, extent);
+    }
     grow_far_ = true;
     try {
       slice = grow(extent);
@@ -513,7 +521,7 @@ Slice* ArenaPool::reserve_apart(std::uint64_t extent) {
   return split(slice, extent);
 }
 
-Slice* ArenaPool::reserve_beside_far(std::uint64_t extent) {
+Slice* ArenaPool::reserve_beside_apart(std::uint64_t extent) {
   if (Slice* slice = take_recent(extent)) {
     return slice;
   }
@@ -526,12 +534,65 @@ Slice* ArenaPool::reserve_beside_far(std::uint64_t extent) {
   return split(slice, extent);
 }
 
+Slice* ArenaPool::best_fit_near(std::uint64_t extent) noexcept {
+  Slice* slice = bins_.find(extent);
+  if (!edge_keeps_apart_ || slice == nullptr || slice->page_next == nullptr ||
+      slice->page_next->state != SliceState::Unmapped) {
+    return slice;
+  }
+  // The edge is kept for set-apart blocks and growth: any other fit first.
+  bins_.remove(slice);
+  Slice* other = bins_.find(extent);
+  bins_.insert(slice);
+  return other != nullptr ? other : slice;
+}
+
+Slice* ArenaPool::free_block_before_unmapped(std::uint64_t at_least) const noexcept {
+  Slice* best = nullptr;
+  for (const Page* page = pages_; page != nullptr; page = page->next) {
+    if (page == far_page_) {
+      continue; // Its free blocks were looked at first.
+    }
+    for (const Slice* hole = page->unmapped; hole != nullptr; hole = hole->bin_next) {
+      Slice* left = hole->page_prev;
+      if (left != nullptr && left->state == SliceState::Free && left->extent >= at_least &&
+          (best == nullptr || left->extent < best->extent)) {
+        best = left;
+      }
+    }
+  }
+  return best;
+}
+
+Slice* ArenaPool::split_off_top(Slice* slice, std::uint64_t extent) noexcept {
+  SizeBins& index = bins_of(slice);
+  index.remove(slice);
+  if (slice->extent == extent) {
+    return slice;
+  }
+  // The top is a fresh record, so it starts clean (P1); the rest keeps its
+  // record and its place, filed again under its new extent.
+  Slice* top = cache_.take();
+  top->page = slice->page;
+  top->offset = slice->offset + slice->extent - extent;
+  top->extent = extent;
+  top->page_prev = slice;
+  top->page_next = slice->page_next;
+  if (slice->page_next != nullptr) {
+    slice->page_next->page_prev = top;
+  }
+  slice->page_next = top;
+  slice->extent -= extent;
+  index.insert(slice);
+  return top;
+}
+
 Slice* ArenaPool::best_fit_far(std::uint64_t extent) const noexcept {
   return far_page_ != nullptr ? far_bins_->find(extent) : nullptr;
 }
 
-Slice* ArenaPool::best_fit_near_first(std::uint64_t extent) const noexcept {
-  Slice* slice = bins_.find(extent);
+Slice* ArenaPool::best_fit_near_first(std::uint64_t extent) noexcept {
+  Slice* slice = best_fit_near(extent);
   return slice != nullptr ? slice : best_fit_far(extent);
 }
 
@@ -868,6 +929,7 @@ Released ArenaPool::release_free_pages() {
 
 void ArenaPool::release_all_pages() noexcept {
   blame_.reset();
+  edge_keeps_apart_ = false;
   // Every slice goes back to the cache with its page: the lists go too.
   for (Page* page = pages_; page != nullptr; page = page->next) {
     page->unmapped = nullptr;

@@ -221,6 +221,10 @@ class SlicedPool : public Pool {
 /// outside the far reservation first, then inside it, then grows where the
 /// least new memory makes room (the far hole a set-apart block left, next
 /// to unmapped space, is that place for the request the hole blocked).
+/// A set-apart request that finds no far room while the arena is tight
+/// first takes the top of a near free block that borders unmapped space,
+/// when that block is roomy (HoleBlame::edge_factor): no new memory, and
+/// its hole borders unmapped space all the same.
 /// Steady state repeats the placement of the step before, so it maps
 /// nothing.
 class ArenaPool final : public SlicedPool {
@@ -243,12 +247,25 @@ class ArenaPool final : public SlicedPool {
  private:
   /// A set-apart request (see the class comment).
   [[nodiscard]] Slice* reserve_apart(std::uint64_t extent);
-  /// Any other request once a far reservation exists.
-  [[nodiscard]] Slice* reserve_beside_far(std::uint64_t extent);
+  /// Any other request once room is kept for set-apart blocks (a far
+  /// reservation exists, or edge_keeps_apart_).
+  [[nodiscard]] Slice* reserve_beside_apart(std::uint64_t extent);
   /// The best Free slice of the far reservation for `extent`, or null.
   [[nodiscard]] Slice* best_fit_far(std::uint64_t extent) const noexcept;
   /// The best fit outside the far reservation, else inside it, or null.
-  [[nodiscard]] Slice* best_fit_near_first(std::uint64_t extent) const noexcept;
+  [[nodiscard]] Slice* best_fit_near_first(std::uint64_t extent) noexcept;
+  /// The best fit outside the far reservation, or null; once
+  /// edge_keeps_apart_, a block that borders unmapped space only when no
+  /// other fits (it unfiles and refiles that block to look past it).
+  [[nodiscard]] Slice* best_fit_near(std::uint64_t extent) noexcept;
+  /// The smallest Free slice of at least `at_least` bytes outside the far
+  /// reservation whose right neighbour is Unmapped, or null. Cold (only a
+  /// set-apart request in a tight arena asks): walks the unmapped lists.
+  [[nodiscard]] Slice* free_block_before_unmapped(std::uint64_t at_least) const noexcept;
+  /// Takes the Free slice `slice` (at least `extent` bytes) out of the free
+  /// index and returns its top `extent` bytes; the rest stays free and
+  /// filed. Needs one spare record.
+  Slice* split_off_top(Slice* slice, std::uint64_t extent) noexcept;
   /// HoleBlame::blame for a growth of `extent` bytes (cold: walks slices).
   void blame_holes(std::uint64_t extent) noexcept;
   /// The storage's virtual memory, asked once (the answer may not change).
@@ -277,7 +294,16 @@ class ArenaPool final : public SlicedPool {
   std::uint64_t held_ = 0; ///< Bytes of memory this arena holds.
   HoleBlame blame_;
   bool grow_far_ = false; ///< The growth under way is for a set-apart request.
-  bool learns_holes_;     ///< MemoryConfig::arena_sets_hole_makers_apart.
+  /// A set-apart block was placed at the top of a near block that borders
+  /// unmapped space (reserve_apart): from then on that edge is kept for
+  /// set-apart blocks and growth as the far reservation is, so other
+  /// requests take it only when nothing else fits. Why: a long-lived
+  /// request that best-fits into the hole such a block left pins the edge,
+  /// and the next step's set-apart block then maps far memory again
+  /// (gpt_neox_train_bf16's warm replay: 3 storage calls instead of 1).
+  /// Until then, nothing changes for any request.
+  bool edge_keeps_apart_ = false;
+  bool learns_holes_; ///< MemoryConfig::arena_sets_hole_makers_apart.
   VirtualMemory* memory_ = nullptr;
   bool memory_asked_ = false;
 };
