@@ -294,23 +294,28 @@ Slice* SlicedPool::reserve(std::uint64_t extent) {
   return split(slice, extent);
 }
 
+Slice* SlicedPool::cut(Slice* slice, std::uint64_t keep) noexcept {
+  // The right part is a fresh record, so it starts clean (P1); the left
+  // keeps its record and its place on the page.
+  Slice* right = cache_.take();
+  right->page = slice->page;
+  right->offset = slice->offset + keep;
+  right->extent = slice->extent - keep;
+  right->page_prev = slice;
+  right->page_next = slice->page_next;
+  if (slice->page_next != nullptr) {
+    slice->page_next->page_prev = right;
+  }
+  slice->page_next = right;
+  slice->extent = keep;
+  return right;
+}
+
 Slice* SlicedPool::split(Slice* slice, std::uint64_t extent) noexcept {
   SizeBins& index = bins_of(slice); // The remainder stays on the page, so in the index.
   index.remove(slice);
   if (slice->extent > extent) {
-    // Split: the remainder is a fresh record, so it starts clean (P1).
-    Slice* rest = cache_.take();
-    rest->page = slice->page;
-    rest->offset = slice->offset + extent;
-    rest->extent = slice->extent - extent;
-    rest->page_prev = slice;
-    rest->page_next = slice->page_next;
-    if (slice->page_next != nullptr) {
-      slice->page_next->page_prev = rest;
-    }
-    slice->page_next = rest;
-    slice->extent = extent;
-    index.insert(rest);
+    index.insert(cut(slice, extent));
   }
   return slice;
 }
@@ -570,20 +575,8 @@ Slice* ArenaPool::split_off_top(Slice* slice, std::uint64_t extent) noexcept {
   if (slice->extent == extent) {
     return slice;
   }
-  // The top is a fresh record, so it starts clean (P1); the rest keeps its
-  // record and its place, filed again under its new extent.
-  Slice* top = cache_.take();
-  top->page = slice->page;
-  top->offset = slice->offset + slice->extent - extent;
-  top->extent = extent;
-  top->page_prev = slice;
-  top->page_next = slice->page_next;
-  if (slice->page_next != nullptr) {
-    slice->page_next->page_prev = top;
-  }
-  slice->page_next = top;
-  slice->extent -= extent;
-  index.insert(slice);
+  Slice* top = cut(slice, slice->extent - extent);
+  index.insert(slice); // Filed again under its new extent.
   return top;
 }
 

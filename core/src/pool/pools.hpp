@@ -172,6 +172,10 @@ class SlicedPool : public Pool {
   /// Takes the Free slice `slice` (at least `extent` bytes) out of the free
   /// index and splits off what `extent` does not need (one spare record).
   Slice* split(Slice* slice, std::uint64_t extent) noexcept;
+  /// Cuts `slice` after its first `keep` bytes (0 < keep < its extent):
+  /// the rest becomes a fresh record right after it on the page, returned.
+  /// Files neither part. Needs a spare record (cache_.ensure).
+  Slice* cut(Slice* slice, std::uint64_t keep) noexcept;
   /// Merges `right` into `left` (both Free or both Unmapped, neighbours): the
   /// merged slice starts clean, the absorbed one is recycled (P1).
   void absorb(Slice* left, Slice* right) noexcept;
