@@ -58,15 +58,22 @@ def resnet50_train():
     return f"torchvision resnet50, channels_last, batch 64 x 224^2, bf16 autocast, SGD momentum, 3 training steps; loss {loss:.3f}"
 
 
+def decoder_train_bf16(model, vocab, batch_size, seq):
+    """A causal LM in bf16 weights trained on random tokens (labels = inputs):
+    returns the loss. The same calls, in the same order, as each workload made
+    before it was shared, so their traces record alike."""
+    model = model.cuda().to(torch.bfloat16)
+    def batch():
+        return torch.randint(0, vocab, (batch_size, seq), device="cuda")
+    return steps(model, batch, lambda m, ids: m(input_ids=ids, labels=ids).loss)
+
+
 def llama_train_bf16():
     from transformers import LlamaConfig, LlamaForCausalLM
     cfg = LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=8,
                       num_attention_heads=16, num_key_value_heads=16, vocab_size=32000,
                       max_position_embeddings=2048)
-    model = LlamaForCausalLM(cfg).cuda().to(torch.bfloat16)
-    def batch():
-        return torch.randint(0, 32000, (4, 1024), device="cuda")
-    loss = steps(model, batch, lambda m, ids: m(input_ids=ids, labels=ids).loss)
+    loss = decoder_train_bf16(LlamaForCausalLM(cfg), 32000, 4, 1024)
     return f"Llama-style decoder (hidden 1024, 8 layers, 16 heads, vocab 32000, random init), bf16 weights, batch 4 x seq 1024, AdamW, 3 training steps; loss {loss:.3f}"
 
 
@@ -193,10 +200,7 @@ def gpt_neox_train_bf16():
     from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
     cfg = GPTNeoXConfig(hidden_size=1024, intermediate_size=4096, num_hidden_layers=12,
                         num_attention_heads=16, vocab_size=50304, max_position_embeddings=2048)
-    model = GPTNeoXForCausalLM(cfg).cuda().to(torch.bfloat16)
-    def batch():
-        return torch.randint(0, 50304, (8, 1024), device="cuda")
-    loss = steps(model, batch, lambda m, ids: m(input_ids=ids, labels=ids).loss)
+    loss = decoder_train_bf16(GPTNeoXForCausalLM(cfg), 50304, 8, 1024)
     return f"GPT-NeoX shape (hidden 1024, 12 layers, 16 heads, vocab 50304, random init), bf16 weights, batch 8 x seq 1024, AdamW, 3 training steps; loss {loss:.3f}"
 
 
@@ -224,10 +228,7 @@ def qwen2_train_bf16():
     cfg = Qwen2Config(hidden_size=896, intermediate_size=4864, num_hidden_layers=8,
                       num_attention_heads=14, num_key_value_heads=2, vocab_size=151936,
                       max_position_embeddings=2048, tie_word_embeddings=True)
-    model = Qwen2ForCausalLM(cfg).cuda().to(torch.bfloat16)
-    def batch():
-        return torch.randint(0, 151936, (4, 1024), device="cuda")
-    loss = steps(model, batch, lambda m, ids: m(input_ids=ids, labels=ids).loss)
+    loss = decoder_train_bf16(Qwen2ForCausalLM(cfg), 151936, 4, 1024)
     return f"Qwen2-style decoder (hidden 896, 8 layers, 14 heads, 2 KV heads, vocab 151936, tied, random init), bf16 weights, batch 4 x seq 1024, AdamW, 3 training steps; loss {loss:.3f}"
 
 
