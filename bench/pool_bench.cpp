@@ -11,6 +11,9 @@
 //   Random/N             N operations, 73% allocate (size uniform in
 //                        [1, 64 KiB]) / 27% free a random live buffer, then
 //                        free the rest: the random-allocation workload.
+//   RandomPhases/N       Random/N's round timed in three phases: the steps,
+//                        dropping what is left, and the manager ending that
+//                        batch (counters steps/drop/end_per_pair, ns).
 // The manager runs with taint off (arg 0: nothing claimed) or on (arg 1:
 // every buffer is claimed whole by a failure before it is dropped, so every
 // release pays P1's clear on discovery).
@@ -25,6 +28,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -170,12 +174,12 @@ void BM_MapPool_Churn(benchmark::State& state) {
 
 // ------------------------------------------------------------ random
 
-/// The random workload: `operations` steps of 73% allocate / 27% free, then
-/// free everything. Calls allocate(size) -> handle and release(handle, size).
+/// The random workload's steps: `operations` of 73% allocate / 27% free a
+/// random live buffer. Calls allocate(size) -> handle and release(handle,
+/// size); returns the allocations made. The live buffers stay in `live`.
 template <class Allocate, class Release, class Handle>
-std::uint64_t random_workload(std::int64_t operations, std::uint64_t seed, Allocate&& allocate,
-                              Release&& release,
-                              std::vector<std::pair<Handle, std::uint64_t>>& live) {
+std::uint64_t random_steps(std::int64_t operations, std::uint64_t seed, Allocate&& allocate,
+                           Release&& release, std::vector<std::pair<Handle, std::uint64_t>>& live) {
   std::mt19937_64 random(seed);
   std::uint64_t pairs = 0;
   for (std::int64_t step = 0; step < operations; ++step) {
@@ -190,10 +194,25 @@ std::uint64_t random_workload(std::int64_t operations, std::uint64_t seed, Alloc
       live.pop_back();
     }
   }
+  return pairs;
+}
+
+/// Frees every buffer still in `live`, the last one first.
+template <class Release, class Handle>
+void release_all(Release&& release, std::vector<std::pair<Handle, std::uint64_t>>& live) {
   while (!live.empty()) {
     release(live.back().first, live.back().second);
     live.pop_back();
   }
+}
+
+/// The random workload: random_steps, then free everything.
+template <class Allocate, class Release, class Handle>
+std::uint64_t random_workload(std::int64_t operations, std::uint64_t seed, Allocate&& allocate,
+                              Release&& release,
+                              std::vector<std::pair<Handle, std::uint64_t>>& live) {
+  const std::uint64_t pairs = random_steps(operations, seed, allocate, release, live);
+  release_all(release, live);
   return pairs;
 }
 
@@ -229,6 +248,53 @@ void BM_Pool_Random(benchmark::State& state) {
   }
 }
 
+/// BM_Pool_Random's round in three timed phases, to see which one grows
+/// with the number of live allocations (issue 12 item 4): the steps
+/// (allocate, and the random frees each discovered by the next allocate),
+/// dropping the ~62% still live at the end (handles only: one atomic
+/// decrement and one inbox push each), and ending that batch (the manager
+/// walks the inbox list and ends every allocation in it, P1). BM_Pool_Random
+/// ends the batch in its next round's first allocate; here sweep() does, so
+/// it can be timed alone. Counters, ns per pair of the round: steps_per_pair,
+/// drop_per_pair, end_per_pair (the three sum to the round's time per pair;
+/// the steady clock, read four times a round). Taint off.
+void BM_Pool_RandomPhases(benchmark::State& state) {
+  const std::int64_t operations = state.range(0);
+  HostStorage storage;
+  ErrorGraph graph;
+  MemoryManager memory(storage, graph);
+  std::vector<std::pair<Allocation, std::uint64_t>> live;
+  live.reserve(static_cast<std::size_t>(operations));
+  auto allocate = [&](std::uint64_t size) { return memory.allocate(size); };
+  auto release = [](Allocation& buffer, std::uint64_t) { buffer.reset(); };
+  std::uint64_t seed = 1;
+  random_workload(operations, seed, allocate, release, live); // warm: pages and records
+  memory.sweep();
+  using Clock = std::chrono::steady_clock;
+  Clock::duration steps{};
+  Clock::duration drop{};
+  Clock::duration end{};
+  std::uint64_t pairs = 0;
+  for (auto _ : state) {
+    const Clock::time_point start = Clock::now();
+    pairs += random_steps(operations, ++seed, allocate, release, live);
+    const Clock::time_point stepped = Clock::now();
+    release_all(release, live);
+    const Clock::time_point dropped = Clock::now();
+    memory.sweep();
+    const Clock::time_point ended = Clock::now();
+    steps += stepped - start;
+    drop += dropped - stepped;
+    end += ended - dropped;
+  }
+  const auto per_pair = [&](Clock::duration phase) {
+    return std::chrono::duration<double, std::nano>(phase).count() / static_cast<double>(pairs);
+  };
+  state.counters["steps_per_pair"] = per_pair(steps);
+  state.counters["drop_per_pair"] = per_pair(drop);
+  state.counters["end_per_pair"] = per_pair(end);
+}
+
 void BM_MapPool_Random(benchmark::State& state) {
   const std::int64_t operations = state.range(0);
   HostStorage storage;
@@ -261,6 +327,7 @@ BENCHMARK(BM_Pool_Random)
     ->Args({100000, 0})
     ->Args({10000, 1})
     ->ArgNames({"N", "taint"});
+BENCHMARK(BM_Pool_RandomPhases)->Arg(1000)->Arg(10000)->Arg(100000)->ArgNames({"N"});
 BENCHMARK(BM_MapPool_Random)->Arg(1000)->Arg(10000)->Arg(100000)->ArgNames({"N"});
 
 } // namespace
