@@ -232,9 +232,10 @@ ModelLaunch DeviceModel::write(const Binding& into, std::span<const std::byte> b
     refused.binding_errors.push_back(ErrorKind::InvalidBinding);
     return refused;
   }
-  const std::vector<std::byte> copy(bytes.begin(), bytes.end());
+  // The caller's bytes in place: a copy cost an allocation per host write
+  // and per create with bytes (issue 13).
   return launch_impl("host write", {}, std::span<const Binding>(&into, 1), BodyPlan{}, context,
-                     &copy);
+                     &bytes);
 }
 
 namespace {
@@ -265,7 +266,7 @@ std::vector<AllocationId> distinct_allocations(std::span<const Binding> bindings
 ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Binding> reads,
                                      std::span<const Binding> writes, const BodyPlan& plan,
                                      const LaunchContext& context,
-                                     const std::vector<std::byte>* host_bytes) {
+                                     const std::span<const std::byte>* host_bytes) {
   const auto& core_choice = context.core_choice;
   ModelLaunch out;
   discover(); // A launch sweeps first.
@@ -362,7 +363,10 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
     // Copied only for such a body (the only reader of `prior`): for every
     // other launch the copy was an allocation per output (issue 13).
     std::vector<std::vector<std::uint64_t>> prior;
-    std::vector<std::uint64_t> held;
+    // The failures the write set held (kept between launches: a fresh list
+    // per launch regrew two or three times, issue 13).
+    std::vector<std::uint64_t>& held = scratch_held_;
+    held.clear();
     for (const Binding& output : writes) {
       const Allocation& allocation = allocations_[index_of(output.allocation)];
       const auto first =

@@ -4,6 +4,7 @@
 #include <taintpool/model/ranks_model.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <map>
 #include <set>
@@ -198,22 +199,25 @@ void combine(std::vector<std::optional<std::uint8_t>>& a,
   }
 }
 
-/// Maximal runs of marked bytes, ascending.
-std::vector<ByteRange> runs(const std::vector<bool>& marked) {
-  std::vector<ByteRange> out;
-  for (std::uint64_t byte = 0; byte < marked.size();) {
-    if (!marked[byte]) {
+/// Visits the maximal runs of bytes in [0, size) for which `marked(byte)`
+/// holds, ascending, as `fn(ByteRange)`. Allocates nothing: it runs once
+/// per own stale piece of every output, where a vector of runs per piece
+/// (and a marked vector to find them) was the ranks model's most frequent
+/// allocation (issue 13).
+template <class Marked, class Fn>
+void for_each_run(std::uint64_t size, const Marked& marked, const Fn& fn) {
+  for (std::uint64_t byte = 0; byte < size;) {
+    if (!marked(byte)) {
       ++byte;
       continue;
     }
     std::uint64_t end = byte;
-    while (end < marked.size() && marked[end]) {
+    while (end < size && marked(end)) {
       ++end;
     }
-    out.push_back(ByteRange::of(byte, end));
+    fn(ByteRange::of(byte, end));
     byte = end;
   }
-  return out;
 }
 
 } // namespace
@@ -259,8 +263,7 @@ std::vector<RanksModel::Expected> RanksModel::collective(const Collective& colle
     expected[at].rank = call.rank;
     model.poll_exchanges();
     if (call.send) {
-      const std::vector<Binding> reads{*call.send};
-      if (model.awaits_verdict(reads)) {
+      if (model.awaits_verdict(std::span<const Binding>(&*call.send, 1))) {
         model.synchronize(true);
         expected[at].synchronized_first = true;
       }
@@ -295,10 +298,11 @@ std::vector<RanksModel::Expected> RanksModel::collective(const Collective& colle
     if (call.recv) {
       const std::uint64_t size = call.recv->range.size();
       std::vector<std::optional<std::uint8_t>> values(size);
-      std::vector<std::uint64_t> own(size, 0); // Carried: the failure.
       std::vector<bool> fed(size, false);
       std::set<std::pair<int, std::size_t>> cited;
-      std::vector<std::uint64_t> own_pieces; // Own stale pieces that reach the output.
+      // Own stale pieces that reach the output, by piece number (below
+      // kMaxPieces): flags, not a list to search, grow and sort per call.
+      std::array<bool, kMaxPieces> own_pieces{};
       // Sources of byte b: (rank, contribution byte), into `out` (one
       // buffer for every byte: this runs per byte of every output).
       const auto sources = [&](std::uint64_t byte,
@@ -351,11 +355,7 @@ std::vector<RanksModel::Expected> RanksModel::collective(const Collective& colle
           }
           if (source == me && contribution.stale_at(offset)) {
             mine = true;
-            own[byte] = contribution.piece_root[contribution.piece_of(offset)];
-            const std::uint64_t piece = contribution.piece_of(offset);
-            if (std::find(own_pieces.begin(), own_pieces.end(), piece) == own_pieces.end()) {
-              own_pieces.push_back(piece);
-            }
+            own_pieces.at(contribution.piece_of(offset)) = true;
           }
         }
         if (mine) {
@@ -388,19 +388,23 @@ std::vector<RanksModel::Expected> RanksModel::collective(const Collective& colle
       }
       plan.values.push_back(std::move(values));
       // Carried: own stale pieces in ascending order, each its bytes.
-      std::sort(own_pieces.begin(), own_pieces.end());
       const Contribution* mine = contributions.count(me) != 0 ? &contributions.at(me) : nullptr;
-      std::vector<bool> marked(size, false);
-      for (const std::uint64_t piece : own_pieces) {
-        for (std::uint64_t byte = 0; byte < size; ++byte) {
-          marked[byte] = own_piece[byte] == piece;
+      plan.carried.reserve(
+          static_cast<std::size_t>(std::count(own_pieces.begin(), own_pieces.end(), true)));
+      for (std::uint64_t piece = 0; piece < kMaxPieces; ++piece) {
+        if (!own_pieces[piece]) {
+          continue;
         }
-        for (const ByteRange range : runs(marked)) {
-          plan.carried.emplace_back(range, FailureId::from_raw(mine->piece_root[piece]));
-          stale_bytes += range.size();
-        }
+        for_each_run(
+            size, [&](std::uint64_t byte) { return own_piece[byte] == piece; },
+            [&](ByteRange range) {
+              plan.carried.emplace_back(range, FailureId::from_raw(mine->piece_root[piece]));
+              stale_bytes += range.size();
+            });
       }
-      plan.fed = runs(fed);
+      for_each_run(
+          size, [&](std::uint64_t byte) { return static_cast<bool>(fed[byte]); },
+          [&](ByteRange range) { plan.fed.push_back(range); });
       if (!plan.fed.empty()) {
         // Every feeding rank, ascending, with the roots it cited, ascending;
         // past eight ranks, only how many more.
@@ -440,14 +444,12 @@ std::vector<RanksModel::Expected> RanksModel::collective(const Collective& colle
     }
     const std::string kernel =
         std::string(name(call.kind)) + "(" + collective.name + ") on rank " + std::to_string(me);
-    std::vector<Binding> reads;
-    std::vector<Binding> writes;
-    if (call.send) {
-      reads.push_back(*call.send);
-    }
-    if (call.recv) {
-      writes.push_back(*call.recv);
-    }
+    // Spans over the call's own bindings: a vector each cost two
+    // allocations per call (issue 13).
+    const std::span<const Binding> reads =
+        call.send ? std::span<const Binding>(&*call.send, 1) : std::span<const Binding>();
+    const std::span<const Binding> writes =
+        call.recv ? std::span<const Binding>(&*call.recv, 1) : std::span<const Binding>();
     expected[at].launch = rank(me).exchange(kernel, reads, writes, plan);
     if (call.send) {
       // N2: what it read never written, listed (under Report only).

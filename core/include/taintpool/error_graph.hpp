@@ -96,6 +96,15 @@ class ErrorGraph {
     }
     return *this;
   }
+  /// Drops every node and starts the ids at 1 again: afterwards the graph
+  /// answers every call exactly as a freshly constructed one does (empty,
+  /// next_id() 1, no failure found), but its table keeps its slots, so a
+  /// graph emptied and refilled many times (a fuzzer's, once per input;
+  /// issue 13) stops allocating once it has grown. As with move-assignment,
+  /// only once nothing carries a node (R4): a carrier's later untag would
+  /// name an id that is gone or, after the ids restart, someone else's.
+  /// O(table capacity); frees the nodes' messages and skip logs.
+  void clear() noexcept;
   /// Not copyable: carriers hold tags on this graph's nodes by id, and a copy
   /// would hold nodes nobody tags.
   ErrorGraph(const ErrorGraph&) = delete;

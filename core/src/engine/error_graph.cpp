@@ -1,6 +1,8 @@
 #include <taintpool/error_graph.hpp>
 
 #include <algorithm>
+#include <initializer_list>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -8,6 +10,20 @@ namespace taintpool {
 
 void ErrorGraph::retire_hot() {
   cold_.insert(std::move(hot_));
+}
+
+void ErrorGraph::clear() noexcept {
+  // Each slot destroyed and default-constructed again (id 0, no tags,
+  // TornDown, no skip log), as on a fresh graph — the NeverWritten slot too,
+  // which mint_never_written sets again on its first use. Not vacate(): it
+  // may leave a message buffer's capacity behind.
+  for (detail::FailureNode* slot : {&hot_, &resident_, &never_written_}) {
+    std::destroy_at(slot);
+    std::construct_at(slot);
+  }
+  cold_.clear();
+  size_ = 0;
+  next_id_ = 1;
 }
 
 void ErrorGraph::throw_missing(const char* operation, FailureId failure) {

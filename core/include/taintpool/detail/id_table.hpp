@@ -19,6 +19,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -129,6 +130,33 @@ class IdTable {
       }
     }
   }
+
+  /// Removes every node but keeps the slots: afterwards the table answers
+  /// every call as a freshly constructed one does (size 0, no id found,
+  /// check_invariants passes, any id may be inserted), except that it
+  /// still has its capacity, so refilling it to its old size allocates
+  /// nothing. For an owner that empties and refills a table many times (a
+  /// fuzzer's graph per input, issue 13). Each live node is destroyed and
+  /// default-constructed again; vacant slots are left as they are, as
+  /// erase() left them (a vacated node may keep spare capacity, such as a
+  /// message buffer, until a node moves in). O(capacity) with live nodes;
+  /// O(1) on an empty table, the common case (every node erased first).
+  /// Never allocates.
+  void clear() noexcept {
+    if (size_ != 0) {
+      for (Node& slot : slots_) {
+        if (slot.id != 0) {
+          std::destroy_at(&slot);
+          std::construct_at(&slot);
+        }
+      }
+    }
+    size_ = 0;
+  }
+
+  /// The number of slots (live or vacant): 0 until the first insert, then a
+  /// power of two that only grows. For tests of clear() and growth.
+  [[nodiscard]] std::size_t capacity() const noexcept { return slots_.size(); }
 
   /// Visits every live node, in slot order.
   template <class Fn>

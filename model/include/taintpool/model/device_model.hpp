@@ -442,7 +442,8 @@ class DeviceModel {
                   std::uint8_t seed);
   ModelLaunch launch_impl(std::string_view kernel, std::span<const Binding> reads,
                           std::span<const Binding> writes, const BodyPlan& plan,
-                          const LaunchContext& context, const std::vector<std::byte>* host_bytes);
+                          const LaunchContext& context,
+                          const std::span<const std::byte>* host_bytes);
   /// The failure minted, if the late failure was not dropped.
   std::optional<std::uint64_t> attribute(const Late& late);
   void write_named(std::span<const Binding> reads, std::span<const Binding> writes,
@@ -514,6 +515,9 @@ class DeviceModel {
   /// the same reason: bury runs after every launch, and a std::set there
   /// allocated a node per failure each time. Scratch only, as above.
   std::vector<std::uint64_t> scratch_named_;
+  /// launch_impl's list of the failures its write set held, which bury()
+  /// keeps alive through the scope; kept between launches. Scratch only.
+  std::vector<std::uint64_t> scratch_held_;
 };
 
 /// "kernel: message" (or the kind's name when the message is empty), and a
