@@ -318,6 +318,39 @@ TEST(Streams, O3_ABufferASideStreamWroteIsHeldUntilThatWorkCompletes_Pytorch1886
   }
 }
 
+TEST(Streams, O3_LaunchesBindingTheNewestPinsBufferMoveThatPinOnAndNoOtherDoes) {
+  // Device::order takes no new handle for a binding of the allocation the
+  // stream's newest pin holds at that point of the launch's sequence; the
+  // pins must come out exactly as one handle per binding handed to
+  // StreamTable::pin in order would leave them.
+  DeferredHostBackend backend;
+  Device device(backend);
+  const StreamId side = device.create_stream();
+  const Allocation shared = device.create_buffer(256);
+  const Allocation other = device.create_buffer(256);
+  const Allocation out = device.create_buffer(256, side);
+  const auto launch = [&](std::initializer_list<Binding> reads) {
+    ASSERT_TRUE(device
+                    .launch(side, "read across", reads, {out.whole()},
+                            [](const KernelContext&) { return LaunchOutcome::success(); })
+                    .ran());
+  };
+  launch({shared.whole()});
+  launch({shared.whole()}); // The newest pin holds it: moved on.
+  EXPECT_EQ(device.stream_stats().pins_taken, 1u);
+  EXPECT_EQ(device.stream_stats().pins_held, 1u);
+  launch({shared.whole(), shared.bind(0, 16)}); // Twice in one launch: still the one pin.
+  EXPECT_EQ(device.stream_stats().pins_taken, 1u);
+  launch({other.whole(), shared.whole()}); // `other` becomes the newest: `shared` pinned anew.
+  EXPECT_EQ(device.stream_stats().pins_taken, 3u);
+  EXPECT_EQ(device.stream_stats().pins_held, 3u);
+  launch({shared.whole()}); // The newest again: moved on.
+  EXPECT_EQ(device.stream_stats().pins_taken, 3u);
+  device.synchronize();
+  EXPECT_EQ(device.stream_stats().pins_held, 0u);
+  device.check_invariants();
+}
+
 TEST(Streams, O3_AllocateWaitsForStreamsOnlyAsTheLastStepBeforeOutOfMemory) {
   HostStorage host(256);
   FaultInjectingStorage storage(host);

@@ -680,9 +680,19 @@ std::optional<FailureId> Device::stale_read_root(std::size_t index, FailureId ne
   // it finished, so a race never crosses allocations. Costs a handle copy
   // per binding, in the mode that already records every access.
   const bool hold_home = ordering_ == StreamOrdering::Detect;
+  // The stream's newest pin as commit() will see it at each step: commit
+  // hands the pins over in this order, so a binding of the allocation the
+  // newest pin holds then moves that pin on, as StreamTable::pin would,
+  // without a handle (a table probe and two atomic operations saved on a
+  // pipeline's every crossing launch).
+  std::optional<AllocationId> newest = streams_.last_pinned(slot);
   auto pin_bound = [&](std::span<const StreamAccess> accesses) {
     for (const StreamAccess& access : accesses) {
       if ((access.home == slot && !hold_home) || access.range.empty()) {
+        continue;
+      }
+      if (access.allocation == newest) {
+        pins_.push_back(PinTaken{access.allocation, Allocation{}});
         continue;
       }
       Allocation held = memory_.share(access.allocation);
@@ -691,7 +701,8 @@ std::optional<FailureId> Device::stale_read_root(std::size_t index, FailureId ne
             to_string(access.allocation) +
             " no longer exists: its last handle was dropped while this launch was being made"));
       }
-      pins_.push_back(std::move(held));
+      pins_.push_back(PinTaken{access.allocation, std::move(held)});
+      newest = access.allocation;
     }
   };
   pin_bound(read_accesses_);
@@ -739,8 +750,12 @@ void Device::commit(std::uint32_t slot, std::uint64_t launch) {
   try {
     const StreamPoint point =
         streams_.order().commit(slot, launch, read_accesses_, write_accesses_);
-    for (Allocation& held : pins_) {
-      streams_.pin(slot, point.seq, std::move(held));
+    for (PinTaken& taken : pins_) {
+      if (taken.held) {
+        streams_.pin(slot, point.seq, std::move(taken.held));
+      } else {
+        streams_.pin_again(slot, point.seq, taken.id);
+      }
     }
     pins_.clear();
   } catch (...) {

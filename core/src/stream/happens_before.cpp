@@ -9,31 +9,31 @@ namespace taintpool {
 HappensBefore::HappensBefore()
     : seq_(1, 0)
     , completed_(1, 0)
-    , clock_(1, std::vector<std::uint64_t>(1, 0))
+    , clock_(1, 0)
     , free_(1, false) {
 }
 
 std::uint32_t HappensBefore::add_stream() {
-  for (std::uint32_t slot = 0; slot < free_.size(); ++slot) {
+  const std::size_t width = seq_.size();
+  for (std::uint32_t slot = 0; slot < width; ++slot) {
     if (free_[slot]) {
       free_[slot] = false;
-      std::fill(clock_[slot].begin(), clock_[slot].end(), 0);
+      std::fill_n(clock_.begin() + static_cast<std::ptrdiff_t>(slot * width), width, 0);
       return slot;
     }
   }
-  const auto slot = static_cast<std::uint32_t>(seq_.size());
-  // Grow every clock first, so that a throw leaves the sizes consistent.
-  for (auto& clock : clock_) {
-    clock.reserve(slot + 1);
+  const auto slot = static_cast<std::uint32_t>(width);
+  // The wider clock matrix is built aside and every table reserved first,
+  // so that a throw leaves the sizes consistent.
+  std::vector<std::uint64_t> clock((width + 1) * (width + 1), 0);
+  for (std::size_t waiter = 0; waiter < width; ++waiter) {
+    std::copy_n(clock_.begin() + static_cast<std::ptrdiff_t>(waiter * width), width,
+                clock.begin() + static_cast<std::ptrdiff_t>(waiter * (width + 1)));
   }
-  clock_.reserve(slot + 1);
   seq_.reserve(slot + 1);
   completed_.reserve(slot + 1);
   free_.reserve(slot + 1);
-  for (auto& clock : clock_) {
-    clock.push_back(0);
-  }
-  clock_.emplace_back(slot + 1, 0);
+  clock_ = std::move(clock);
   seq_.push_back(0);
   completed_.push_back(0);
   free_.push_back(false);
@@ -49,11 +49,6 @@ void HappensBefore::remove_stream(std::uint32_t slot) {
   // counting if the slot is reused, so old points stay comparable.
   completed_[slot] = seq_[slot];
   free_[slot] = true;
-}
-
-bool HappensBefore::ordered_before(const StreamPoint& point, std::uint32_t stream) const {
-  return point.stream == stream || point.seq <= clock_[stream][point.stream] ||
-         point.seq <= completed_[point.stream];
 }
 
 void HappensBefore::plan_one(std::uint32_t stream, const StreamAccess& access, bool write,
@@ -111,9 +106,10 @@ void HappensBefore::plan(std::uint32_t stream, std::span<const StreamAccess> rea
 }
 
 void HappensBefore::ordered(std::uint32_t waiter, std::uint32_t source, std::uint64_t source_seq) {
-  std::vector<std::uint64_t>& into = clock_[waiter];
-  const std::vector<std::uint64_t>& from = clock_[source];
-  for (std::size_t slot = 0; slot < into.size(); ++slot) {
+  const std::size_t width = seq_.size();
+  std::uint64_t* into = clock_.data() + waiter * width;
+  const std::uint64_t* from = clock_.data() + source * width;
+  for (std::size_t slot = 0; slot < width; ++slot) {
     into[slot] = std::max(into[slot], from[slot]);
   }
   into[source] = std::max(into[source], source_seq);
@@ -159,6 +155,9 @@ void HappensBefore::created(const StreamAccess& allocation) {
 
 std::size_t HappensBefore::split(Record& record, ByteRange range) {
   auto& runs = record.runs;
+  if (range.begin() == 0 && (runs.empty() || range.end() >= runs.back().end)) {
+    return 0; // A whole-buffer binding, the common case: both ends are boundaries.
+  }
   auto cut = [&](std::uint64_t at) {
     // A boundary already: the allocation's ends (a whole-buffer binding,
     // the common case) need no scan.
@@ -208,9 +207,13 @@ StreamPoint HappensBefore::commit(std::uint32_t stream, std::uint64_t launch,
         // for good. One it is not ordered after raced with it (detect mode
         // only: ordering mode waited for every one) and may still land
         // later, so it stays a writer: the next access races with it too.
-        std::erase_if(run.writers,
-                      [&](const StreamPoint& writer) { return ordered_before(writer, stream); });
-        run.writers.push_back(point);
+        if (run.writers.size() == 1 && ordered_before(run.writers.front(), stream)) {
+          run.writers.front() = point; // Ordering mode's one writer, replaced in place.
+        } else {
+          std::erase_if(run.writers,
+                        [&](const StreamPoint& writer) { return ordered_before(writer, stream); });
+          run.writers.push_back(point);
+        }
         if (track_all_) {
           // A read before this write may still run after a later write on
           // another stream — even this launch's own read, or one this
@@ -296,19 +299,19 @@ void HappensBefore::check_invariants() const {
   auto fail = [](const std::string& what) {
     throw std::logic_error("HappensBefore (O1): " + what);
   };
-  if (seq_.size() != completed_.size() || seq_.size() != clock_.size() ||
-      seq_.size() != free_.size()) {
+  const std::size_t width = seq_.size();
+  if (width != completed_.size() || width != free_.size()) {
     fail("per-stream tables of different sizes");
   }
-  for (std::size_t slot = 0; slot < seq_.size(); ++slot) {
-    if (clock_[slot].size() != seq_.size()) {
-      fail("a clock of the wrong width");
-    }
+  if (clock_.size() != width * width) {
+    fail("a clock matrix of the wrong shape");
+  }
+  for (std::size_t slot = 0; slot < width; ++slot) {
     if (completed_[slot] > seq_[slot]) {
       fail("stream slot " + std::to_string(slot) + " completed work never queued");
     }
     for (std::size_t other = 0; other < seq_.size(); ++other) {
-      if (clock_[slot][other] > seq_[other]) {
+      if (clock_[slot * width + other] > seq_[other]) {
         fail("a clock is ahead of the work queued");
       }
     }

@@ -162,13 +162,23 @@ void StreamTable::track(std::uint32_t slot, EventHandle event, std::uint64_t seq
 
 void StreamTable::pin(std::uint32_t slot, std::uint64_t seq, Allocation allocation) {
   std::deque<Pin>& pins = pins_[slot];
+  const AllocationId id = allocation.id();
   // The same allocation bound by consecutive launches: one pin, moved on.
-  if (!pins.empty() && pins.back().allocation.id() == allocation.id()) {
+  if (!pins.empty() && pins.back().id == id) {
     pins.back().seq = seq;
     return;
   }
-  pins.push_back(Pin{seq, std::move(allocation)});
+  pins.push_back(Pin{seq, id, std::move(allocation)});
   ++stats_.pins_taken;
+}
+
+void StreamTable::pin_again(std::uint32_t slot, std::uint64_t seq, AllocationId allocation) {
+  std::deque<Pin>& pins = pins_[slot];
+  if (pins.empty() || pins.back().id != allocation) {
+    throw std::logic_error("StreamTable::pin_again: " + to_string(allocation) +
+                           " is not the stream's newest pin (O3)");
+  }
+  pins.back().seq = seq;
 }
 
 void StreamTable::drop_pins(std::uint32_t slot) noexcept {

@@ -617,7 +617,14 @@ class Device {
   detail::Scratch<StreamAccess> read_access_store_;
   detail::Scratch<StreamAccess> write_access_store_;
   std::vector<Hazard> hazards_;
-  std::vector<Allocation> pins_; ///< Taken in order(), handed to streams_ in commit().
+  /// O3: a binding's pin, taken in order() and handed to streams_ in
+  /// commit(): a new handle, or none when the stream's newest pin at that
+  /// point of the sequence already holds the allocation (pin_again).
+  struct PinTaken {
+    AllocationId id;
+    Allocation held; ///< Empty: move the newest pin on.
+  };
+  std::vector<PinTaken> pins_;
   /// S6: (write binding, allocation-relative bytes, failure) of each claim
   /// the write set held before the scope; each failure holds one tag.
   struct PriorClaim {

@@ -137,7 +137,10 @@ class HappensBefore {
   [[nodiscard]] std::size_t records() const noexcept { return records_.size(); }
 
   /// Whether work `point` runs before the next work queued on `stream`.
-  [[nodiscard]] bool ordered_before(const StreamPoint& point, std::uint32_t stream) const;
+  [[nodiscard]] bool ordered_before(const StreamPoint& point, std::uint32_t stream) const noexcept {
+    return point.stream == stream || point.seq <= clock_[stream * seq_.size() + point.stream] ||
+           point.seq <= completed_[point.stream];
+  }
 
   /// Appends to `hazards` every earlier access that conflicts with work on
   /// `stream` binding `reads` and `writes` and is not ordered before it.
@@ -253,8 +256,9 @@ class HappensBefore {
 
   std::vector<std::uint64_t> seq_;       ///< Per slot: work queued so far.
   std::vector<std::uint64_t> completed_; ///< Per slot: newest seq known complete.
-  std::vector<std::vector<std::uint64_t>>
-      clock_;              ///< clock_[b][a]: a's newest seq before b's next work.
+  /// clock_[b * slots() + a]: a's newest seq before b's next work. One
+  /// matrix, not a vector per stream: ordered_before is one load away.
+  std::vector<std::uint64_t> clock_;
   std::vector<bool> free_; ///< Per slot: no stream uses it.
   detail::IdTable<Record> records_;
   bool track_all_ = false;

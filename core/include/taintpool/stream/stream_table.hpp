@@ -37,6 +37,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -113,7 +114,22 @@ class StreamTable {
   std::uint32_t order_after(std::uint32_t slot, std::span<const Hazard> hazards);
 
   /// O3: holds `allocation` for `slot` until its work `seq` completed.
+  /// The same allocation as the slot's newest pin (bound by consecutive
+  /// launches) moves that pin on instead of taking a second.
   void pin(std::uint32_t slot, std::uint64_t seq, Allocation allocation);
+  /// The allocation the slot's newest pin holds, if any: a launch that
+  /// binds it again needs no new handle (pin_again), which spares the
+  /// crossing launch of a pipeline a table probe and two atomic operations.
+  [[nodiscard]] std::optional<AllocationId> last_pinned(std::uint32_t slot) const noexcept {
+    const std::deque<Pin>& pins = pins_[slot];
+    if (pins.empty()) {
+      return std::nullopt;
+    }
+    return pins.back().id;
+  }
+  /// O3: moves the slot's newest pin, which must hold `allocation`
+  /// (last_pinned), on to work `seq`. Throws std::logic_error otherwise.
+  void pin_again(std::uint32_t slot, std::uint64_t seq, AllocationId allocation);
 
   /// Learns what completed from the kept events, drops the pins of
   /// completed work, and records an event on every stream holding pins no
@@ -135,6 +151,7 @@ class StreamTable {
  private:
   struct Pin {
     std::uint64_t seq;
+    AllocationId id; ///< allocation.id(), kept beside it: compared on every pin.
     Allocation allocation;
   };
   struct Tracker {
