@@ -215,13 +215,13 @@ ModelLaunch DeviceModel::launch(std::string_view kernel, std::span<const Binding
                                 std::optional<std::pair<FailureId, AllocationId>> core_choice) {
   LaunchContext context;
   context.core_choice = core_choice;
-  return launch_impl(kernel, reads, writes, plan, context, nullptr);
+  return launch_impl(kernel, reads, writes, plan, context, std::nullopt);
 }
 
 ModelLaunch DeviceModel::launch(std::string_view kernel, std::span<const Binding> reads,
                                 std::span<const Binding> writes, const BodyPlan& plan,
                                 const LaunchContext& context) {
-  return launch_impl(kernel, reads, writes, plan, context, nullptr);
+  return launch_impl(kernel, reads, writes, plan, context, std::nullopt);
 }
 
 ModelLaunch DeviceModel::write(const Binding& into, std::span<const std::byte> bytes,
@@ -235,7 +235,7 @@ ModelLaunch DeviceModel::write(const Binding& into, std::span<const std::byte> b
   // The caller's bytes in place: a copy cost an allocation per host write
   // and per create with bytes (issue 13).
   return launch_impl("host write", {}, std::span<const Binding>(&into, 1), BodyPlan{}, context,
-                     &bytes);
+                     bytes);
 }
 
 namespace {
@@ -266,7 +266,7 @@ std::vector<AllocationId> distinct_allocations(std::span<const Binding> bindings
 ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Binding> reads,
                                      std::span<const Binding> writes, const BodyPlan& plan,
                                      const LaunchContext& context,
-                                     const std::span<const std::byte>* host_bytes) {
+                                     std::optional<std::span<const std::byte>> host_bytes) {
   const auto& core_choice = context.core_choice;
   ModelLaunch out;
   discover(); // A launch sweeps first.
@@ -393,7 +393,7 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
     held.push_back(provisional);
     bury(held);
     // The body runs and writes its bytes, whatever it then says.
-    if (host_bytes != nullptr) {
+    if (host_bytes) {
       Allocation& target = allocations_[index_of(writes[0].allocation)];
       for (std::uint64_t at = 0; at < host_bytes->size(); ++at) {
         target.value.at(writes[0].range.begin() + at) =
@@ -482,7 +482,7 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
   // A body that ran and called check()/fail_later() leaves its launch
   // unconfirmed until the next synchronize (Device::awaits_verdict).
   if (status != LaunchStatus::Skipped && !out.body_threw &&
-      (plan.kind == BodyKind::check || plan.kind == BodyKind::fail_late) && host_bytes == nullptr) {
+      (plan.kind == BodyKind::check || plan.kind == BodyKind::fail_late) && !host_bytes) {
     checked_.push_back(launch);
   }
   log_.push_back(Logged{launch, std::string(kernel), status,

@@ -443,7 +443,7 @@ class DeviceModel {
   ModelLaunch launch_impl(std::string_view kernel, std::span<const Binding> reads,
                           std::span<const Binding> writes, const BodyPlan& plan,
                           const LaunchContext& context,
-                          const std::span<const std::byte>* host_bytes);
+                          std::optional<std::span<const std::byte>> host_bytes);
   /// The failure minted, if the late failure was not dropped.
   std::optional<std::uint64_t> attribute(const Late& late);
   void write_named(std::span<const Binding> reads, std::span<const Binding> writes,
