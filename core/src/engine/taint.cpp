@@ -441,8 +441,12 @@ void Taint::check_invariants() const {
 void check_refcounts(const ErrorGraph& graph, std::span<const Taint* const> carriers,
                      std::span<const FailureId> held) {
   std::unordered_map<FailureId, std::uint64_t> carried;
+  // One scratch list for every carrier (cleared, keeping its capacity): the
+  // fuzzers run this walk every few ops, and a list per carrier was an
+  // allocation per carrier (issue 13). Same failures counted, each once.
+  std::vector<FailureId> mine;
   for (const Taint* carrier : carriers) {
-    std::vector<FailureId> mine;
+    mine.clear();
     carrier->for_each_claim([&](FailureId failure, ByteRange) { mine.push_back(failure); });
     std::sort(mine.begin(), mine.end());
     mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
