@@ -36,8 +36,8 @@
 //     last byte is gone (G3); holds() and carries() agree with `bytes`.
 // Every kFullCheckEvery ops and at the end, the last point for EVERY failure
 // ever minted (a dead one must stay dead, carried by nobody), and
-// claim_count() (R1: one per distinct owner; it sorts a copy, so it is not
-// asked on every op).
+// claim_count() (R1: one per distinct owner; it no longer allocates, but the
+// per-op checks already pin one tag per carrier, so it stays periodic).
 // At the end the taint is cleared and the fresh failures pruned: the graph
 // must be empty (R4).
 //

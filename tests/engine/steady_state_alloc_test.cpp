@@ -3,7 +3,8 @@
 // prune) performs zero heap allocations once warmed up, with or without a few
 // long-lived failures in the graph and with failures coming and going; one
 // failure over one range never touches the heap; a split or a second failure
-// does (so the zero is not the counter being blind).
+// does (so the zero is not the counter being blind). And G8's report:
+// its path is allocated once at its length, not regrown per step.
 //
 // Why: every launch runs that cycle once per written buffer, so an
 // allocation there is paid on every launch of every program (DESIGN.md §5).
@@ -15,6 +16,7 @@
 #include <taintpool/error.hpp>
 #include <taintpool/error_graph.hpp>
 #include <taintpool/failure_id.hpp>
+#include <taintpool/report.hpp>
 #include <taintpool/taint.hpp>
 #include <taintpool/testing/heap_allocations.hpp>
 
@@ -184,6 +186,49 @@ TEST(SteadyState, T6_ASplitOrASecondFailureSpillsToTheHeap) {
   split.clear(graph);
   shared.clear(graph);
   EXPECT_TRUE(graph.empty());
+}
+
+/// A graph whose one failure kept a chain of `length` skips: launch k needed
+/// allocation k and produced k + 1, so a report on `length + 1` walks the
+/// whole chain (G8). Short kernel names, so a record's copy allocates only
+/// its `produced` list.
+FailureId chain_of_skips(ErrorGraph& graph, std::uint64_t length) {
+  const FailureId root = graph.insert(Error::launch("f"));
+  for (std::uint64_t at = 1; at <= length; ++at) {
+    graph.skipped(
+        root, SkipRecord{
+                  "k", AllocationId::from_raw(at), {AllocationId::from_raw(at + 1)}, false, false});
+  }
+  return root;
+}
+
+TEST(SteadyState, G8_AReportAllocatesItsPathOnceWhateverItsLength) {
+  // The walk counts its steps before it copies them, so the path is one
+  // allocation at its size; the rest is one copy per record of its
+  // `produced` list. A path regrown step by step would allocate 1, 2, 3, 4
+  // times for lengths 1, 2, 4, 8, beyond the copies.
+  for (const std::uint64_t length : {1u, 2u, 3u, 5u, 8u, 16u}) {
+    ErrorGraph graph;
+    const FailureId root = chain_of_skips(graph, length);
+    std::size_t path = 0;
+    const std::uint64_t allocations = allocations_during([&] {
+      const Report report = graph.report(root, AllocationId::from_raw(length + 1));
+      path = report.path.size();
+    });
+    ASSERT_EQ(path, length) << "the walk reaches the chain's first launch";
+    EXPECT_EQ(allocations, 1 + length) << "a path of " << length;
+    const Report report = graph.report(root, AllocationId::from_raw(length + 1));
+    EXPECT_EQ(report.origin, AllocationId::from_raw(1)) << "the chain's first input";
+    EXPECT_EQ(report.path.front().needed, AllocationId::from_raw(length)) << "newest first";
+  }
+}
+
+TEST(SteadyState, G8_AReportWithoutAPathAllocatesNoPath) {
+  ErrorGraph graph;
+  const FailureId root = chain_of_skips(graph, 4);
+  const std::uint64_t allocations =
+      allocations_during([&] { (void)graph.report(root, AllocationId::from_raw(99)); });
+  EXPECT_EQ(allocations, 0u) << "nothing produced 99: the read is the origin";
 }
 
 } // namespace

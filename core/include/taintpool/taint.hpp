@@ -263,9 +263,10 @@ class Taint {
     }
   }
 
-  /// Distinct failures with a claim here (each holds one tag, R1). Sorts a
-  /// scratch vector, so it allocates: for checks and tests, not hot paths.
-  [[nodiscard]] std::size_t claim_count() const;
+  /// Distinct failures with a claim here (each holds one tag, R1). Never
+  /// allocates: O(1) inline; spilled, O(segments) compares against the
+  /// first 32 distinct failures, O(segments^2) only past 32 distinct ones.
+  [[nodiscard]] std::size_t claim_count() const noexcept;
 
   /// Whether `failure` claims any byte here. O(1) inline, O(segments)
   /// spilled; no allocation.

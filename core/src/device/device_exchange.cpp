@@ -25,33 +25,55 @@ Error named_after(std::string_view kernel, const Error& error) {
   return Error(error.kind(), std::move(message));
 }
 
-/// `whole` less every range of `cut`, appended to `out` in order.
+/// `whole` less every range of `cut`, appended to `out` in ascending order.
+/// Cut in place at the end of `out`, with no scratch vector: it used to
+/// build a fresh list per range of `cut`, the exchange path's largest
+/// allocation site (issue 13: 765 of 13,331 allocations of eight
+/// collective_fuzzer inputs). Each cut replaces a piece by its left part
+/// and appends its right part; the pieces stay disjoint (all are parts of
+/// `whole`), so sorting them by their first byte at the end gives the
+/// order the piece-by-piece rebuild kept. `out` grows only by the pieces
+/// it returns, so a caller that reuses it allocates nothing once warm.
 void append_rest(ByteRange whole, std::span<const ByteRange> cut, std::vector<ByteRange>& out) {
-  // Nothing cut out of it (the common case): the range itself, with no
-  // scratch vector.
+  const std::size_t first = out.size();
+  out.push_back(whole);
+  // Nothing cut out of it (the common case): the range itself.
   if (std::none_of(cut.begin(), cut.end(),
                    [&](const ByteRange taken) { return whole.overlaps(taken); })) {
-    out.push_back(whole);
     return;
   }
-  std::vector<ByteRange> pieces{whole};
   for (const ByteRange taken : cut) {
-    std::vector<ByteRange> kept;
-    for (const ByteRange piece : pieces) {
+    // Pieces appended for this cut lie past its end: only [first, last)
+    // can overlap it.
+    std::size_t last = out.size();
+    for (std::size_t at = first; at < last;) {
+      const ByteRange piece = out[at];
       if (!piece.overlaps(taken)) {
-        kept.push_back(piece);
+        ++at;
         continue;
       }
-      if (piece.begin() < taken.begin()) {
-        kept.push_back(ByteRange::of(piece.begin(), taken.begin()));
-      }
-      if (taken.end() < piece.end()) {
-        kept.push_back(ByteRange::of(taken.end(), piece.end()));
+      const bool left = piece.begin() < taken.begin();
+      const bool right = taken.end() < piece.end();
+      if (left) {
+        out[at] = ByteRange::of(piece.begin(), taken.begin());
+        if (right) {
+          out.push_back(ByteRange::of(taken.end(), piece.end()));
+        }
+        ++at;
+      } else if (right) {
+        out[at] = ByteRange::of(taken.end(), piece.end());
+        ++at;
+      } else {
+        // Wholly cut: the last piece takes its place (and is looked at
+        // next, if it is one this cut has not seen).
+        out[at] = out.back();
+        out.pop_back();
+        last = std::min(last, out.size());
       }
     }
-    pieces = std::move(kept);
   }
-  out.insert(out.end(), pieces.begin(), pieces.end());
+  std::sort(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
+            [](ByteRange a, ByteRange b) { return a.begin() < b.begin(); });
 }
 
 bool overlaps_any(const Binding& binding, std::span<const Binding> set) {

@@ -12,6 +12,7 @@
 #include <taintpool/taint.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -307,11 +308,36 @@ void Taint::clear_claims(ErrorGraph& graph) noexcept {
   free_segments(data);
 }
 
-std::size_t Taint::claim_count() const {
-  std::vector<FailureId> distinct;
-  for_each_claim([&](FailureId failure, ByteRange) { distinct.push_back(failure); });
-  std::sort(distinct.begin(), distinct.end());
-  return static_cast<std::size_t>(std::unique(distinct.begin(), distinct.end()) - distinct.begin());
+std::size_t Taint::claim_count() const noexcept {
+  // R1: one per distinct failure. Counted without a heap buffer, because the
+  // fuzzers ask after every op per touched allocation (it was a third of
+  // taint_fuzzer's allocations when it sorted a vector). A failure counts at
+  // its first segment. The first `seen_capacity` distinct failures are
+  // remembered on the stack, so a segment costs at most that many compares;
+  // a failure first met after the buffer is full is looked for among the
+  // earlier segments instead (quadratic, but only past that many distinct
+  // failures on one allocation, and still allocation-free).
+  if (failure_ != 0) {
+    return 1; // Inline: one failure over one range (T6).
+  }
+  constexpr std::size_t seen_capacity = 32;
+  std::array<std::uint64_t, seen_capacity> seen{};
+  std::size_t seen_size = 0;
+  std::size_t count = 0;
+  const auto claims = segments();
+  for (std::size_t at = 0; at < claims.size(); ++at) {
+    const std::uint64_t failure = claims[at].failure;
+    if (std::find(seen.begin(), seen.begin() + seen_size, failure) != seen.begin() + seen_size) {
+      continue;
+    }
+    if (seen_size < seen_capacity) {
+      seen[seen_size++] = failure;
+      ++count;
+    } else if (!contains_failure(claims.data(), claims.data() + at, failure)) {
+      ++count;
+    }
+  }
+  return count;
 }
 
 bool Taint::claims_only_spilled(FailureId failure, ByteRange within) const noexcept {
@@ -415,8 +441,12 @@ void Taint::check_invariants() const {
 void check_refcounts(const ErrorGraph& graph, std::span<const Taint* const> carriers,
                      std::span<const FailureId> held) {
   std::unordered_map<FailureId, std::uint64_t> carried;
+  // One scratch list for every carrier (cleared, keeping its capacity): the
+  // fuzzers run this walk every few ops, and a list per carrier was an
+  // allocation per carrier (issue 13). Same failures counted, each once.
+  std::vector<FailureId> mine;
   for (const Taint* carrier : carriers) {
-    std::vector<FailureId> mine;
+    mine.clear();
     carrier->for_each_claim([&](FailureId failure, ByteRange) { mine.push_back(failure); });
     std::sort(mine.begin(), mine.end());
     mine.erase(std::unique(mine.begin(), mine.end()), mine.end());

@@ -182,7 +182,9 @@ struct FedStale {
                                  std::span<const std::byte> summaries);
 
 /// Whether fed_stale() would find nothing: a scan of the stale masks, and
-/// fed_stale() itself when one is not clean.
+/// when one is not clean, fed_stale()'s test piece by piece, stopping at
+/// the first fed piece. Never allocates (but throws as fed_stale() does on
+/// too few summary bytes).
 [[nodiscard]] bool fed_clean(const CollectiveShape& shape, std::span<const std::byte> summaries);
 
 } // namespace taintpool
