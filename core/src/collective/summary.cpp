@@ -308,19 +308,18 @@ void check_summaries_size(const CollectiveShape& shape, std::span<const std::byt
   }
 }
 
-} // namespace
-
-bool fed_clean(const CollectiveShape& shape, std::span<const std::byte> summaries) {
-  // Exact, not just the masks: a reduce-scatter piece may land wholly in
-  // another rank's block. The same test as fed_stale(...).ranges.empty() —
-  // a fed piece is one with a stale bit, a non-empty image, and no own stale
-  // piece with the same image (C4) — but it stops at the first such piece
-  // and builds nothing: fed_stale's lists, ranges and message were the
-  // collective path's second allocation site (issue 13), all thrown away
-  // here. No allocation; O(sources x pieces x own pieces), pieces <= 64.
-  if (masks_clean(shape, summaries)) {
-    return true;
-  }
+/// The test fed_stale() and fed_clean() share (C3/C4): calls
+/// `fn(source, index, bytes)` for every fed piece — a stale piece of a
+/// feeding rank whose image is not empty and that no own stale piece
+/// explains (local first) — in source then piece order, while `fn` returns
+/// true. Every image is one piece's, and pieces of the same index land on
+/// the same bytes whoever sends them, so an image is either wholly
+/// explained by an own piece or not at all. Allocates nothing;
+/// O(sources x pieces x own pieces), pieces <= 64. Throws as fed_stale()
+/// does on too few summary bytes.
+template <class Fn>
+void for_each_fed_piece(const CollectiveShape& shape, std::span<const std::byte> summaries,
+                        Fn&& fn) {
   check_summaries_size(shape, summaries);
   const PieceLayout layout = shape.layout();
   const std::uint64_t own =
@@ -343,12 +342,29 @@ bool fed_clean(const CollectiveShape& shape, std::span<const std::byte> summarie
         continue;
       }
       const ByteRange bytes = shape.image(source, index);
-      if (!bytes.empty() && !own_explains(bytes)) {
-        return false;
+      if (!bytes.empty() && !own_explains(bytes) && !fn(source, index, bytes)) {
+        return;
       }
     }
   }
-  return true;
+}
+
+} // namespace
+
+bool fed_clean(const CollectiveShape& shape, std::span<const std::byte> summaries) {
+  // Exact, not just the masks: a reduce-scatter piece may land wholly in
+  // another rank's block. fed_stale(...).ranges.empty(), stopping at the
+  // first fed piece and building nothing: fed_stale's lists, ranges and
+  // message were the collective path's second allocation site (issue 13).
+  if (masks_clean(shape, summaries)) {
+    return true;
+  }
+  bool clean = true;
+  for_each_fed_piece(shape, summaries, [&](int, std::uint32_t, ByteRange) {
+    clean = false;
+    return false;
+  });
+  return clean;
 }
 
 FedStale fed_stale(const CollectiveShape& shape, std::span<const std::byte> summaries) {
@@ -356,52 +372,26 @@ FedStale fed_stale(const CollectiveShape& shape, std::span<const std::byte> summ
   if (masks_clean(shape, summaries)) {
     return out;
   }
-  check_summaries_size(shape, summaries);
-  const PieceLayout layout = shape.layout();
-  // What this rank's own stale pieces explain already (local first, C4).
-  std::vector<ByteRange> own;
-  if (shape.feeds_me(shape.me)) {
-    const std::uint64_t mask = stale_mask(summaries, summary_index(shape, shape.me));
-    for (std::uint32_t index = 0; index < layout.pieces(); ++index) {
-      if ((mask >> index & 1u) != 0) {
-        own.push_back(shape.image(shape.me, index));
-      }
-    }
-  }
   struct Cited {
     int source;
     std::uint32_t entry;
   };
   std::vector<Cited> cited;
   std::vector<ByteRange> fed;
-  for (int source = 0; source < shape.ranks; ++source) {
-    if (source == shape.me || !shape.feeds_me(source)) {
-      continue;
-    }
+  for_each_fed_piece(shape, summaries, [&](int source, std::uint32_t index, ByteRange bytes) {
+    fed.push_back(bytes);
     TaintSummary summary;
     std::memcpy(&summary, summaries.data() + summary_index(shape, source) * TaintSummary::bytes,
                 sizeof(summary));
-    for (std::uint32_t index = 0; index < layout.pieces(); ++index) {
-      if ((summary.stale >> index & 1u) == 0) {
-        continue;
-      }
-      // Every image is one piece's, and pieces of the same index land on
-      // the same bytes whoever sends them, so an image is either wholly
-      // explained by this rank's own piece or not at all.
-      const ByteRange bytes = shape.image(source, index);
-      if (bytes.empty() || std::find(own.begin(), own.end(), bytes) != own.end()) {
-        continue;
-      }
-      fed.push_back(bytes);
-      const std::uint32_t entry = std::min<std::uint32_t>(
-          summary.root_of[index], std::max<std::uint32_t>(summary.root_count, 1) - 1);
-      if (std::none_of(cited.begin(), cited.end(), [&](const Cited& known) {
-            return known.source == source && known.entry == entry;
-          })) {
-        cited.push_back(Cited{source, entry});
-      }
+    const std::uint32_t entry = std::min<std::uint32_t>(
+        summary.root_of[index], std::max<std::uint32_t>(summary.root_count, 1) - 1);
+    if (std::none_of(cited.begin(), cited.end(), [&](const Cited& known) {
+          return known.source == source && known.entry == entry;
+        })) {
+      cited.push_back(Cited{source, entry});
     }
-  }
+    return true;
+  });
   if (fed.empty()) {
     return out;
   }
