@@ -203,10 +203,10 @@ FailureId chain_of_skips(ErrorGraph& graph, std::uint64_t length) {
 }
 
 TEST(SteadyState, G8_AReportAllocatesItsPathOnceWhateverItsLength) {
-  // The walk counts its steps before it copies them, so the path is one
-  // allocation at its size; the rest is one copy per record of its
-  // `produced` list. A path regrown step by step would allocate 1, 2, 3, 4
-  // times for lengths 1, 2, 4, 8, beyond the copies.
+  // The path is reserved once, at the first step, for every record older
+  // than it; the rest is one copy per record of its `produced` list. A
+  // path regrown step by step would allocate 1, 2, 3, 4 times for lengths
+  // 1, 2, 4, 8, beyond the copies.
   for (const std::uint64_t length : {1u, 2u, 3u, 5u, 8u, 16u}) {
     ErrorGraph graph;
     const FailureId root = chain_of_skips(graph, length);

@@ -105,37 +105,32 @@ Report ErrorGraph::report(FailureId failure, AllocationId read) const {
     return log.ring[(oldest + at) % kept];
   };
   // Walk backwards: each step is the newest record, strictly older than the
-  // last step, that produced the allocation we are explaining. `step` is
-  // called with each step's record, newest first.
-  const auto walk = [&](auto&& step) {
-    AllocationId origin = read;
-    std::size_t older_than = kept;
-    while (older_than > 0) {
-      std::size_t found = older_than;
-      for (std::size_t at = older_than; at-- > 0;) {
-        const auto& produced = record_at(at).produced;
-        if (std::find(produced.begin(), produced.end(), origin) != produced.end()) {
-          found = at;
-          break;
-        }
-      }
-      if (found == older_than) {
+  // last step, that produced the allocation we are explaining. Reads at most
+  // kept_skip_records records.
+  std::size_t older_than = kept;
+  while (older_than > 0) {
+    std::size_t found = older_than;
+    for (std::size_t at = older_than; at-- > 0;) {
+      const auto& produced = record_at(at).produced;
+      if (std::find(produced.begin(), produced.end(), report.origin) != produced.end()) {
+        found = at;
         break;
       }
-      step(record_at(found));
-      origin = record_at(found).needed;
-      older_than = found;
     }
-    return origin;
-  };
-  // Twice: first to count the steps, so the path is allocated once at its
-  // size rather than regrown (1, 2, 4, 8, 16: up to five allocations per
-  // report; G8 reports are built on every stale read). The walk itself reads
-  // at most kept_skip_records records and allocates nothing.
-  std::size_t steps = 0;
-  (void)walk([&](const SkipRecord&) { ++steps; });
-  report.path.reserve(steps);
-  report.origin = walk([&](const SkipRecord& record) { report.path.push_back(record); });
+    if (found == older_than) {
+      break;
+    }
+    if (report.path.empty()) {
+      // Every later step is strictly older than this one: the path holds at
+      // most found + 1 records, so it is allocated once here rather than
+      // regrown (1, 2, 4, 8, 16: up to five allocations per report; G8
+      // reports are built on every stale read). No step, no allocation.
+      report.path.reserve(found + 1);
+    }
+    report.path.push_back(record_at(found));
+    report.origin = record_at(found).needed;
+    older_than = found;
+  }
   report.path_may_be_incomplete = report.skips_recorded > kept_skip_records;
   return report;
 }
