@@ -163,10 +163,11 @@ void StreamTable::track(std::uint32_t slot, EventHandle event, std::uint64_t seq
 void StreamTable::pin(std::uint32_t slot, std::uint64_t seq, Allocation allocation) {
   std::deque<Pin>& pins = pins_[slot];
   const AllocationId id = allocation.id();
-  // The same allocation bound by consecutive launches: one pin, moved on.
   if (!pins.empty() && pins.back().id == id) {
-    pins.back().seq = seq;
-    return;
+    // The caller decides (Device::order follows the newest pin): a second
+    // pin of the same allocation would count as a new one (O3).
+    throw std::logic_error("StreamTable::pin: " + to_string(id) +
+                           " is already the stream's newest pin; move it on with pin_again");
   }
   pins.push_back(Pin{seq, id, std::move(allocation)});
   ++stats_.pins_taken;

@@ -114,8 +114,8 @@ class StreamTable {
   std::uint32_t order_after(std::uint32_t slot, std::span<const Hazard> hazards);
 
   /// O3: holds `allocation` for `slot` until its work `seq` completed.
-  /// The same allocation as the slot's newest pin (bound by consecutive
-  /// launches) moves that pin on instead of taking a second.
+  /// Throws std::logic_error when the slot's newest pin already holds it:
+  /// that one is moved on with pin_again (last_pinned says which).
   void pin(std::uint32_t slot, std::uint64_t seq, Allocation allocation);
   /// The allocation the slot's newest pin holds, if any: a launch that
   /// binds it again needs no new handle (pin_again), which spares the
