@@ -102,9 +102,11 @@ class ErrorGraph {
   /// graph emptied and refilled many times (a fuzzer's, once per input;
   /// issue 13) stops allocating once it has grown. As with move-assignment,
   /// only once nothing carries a node (R4): a carrier's later untag would
-  /// name an id that is gone or, after the ids restart, someone else's.
-  /// O(table capacity); frees the nodes' messages and skip logs.
-  void clear() noexcept;
+  /// name an id that is gone or, after the ids restart, someone else's. So
+  /// a node with tags left is a contract violation: std::logic_error naming
+  /// it, thrown before anything changes. O(table capacity); frees the
+  /// nodes' messages and skip logs.
+  void clear();
   /// Not copyable: carriers hold tags on this graph's nodes by id, and a copy
   /// would hold nodes nobody tags.
   ErrorGraph(const ErrorGraph&) = delete;
@@ -444,6 +446,7 @@ class ErrorGraph {
   [[noreturn]] static void throw_missing(const char* operation, FailureId failure);
   [[noreturn]] static void throw_bad_untag(FailureId failure, bool exists);
   [[noreturn]] static void throw_ids_exhausted();
+  [[noreturn]] static void throw_carried_clear(FailureId failure, std::uint64_t tags);
 
   detail::FailureNode hot_;      ///< The first inline slot (id 0 = vacant).
   detail::FailureNode resident_; ///< The second inline slot (id 0 = vacant).

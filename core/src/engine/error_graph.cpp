@@ -12,7 +12,13 @@ void ErrorGraph::retire_hot() {
   cold_.insert(std::move(hot_));
 }
 
-void ErrorGraph::clear() noexcept {
+void ErrorGraph::clear() {
+  // R4 first, so a refused clear leaves every node as it was.
+  for_each([](FailureId failure, const Error&, std::uint64_t tags) {
+    if (tags != 0) [[unlikely]] {
+      throw_carried_clear(failure, tags);
+    }
+  });
   // Each slot destroyed and default-constructed again (id 0, no tags,
   // TornDown, no skip log), as on a fresh graph — the NeverWritten slot too,
   // which mint_never_written sets again on its first use. Not vacate(): it
@@ -35,6 +41,12 @@ void ErrorGraph::throw_bad_untag(FailureId failure, bool exists) {
   throw std::logic_error("ErrorGraph::untag: " + to_string(failure) +
                          (exists ? " has no tags left (an untag without a matching tag)"
                                  : " has no node (R2: untag of a failure no carrier holds)"));
+}
+
+void ErrorGraph::throw_carried_clear(FailureId failure, std::uint64_t tags) {
+  throw std::logic_error("ErrorGraph::clear: " + to_string(failure) + " still has " +
+                         std::to_string(tags) +
+                         " tag(s) (R4: clear only a graph that nothing carries)");
 }
 
 void ErrorGraph::throw_ids_exhausted() {
