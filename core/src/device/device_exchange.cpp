@@ -342,6 +342,10 @@ LaunchResult Device::enter_exchange(std::uint32_t slot, std::uint64_t launch,
           stale.push_back(absolute(fed.output, fed.range));
         }
       }
+      if (stale.empty()) {
+        write_taints_[index]->written(output.range, graph_); // The common case: no list.
+        continue;
+      }
       clean.clear();
       append_rest(output.range, stale, clean);
       for (const ByteRange bytes : clean) {
