@@ -687,15 +687,19 @@ void DeviceModel::race_outputs(std::uint64_t launch, std::string_view kernel,
   std::vector<Binding> unclaimed;
   for (const Binding& bytes : produced) {
     Allocation& allocation = allocations_.at(index_of(bytes.allocation));
-    std::optional<std::uint64_t> run;
+    // The open run's first byte, when `in_run` (a plain pair: g++ 12 at -O3
+    // took an optional here for maybe-uninitialized).
+    std::uint64_t run_begin = 0;
+    bool in_run = false;
     for (std::uint64_t byte = bytes.range.begin(); byte <= bytes.range.end(); ++byte) {
       const bool at_end = byte == bytes.range.end();
       const bool claimed = !at_end && allocation.writer.at(byte) == failure;
-      if (!at_end && !claimed && !run) {
-        run = byte;
-      } else if ((at_end || claimed) && run) {
-        unclaimed.push_back({bytes.allocation, ByteRange::of(*run, byte)});
-        run.reset();
+      if (!at_end && !claimed && !in_run) {
+        run_begin = byte;
+        in_run = true;
+      } else if ((at_end || claimed) && in_run) {
+        unclaimed.push_back({bytes.allocation, ByteRange::of(run_begin, byte)});
+        in_run = false;
       }
     }
   }
