@@ -687,8 +687,8 @@ void DeviceModel::race_outputs(std::uint64_t launch, std::string_view kernel,
   std::vector<Binding> unclaimed;
   for (const Binding& bytes : produced) {
     Allocation& allocation = allocations_.at(index_of(bytes.allocation));
-    // The open run's first byte, when `in_run` (a plain pair: g++ 12 at -O3
-    // took an optional here for maybe-uninitialized).
+    // The open run's first byte, when `in_run`. A plain pair, not an
+    // optional: g++ 12 at -O3 flagged the optional as maybe-uninitialized.
     std::uint64_t run_begin = 0;
     bool in_run = false;
     for (std::uint64_t byte = bytes.range.begin(); byte <= bytes.range.end(); ++byte) {
