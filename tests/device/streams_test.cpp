@@ -14,6 +14,8 @@
 #include <taintpool/host/host_backend.hpp>
 #include <taintpool/pool/fault_injecting_storage.hpp>
 #include <taintpool/pool/host_storage.hpp>
+#include <taintpool/pool/memory_manager.hpp>
+#include <taintpool/stream/stream_table.hpp>
 
 #include <gtest/gtest.h>
 
@@ -681,6 +683,33 @@ TEST(Streams, O3_ADeviceThatNeverSynchronisesKeepsItsCrossStreamRecordsBounded) 
   EXPECT_LE(most, 200u) << "records of completed work piled up";
   EXPECT_EQ(read_ok(device, out.whole()), bytes_of(64, static_cast<std::uint8_t>(999 + 1)));
   device.check_invariants();
+}
+
+// StreamTable's two pin calls, as contracts: Device::order follows the
+// newest pin (last_pinned) and moves it on with pin_again, so a pin() of
+// the allocation that pin already holds, or a pin_again() of another, is
+// a caller's error and must be loud, changing nothing (O3).
+TEST(Streams, O3_PinRefusesTheNewestPinsAllocationAndPinAgainRefusesAnyOther) {
+  HostStorage storage;
+  ErrorGraph graph;
+  MemoryManager memory(storage, graph);
+  const Allocation a = memory.allocate(64);
+  const Allocation b = memory.allocate(64);
+  HostBackend backend;
+  StreamTable table(backend, 0); // Gone first: its pins hold a and b.
+  const std::uint32_t slot = table.slot(table.create());
+
+  table.pin(slot, 1, a);
+  EXPECT_THROW(table.pin(slot, 2, a), std::logic_error) << "the newest pin already holds it";
+  EXPECT_EQ(table.stats().pins_taken, 1u) << "a refused pin takes nothing";
+  EXPECT_NO_THROW(table.pin_again(slot, 2, a.id()));
+  EXPECT_THROW(table.pin_again(slot, 3, b.id()), std::logic_error) << "b is not pinned";
+  EXPECT_EQ(table.last_pinned(slot), a.id());
+
+  table.pin(slot, 3, b);
+  EXPECT_EQ(table.stats().pins_taken, 2u);
+  EXPECT_EQ(table.last_pinned(slot), b.id());
+  EXPECT_THROW(table.pin_again(slot, 4, a.id()), std::logic_error) << "a is no longer the newest";
 }
 
 } // namespace
