@@ -378,13 +378,17 @@ FedStale fed_stale(const CollectiveShape& shape, std::span<const std::byte> summ
   };
   std::vector<Cited> cited;
   std::vector<ByteRange> fed;
+  TaintSummary feeder;
+  int loaded = -1; // The source `feeder` holds: the visitor goes source by source.
   for_each_fed_piece(shape, summaries, [&](int source, std::uint32_t index, ByteRange bytes) {
     fed.push_back(bytes);
-    TaintSummary summary;
-    std::memcpy(&summary, summaries.data() + summary_index(shape, source) * TaintSummary::bytes,
-                sizeof(summary));
+    if (source != loaded) {
+      std::memcpy(&feeder, summaries.data() + summary_index(shape, source) * TaintSummary::bytes,
+                  sizeof(feeder));
+      loaded = source;
+    }
     const std::uint32_t entry = std::min<std::uint32_t>(
-        summary.root_of[index], std::max<std::uint32_t>(summary.root_count, 1) - 1);
+        feeder.root_of[index], std::max<std::uint32_t>(feeder.root_count, 1) - 1);
     if (std::none_of(cited.begin(), cited.end(), [&](const Cited& known) {
           return known.source == source && known.entry == entry;
         })) {
