@@ -17,6 +17,14 @@
 namespace {
 
 std::atomic<std::uint64_t> allocations{0};
+std::atomic<std::uint64_t> frees{0};
+
+void release(void* memory) noexcept {
+  if (memory != nullptr) {
+    frees.fetch_add(1, std::memory_order_relaxed);
+  }
+  std::free(memory);
+}
 
 void* allocate(std::size_t size) {
   allocations.fetch_add(1, std::memory_order_relaxed);
@@ -60,6 +68,10 @@ std::uint64_t heap_allocations() noexcept {
   return allocations.load(std::memory_order_relaxed);
 }
 
+std::uint64_t heap_frees() noexcept {
+  return frees.load(std::memory_order_relaxed);
+}
+
 } // namespace taintpool::testing
 
 void* operator new(std::size_t size) {
@@ -88,38 +100,38 @@ void* operator new[](std::size_t size, std::align_val_t alignment, const std::no
 }
 
 void operator delete(void* memory) noexcept {
-  std::free(memory);
+  release(memory);
 }
 void operator delete[](void* memory) noexcept {
-  std::free(memory);
+  release(memory);
 }
 void operator delete(void* memory, std::size_t) noexcept {
-  std::free(memory);
+  release(memory);
 }
 void operator delete[](void* memory, std::size_t) noexcept {
-  std::free(memory);
+  release(memory);
 }
 void operator delete(void* memory, const std::nothrow_t&) noexcept {
-  std::free(memory);
+  release(memory);
 }
 void operator delete[](void* memory, const std::nothrow_t&) noexcept {
-  std::free(memory);
+  release(memory);
 }
 void operator delete(void* memory, std::align_val_t) noexcept {
-  std::free(memory);
+  release(memory);
 }
 void operator delete[](void* memory, std::align_val_t) noexcept {
-  std::free(memory);
+  release(memory);
 }
 void operator delete(void* memory, std::size_t, std::align_val_t) noexcept {
-  std::free(memory);
+  release(memory);
 }
 void operator delete[](void* memory, std::size_t, std::align_val_t) noexcept {
-  std::free(memory);
+  release(memory);
 }
 void operator delete(void* memory, std::align_val_t, const std::nothrow_t&) noexcept {
-  std::free(memory);
+  release(memory);
 }
 void operator delete[](void* memory, std::align_val_t, const std::nothrow_t&) noexcept {
-  std::free(memory);
+  release(memory);
 }

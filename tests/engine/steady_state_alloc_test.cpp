@@ -32,6 +32,7 @@ namespace taintpool {
 namespace {
 
 using testing::allocations_during;
+using testing::frees_during;
 
 constexpr std::uint64_t kBinding = 1 << 20; // each buffer's whole binding
 
@@ -200,6 +201,48 @@ FailureId chain_of_skips(ErrorGraph& graph, std::uint64_t length) {
                   "k", AllocationId::from_raw(at), {AllocationId::from_raw(at + 1)}, false, false});
   }
   return root;
+}
+
+TEST(SteadyState, CountingDeleteSeesEveryHeapFree) {
+  // The counts of one below mean something only if frees are counted.
+  auto boxed = std::make_unique<std::uint64_t>(7);
+  std::string long_text(64, 'x');
+  escape(boxed.get());
+  escape(long_text.data());
+  const std::uint64_t freed = frees_during([&] {
+    boxed.reset();
+    std::string().swap(long_text); // Assigning "" could keep the buffer.
+  });
+  EXPECT_EQ(freed, 2u);
+}
+
+TEST(SteadyState, R4_APrunedFailureFreesItsMessageThenNotWhenItsSlotIsNextUsed) {
+  // A failure's state lives as long as something carries it (R4): its
+  // message too. Three failures: the newest sits in the graph's inline
+  // slot, the older ones move to the table (IdTable erase's backward shift
+  // moves nodes too). Each prune frees exactly its message; a vacated slot
+  // that kept the buffer (std::string keeps capacity when an empty message
+  // is assigned over it) would free nothing here and free it later, in
+  // whatever operation next filled the slot.
+  const std::string long_message(80, 'm');
+  ErrorGraph graph;
+  std::vector<FailureId> failures;
+  for (int at = 0; at < 3; ++at) {
+    failures.push_back(graph.insert(Error::launch(long_message)));
+  }
+  for (const std::size_t at : {1u, 2u, 0u}) {
+    const std::uint64_t freed = frees_during([&] { graph.prune(failures[at]); });
+    EXPECT_EQ(freed, 1u) << "failure " << at << "'s message goes with its node";
+  }
+  EXPECT_EQ(graph.size(), 0u);
+  // The slots are vacant and hold nothing: filling them with payload-free
+  // provisional failures and dropping those frees nothing more.
+  const std::uint64_t later = frees_during([&] {
+    for (int at = 0; at < 3; ++at) {
+      graph.prune(graph.insert(Error::torn_down()));
+    }
+  });
+  EXPECT_EQ(later, 0u);
 }
 
 TEST(SteadyState, G8_AReportAllocatesItsPathOnceWhateverItsLength) {

@@ -25,12 +25,26 @@ namespace taintpool::testing {
 /// thread together.
 [[nodiscard]] std::uint64_t heap_allocations() noexcept;
 
+/// Calls of any global operator delete on a non-null pointer since the
+/// process started, every thread together. With heap_allocations(), a test
+/// pins that a removal hands memory back when it happens, not whenever a
+/// later owner of the same slot overwrites it.
+[[nodiscard]] std::uint64_t heap_frees() noexcept;
+
 /// Allocations made while running `fn`.
 template <class Fn>
 [[nodiscard]] std::uint64_t allocations_during(Fn&& fn) {
   const std::uint64_t before = heap_allocations();
   fn();
   return heap_allocations() - before;
+}
+
+/// Frees made while running `fn`.
+template <class Fn>
+[[nodiscard]] std::uint64_t frees_during(Fn&& fn) {
+  const std::uint64_t before = heap_frees();
+  fn();
+  return heap_frees() - before;
 }
 
 } // namespace taintpool::testing
