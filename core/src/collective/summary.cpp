@@ -3,6 +3,7 @@
 #include <taintpool/collective/summary.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <stdexcept>
 #include <type_traits>
@@ -240,10 +241,15 @@ bool CollectiveShape::feeds_me(int rank) const noexcept {
 }
 
 ByteRange CollectiveShape::image(int source, std::uint32_t piece) const {
+  return image(source, piece, layout());
+}
+
+ByteRange CollectiveShape::image(int source, std::uint32_t piece,
+                                 const PieceLayout& layout) const noexcept {
   if (!feeds_me(source)) {
     return {};
   }
-  const ByteRange bytes = layout().piece(piece);
+  const ByteRange bytes = layout.piece(piece);
   const std::uint64_t block = count * element_size;
   switch (kind) {
   case CollectiveKind::all_gather: {
@@ -273,7 +279,7 @@ std::vector<CarriedStale> carried_stale(const CollectiveShape& shape, const Tain
     if ((mine.stale >> index & 1u) == 0) {
       continue;
     }
-    const ByteRange bytes = shape.image(shape.me, index);
+    const ByteRange bytes = shape.image(shape.me, index, layout);
     if (!bytes.empty()) {
       out.push_back(CarriedStale{0, bytes, 0, FailureId::from_raw(roots.piece_root[index])});
     }
@@ -314,9 +320,10 @@ void check_summaries_size(const CollectiveShape& shape, std::span<const std::byt
 /// explains (local first) — in source then piece order, while `fn` returns
 /// true. Every image is one piece's, and pieces of the same index land on
 /// the same bytes whoever sends them, so an image is either wholly
-/// explained by an own piece or not at all. Allocates nothing;
-/// O(sources x pieces x own pieces), pieces <= 64. Throws as fed_stale()
-/// does on too few summary bytes.
+/// explained by an own piece or not at all. Allocates nothing (the own
+/// images sit in a 64-entry array on the stack, computed once);
+/// O(sources x pieces x own stale pieces), pieces <= 64. Throws as
+/// fed_stale() does on too few summary bytes.
 template <class Fn>
 void for_each_fed_piece(const CollectiveShape& shape, std::span<const std::byte> summaries,
                         Fn&& fn) {
@@ -324,13 +331,16 @@ void for_each_fed_piece(const CollectiveShape& shape, std::span<const std::byte>
   const PieceLayout layout = shape.layout();
   const std::uint64_t own =
       shape.feeds_me(shape.me) ? stale_mask(summaries, summary_index(shape, shape.me)) : 0;
-  const auto own_explains = [&](ByteRange bytes) {
-    for (std::uint32_t index = 0; index < layout.pieces(); ++index) {
-      if ((own >> index & 1u) != 0 && shape.image(shape.me, index) == bytes) {
-        return true;
-      }
+  std::array<ByteRange, PieceLayout::max_pieces> own_images;
+  std::size_t own_count = 0;
+  for (std::uint32_t index = 0; index < layout.pieces(); ++index) {
+    if ((own >> index & 1u) != 0) {
+      own_images[own_count++] = shape.image(shape.me, index, layout);
     }
-    return false;
+  }
+  const auto own_explains = [&](ByteRange bytes) {
+    return std::find(own_images.begin(), own_images.begin() + own_count, bytes) !=
+           own_images.begin() + own_count;
   };
   for (int source = 0; source < shape.ranks; ++source) {
     if (source == shape.me || !shape.feeds_me(source)) {
@@ -341,7 +351,7 @@ void for_each_fed_piece(const CollectiveShape& shape, std::span<const std::byte>
       if ((stale >> index & 1u) == 0) {
         continue;
       }
-      const ByteRange bytes = shape.image(source, index);
+      const ByteRange bytes = shape.image(source, index, layout);
       if (!bytes.empty() && !own_explains(bytes) && !fn(source, index, bytes)) {
         return;
       }

@@ -158,6 +158,10 @@ struct CollectiveShape {
   /// Where piece `piece` of rank `source`'s contribution lands in this
   /// rank's output (empty if it does not).
   [[nodiscard]] ByteRange image(int source, std::uint32_t piece) const;
+  /// The same, given layout(): what a loop over many pieces calls, so the
+  /// layout is built and checked once, not once per piece.
+  [[nodiscard]] ByteRange image(int source, std::uint32_t piece,
+                                const PieceLayout& layout) const noexcept;
 };
 
 /// C4, this rank's half: the output bytes computed from its own stale
