@@ -235,14 +235,16 @@ TEST(SteadyState, R4_APrunedFailureFreesItsMessageThenNotWhenItsSlotIsNextUsed) 
     EXPECT_EQ(freed, 1u) << "failure " << at << "'s message goes with its node";
   }
   EXPECT_EQ(graph.size(), 0u);
-  // The slots are vacant and hold nothing: filling them with payload-free
-  // provisional failures and dropping those frees nothing more.
+  // The slots hold no old buffer: a new failure moved into one frees
+  // nothing (a kept buffer would be handed to the moved-from argument by
+  // std::string's move-assignment, and freed with it here).
+  Error next = Error::launch(long_message);
   const std::uint64_t later = frees_during([&] {
-    for (int at = 0; at < 3; ++at) {
-      graph.prune(graph.insert(Error::torn_down()));
-    }
+    failures[0] = graph.insert(std::move(next));
+    next = Error::torn_down();
   });
-  EXPECT_EQ(later, 0u);
+  EXPECT_EQ(later, 0u) << "the new failure's slot was empty";
+  graph.prune(failures[0]);
 }
 
 TEST(SteadyState, G8_AReportAllocatesItsPathOnceWhateverItsLength) {
