@@ -138,8 +138,8 @@ class IdTable {
   /// nothing. For an owner that empties and refills a table many times (a
   /// fuzzer's graph per input, issue 13). Each live node is destroyed and
   /// default-constructed again; vacant slots are left as they are, as
-  /// erase() left them (vacated: FailureNode's vacate() keeps no message
-  /// or skip log, so nothing of a removed node outlives it). O(capacity) with live nodes;
+  /// erase() left them, holding whatever the node's vacate() keeps (for
+  /// FailureNode: nothing). O(capacity) with live nodes;
   /// O(1) on an empty table, the common case (every node erased first).
   /// Never allocates.
   void clear() noexcept {
