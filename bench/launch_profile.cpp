@@ -37,15 +37,20 @@
 // launch, or any shape left a failure behind.
 //
 // Usage: launch_profile SHAPE [LAUNCHES]   (default 200000; cycles for fresh-*)
+// With LAUNCH_PROFILE_EVICT set in the environment, the launch shapes (host,
+// async, streams and their -submit forms) also report the scope's cost when
+// every launch finds its cache lines gone (Evictor, below).
 #include <taintpool/device/device.hpp>
 #include <taintpool/host/host_backend.hpp>
 #include <taintpool/pool/host_storage.hpp>
 #include <taintpool/pool/memory_manager.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <time.h>
 
@@ -84,6 +89,39 @@ LaunchOutcome empty_body(const KernelContext&) {
   return LaunchOutcome::success();
 }
 
+/// What a real launch does to the caches between two scopes: the driver's
+/// enqueue runs thousands of instructions over its own data, so on the
+/// H200 host the same scope that costs 56-87 ns in a tight loop costs
+/// 100-115 ns beside real launches (bench/RESULTS.md, run S). With
+/// LAUNCH_PROFILE_EVICT set, each launch is followed by a pass over 64 KiB
+/// of other data and 48 KiB of straight-line code — more than a core's L1
+/// data and instruction caches — so the scope finds its own lines gone, and
+/// cachegrind (bench/profile_launch.sh, EVICT=1) counts how many lines of
+/// data and code one scope needs: what it pays after every real launch.
+/// Off (the default) it costs one predictable branch per launch.
+struct Evictor {
+  bool on = std::getenv("LAUNCH_PROFILE_EVICT") != nullptr;
+  std::unique_ptr<unsigned char[]> data{new unsigned char[std::size_t{64} << 10]()};
+
+  void operator()() {
+    if (on) {
+      pass();
+    }
+  }
+  [[gnu::noinline]] void pass() {
+    unsigned sum = 0;
+    for (std::size_t at = 0; at < (std::size_t{64} << 10); at += 64) {
+      sum += data[at];
+      data[at] = static_cast<unsigned char>(sum);
+    }
+    // 768 jumps, each to the start of the next 64-byte line: 48 KiB of
+    // code fetched for 768 instructions.
+    asm volatile(".p2align 6\n\t.rept 768\n\tjmp 1f\n\t.p2align 6\n1:\n\t.endr" ::: "memory");
+  }
+};
+
+Evictor evict;
+
 /// The measured loop, kept out of line so callgrind can collect it alone
 /// (--toggle-collect=*run_launches*).
 [[gnu::noinline]] std::uint64_t run_launches(Device& device, StreamId stream,
@@ -92,6 +130,7 @@ LaunchOutcome empty_body(const KernelContext&) {
   std::uint64_t ran = 0;
   for (std::uint64_t at = 0; at < launches; ++at) {
     ran += device.launch(stream, "k", reads, writes, empty_body).ran() ? 1u : 0u;
+    evict();
   }
   return ran;
 }
@@ -105,6 +144,7 @@ LaunchOutcome empty_body(const KernelContext&) {
   std::uint64_t ran = 0;
   for (std::uint64_t at = 0; at < launches; ++at) {
     ran += device.submit(stream, "k", reads, writes, empty_body).ran() ? 1u : 0u;
+    evict();
   }
   return ran;
 }
@@ -166,6 +206,36 @@ struct Timer {
   }
 };
 
+using RunLaunches = std::uint64_t (*)(Device&, StreamId, const Binding (&)[2], const Binding (&)[1],
+                                      std::uint64_t);
+
+/// With LAUNCH_PROFILE_EVICT: the scope's cost when it finds its cache lines
+/// gone (Evictor). The pass alone and launch + pass alternate in 20 rounds
+/// of launches / 20 each (so the run makes `launches` more launches, all
+/// inside run_launches: profile_launch.sh counts them); the fastest round of
+/// each is kept, since a shared machine only ever adds time.
+void report_evicted(RunLaunches run, Device& device, StreamId stream, const Binding (&reads)[2],
+                    const Binding (&writes)[1], std::uint64_t launches) {
+  if (!evict.on) {
+    return;
+  }
+  const std::uint64_t per_round = launches / 20;
+  double best_pass = 1e300;
+  double best_both = 1e300;
+  for (int round = 0; round < 20; ++round) {
+    const Timer alone;
+    for (std::uint64_t at = 0; at < per_round; ++at) {
+      evict();
+    }
+    best_pass = std::min(best_pass, alone.per(per_round));
+    const Timer both;
+    static_cast<void>(run(device, stream, reads, writes, per_round));
+    best_both = std::min(best_both, both.per(per_round));
+  }
+  std::printf("  evicted: the pass alone %.1f, launch + pass %.1f: the scope %.1f CPU ns\n",
+              best_pass, best_both, best_both - best_pass);
+}
+
 int usage() {
   std::fprintf(
       stderr,
@@ -202,6 +272,7 @@ int main(int argc, char** argv) {
     const std::uint64_t ran = run(device, device.default_stream(), reads, writes, launches);
     std::printf("host%s: %.1f CPU ns per launch (%llu launches)\n", via_submit ? "-submit" : "",
                 start.per(launches), static_cast<unsigned long long>(ran));
+    report_evicted(run, device, device.default_stream(), reads, writes, launches);
     return ran == launches && device.graph().empty() ? 0 : 1;
   }
   if (shape == "async" || shape == "streams") {
@@ -225,6 +296,7 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(ran),
                 static_cast<unsigned long long>(backend.records),
                 static_cast<unsigned long long>(backend.waits));
+    report_evicted(run, device, stream, reads, writes, launches);
     return ran == launches && backend.waits == 0 && device.graph().empty() ? 0 : 1;
   }
   if (shape == "fresh-trusted" || shape == "fresh-never") {
