@@ -39,7 +39,8 @@
 // Usage: launch_profile SHAPE [LAUNCHES]   (default 200000; cycles for fresh-*)
 // With LAUNCH_PROFILE_EVICT set in the environment, the launch shapes (host,
 // async, streams and their -submit forms) also report the scope's cost when
-// every launch finds its cache lines gone (Evictor, below).
+// every launch finds its cache lines gone (Evictor, below; =data or =code
+// empties only that L1).
 #include <taintpool/device/device.hpp>
 #include <taintpool/host/host_backend.hpp>
 #include <taintpool/pool/host_storage.hpp>
@@ -100,7 +101,13 @@ LaunchOutcome empty_body(const KernelContext&) {
 /// data and code one scope needs: what it pays after every real launch.
 /// Off (the default) it costs one predictable branch per launch.
 struct Evictor {
-  bool on = std::getenv("LAUNCH_PROFILE_EVICT") != nullptr;
+  const char* mode = std::getenv("LAUNCH_PROFILE_EVICT");
+  bool on = mode != nullptr;
+  /// LAUNCH_PROFILE_EVICT=data or =code evicts only that cache (which of
+  /// the two the scope's extra cost beside real launches comes from); any
+  /// other value both.
+  bool data_too = on && std::strcmp(mode, "code") != 0;
+  bool code_too = on && std::strcmp(mode, "data") != 0;
   std::unique_ptr<unsigned char[]> data{new unsigned char[std::size_t{64} << 10]()};
 
   void operator()() {
@@ -109,14 +116,18 @@ struct Evictor {
     }
   }
   [[gnu::noinline]] void pass() {
-    unsigned sum = 0;
-    for (std::size_t at = 0; at < (std::size_t{64} << 10); at += 64) {
-      sum += data[at];
-      data[at] = static_cast<unsigned char>(sum);
+    if (data_too) {
+      unsigned sum = 0;
+      for (std::size_t at = 0; at < (std::size_t{64} << 10); at += 64) {
+        sum += data[at];
+        data[at] = static_cast<unsigned char>(sum);
+      }
     }
-    // 768 jumps, each to the start of the next 64-byte line: 48 KiB of
-    // code fetched for 768 instructions.
-    asm volatile(".p2align 6\n\t.rept 768\n\tjmp 1f\n\t.p2align 6\n1:\n\t.endr" ::: "memory");
+    if (code_too) {
+      // 768 jumps, each to the start of the next 64-byte line: 48 KiB of
+      // code fetched for 768 instructions.
+      asm volatile(".p2align 6\n\t.rept 768\n\tjmp 1f\n\t.p2align 6\n1:\n\t.endr" ::: "memory");
+    }
   }
 };
 

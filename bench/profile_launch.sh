@@ -17,7 +17,8 @@
 # callgrind's cache model with one core of a server part (L1i 32 KiB, L1d
 # 48 KiB, a 2 MiB L2 as the last level): instruction and data lines missed
 # in L1 per launch, the pass's own misses left out. Each is an L2 hit the
-# scope waits for beside real launches (issue 11, item 7).
+# scope waits for beside real launches (issue 11, item 7). To time one cache
+# at a time, run launch_profile itself with LAUNCH_PROFILE_EVICT=data or =code.
 set -eu
 binary="${1:-build/release/bench/launch_profile}"
 launches=20000
