@@ -99,7 +99,8 @@ LaunchOutcome empty_body(const KernelContext&) {
 /// data and instruction caches — so the scope finds its own lines gone, and
 /// cachegrind (bench/profile_launch.sh, EVICT=1) counts how many lines of
 /// data and code one scope needs: what it pays after every real launch.
-/// Off (the default) it costs one predictable branch per launch.
+/// Only the evicting instantiations of the loops below call it, so the
+/// plain timings and instruction counts measure the launch alone.
 struct Evictor {
   const char* mode = std::getenv("LAUNCH_PROFILE_EVICT");
   bool on = mode != nullptr;
@@ -110,11 +111,6 @@ struct Evictor {
   bool code_too = on && std::strcmp(mode, "data") != 0;
   std::unique_ptr<unsigned char[]> data{new unsigned char[std::size_t{64} << 10]()};
 
-  void operator()() {
-    if (on) {
-      pass();
-    }
-  }
   [[gnu::noinline]] void pass() {
     if (data_too) {
       unsigned sum = 0;
@@ -134,28 +130,34 @@ struct Evictor {
 Evictor evict;
 
 /// The measured loop, kept out of line so callgrind can collect it alone
-/// (--toggle-collect=*run_launches*).
+/// (--toggle-collect=*run_launches*; the evicting instantiation alone:
+/// *run_launches<true>*). Evicting: an Evictor pass after each launch.
+template <bool Evicting>
 [[gnu::noinline]] std::uint64_t run_launches(Device& device, StreamId stream,
                                              const Binding (&reads)[2], const Binding (&writes)[1],
                                              std::uint64_t launches) {
   std::uint64_t ran = 0;
   for (std::uint64_t at = 0; at < launches; ++at) {
     ran += device.launch(stream, "k", reads, writes, empty_body).ran() ? 1u : 0u;
-    evict();
+    if constexpr (Evicting) {
+      evict.pass();
+    }
   }
   return ran;
 }
 
 /// run_launches through Device::submit() (the name keeps callgrind's
-/// --toggle-collect=*run_launches* pattern).
-[[gnu::noinline]] std::uint64_t run_launches_via_submit(Device& device, StreamId stream,
-                                                        const Binding (&reads)[2],
-                                                        const Binding (&writes)[1],
-                                                        std::uint64_t launches) {
+/// --toggle-collect patterns).
+template <bool Evicting>
+[[gnu::noinline]] std::uint64_t
+run_launches_via_submit(Device& device, StreamId stream, const Binding (&reads)[2],
+                        const Binding (&writes)[1], std::uint64_t launches) {
   std::uint64_t ran = 0;
   for (std::uint64_t at = 0; at < launches; ++at) {
     ran += device.submit(stream, "k", reads, writes, empty_body).ran() ? 1u : 0u;
-    evict();
+    if constexpr (Evicting) {
+      evict.pass();
+    }
   }
   return ran;
 }
@@ -221,10 +223,10 @@ using RunLaunches = std::uint64_t (*)(Device&, StreamId, const Binding (&)[2], c
                                       std::uint64_t);
 
 /// With LAUNCH_PROFILE_EVICT: the scope's cost when it finds its cache lines
-/// gone (Evictor). The pass alone and launch + pass alternate in 20 rounds
-/// of launches / 20 each (so the run makes `launches` more launches, all
-/// inside run_launches: profile_launch.sh counts them); the fastest round of
-/// each is kept, since a shared machine only ever adds time.
+/// gone (Evictor), through `run`, an evicting loop. The pass alone and
+/// launch + pass alternate in 20 rounds of launches / 20 each (the launches
+/// profile_launch.sh's EVICT=1 counts); the fastest round of each is kept,
+/// since a shared machine only ever adds time.
 void report_evicted(RunLaunches run, Device& device, StreamId stream, const Binding (&reads)[2],
                     const Binding (&writes)[1], std::uint64_t launches) {
   if (!evict.on) {
@@ -236,7 +238,7 @@ void report_evicted(RunLaunches run, Device& device, StreamId stream, const Bind
   for (int round = 0; round < 20; ++round) {
     const Timer alone;
     for (std::uint64_t at = 0; at < per_round; ++at) {
-      evict();
+      evict.pass();
     }
     best_pass = std::min(best_pass, alone.per(per_round));
     const Timer both;
@@ -266,7 +268,8 @@ int main(int argc, char** argv) {
   constexpr std::uint64_t kBytes = 4096;
 
   const bool via_submit = shape.ends_with("-submit");
-  const auto run = via_submit ? run_launches_via_submit : run_launches;
+  const RunLaunches run = via_submit ? run_launches_via_submit<false> : run_launches<false>;
+  const RunLaunches run_evicting = via_submit ? run_launches_via_submit<true> : run_launches<true>;
   if (via_submit) {
     shape.resize(shape.size() - std::strlen("-submit"));
   }
@@ -283,7 +286,7 @@ int main(int argc, char** argv) {
     const std::uint64_t ran = run(device, device.default_stream(), reads, writes, launches);
     std::printf("host%s: %.1f CPU ns per launch (%llu launches)\n", via_submit ? "-submit" : "",
                 start.per(launches), static_cast<unsigned long long>(ran));
-    report_evicted(run, device, device.default_stream(), reads, writes, launches);
+    report_evicted(run_evicting, device, device.default_stream(), reads, writes, launches);
     return ran == launches && device.graph().empty() ? 0 : 1;
   }
   if (shape == "async" || shape == "streams") {
@@ -307,7 +310,7 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(ran),
                 static_cast<unsigned long long>(backend.records),
                 static_cast<unsigned long long>(backend.waits));
-    report_evicted(run, device, stream, reads, writes, launches);
+    report_evicted(run_evicting, device, stream, reads, writes, launches);
     return ran == launches && backend.waits == 0 && device.graph().empty() ? 0 : 1;
   }
   if (shape == "fresh-trusted" || shape == "fresh-never") {

@@ -27,9 +27,10 @@ if [ "${EVICT:-0}" = 1 ]; then
     out="$(mktemp)"
     LAUNCH_PROFILE_EVICT=1 valgrind --tool=callgrind --cache-sim=yes --I1=32768,8,64 \
       --D1=49152,12,64 --LL=2097152,16,64 --callgrind-out-file="$out" \
-      --toggle-collect='*run_launches*' "$binary" "$shape" "$launches" >/dev/null 2>&1
-    # Warm-up, the timed launches, and as many again in the evicted rounds.
-    counted=$((2 * launches + 64))
+      --toggle-collect='*run_launches<true>*' --toggle-collect='*run_launches_via_submit<true>*' \
+      "$binary" "$shape" "$launches" >/dev/null 2>&1
+    # Only the evicting loops are collected: the 20 rounds of launches / 20.
+    counted=$((launches / 20 * 20))
     callgrind_annotate --show=Ir,I1mr,D1mr,D1mw "$out" 2>/dev/null | awk -v shape="$shape" -v n="$counted" '
       function num(s) { gsub(",", "", s); return s + 0 }
       /PROGRAM TOTALS/ { ir = num($1); i1 = num($3); dr = num($5); dw = num($7) }
