@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -387,6 +388,71 @@ TEST(Submit, O5_SubmitFromABodyOnItsOwnDeviceIsRefused) {
                                           })),
       std::logic_error);
   EXPECT_FALSE(rig.device.stale_reports(a.whole()).empty()); // S3: torn down.
+}
+
+// LaunchOutcome is one pointer, null for success() (the launch path's
+// answer costs a store and a test); these pin that its four answers still
+// say what they said, and that copies and moves hold no surprise.
+
+TEST(LaunchOutcome, S1_SuccessIsWholeAndAllocatesNothing) {
+  std::uint64_t whole = 0;
+  const std::uint64_t allocations = testing::allocations_during([&] {
+    const LaunchOutcome outcome = LaunchOutcome::success();
+    whole += outcome.whole_success() && outcome.ok() && !outcome.wrote_only() &&
+                     outcome.error() == nullptr && outcome.written().empty()
+                 ? 1u
+                 : 0u;
+  });
+  EXPECT_EQ(whole, 1u);
+  EXPECT_EQ(allocations, 0u);
+}
+
+TEST(LaunchOutcome, S2_S6_EveryOtherAnswerIsNotWholeAndSaysWhatItWasGiven) {
+  const LaunchOutcome only = LaunchOutcome::wrote_only({{0, ByteRange::of(0, 4)}});
+  EXPECT_FALSE(only.whole_success());
+  EXPECT_TRUE(only.ok());
+  EXPECT_TRUE(only.wrote_only());
+  EXPECT_EQ(only.error(), nullptr);
+  ASSERT_EQ(only.written().size(), 1u);
+  EXPECT_EQ(only.written()[0], (WrittenRange{0, ByteRange::of(0, 4)}));
+
+  const LaunchOutcome failed = LaunchOutcome::failure(Error::launch("boom"));
+  EXPECT_FALSE(failed.whole_success());
+  EXPECT_FALSE(failed.ok());
+  EXPECT_FALSE(failed.wrote_only());
+  ASSERT_NE(failed.error(), nullptr);
+  EXPECT_EQ(failed.error()->message(), "boom");
+  EXPECT_TRUE(failed.written().empty());
+
+  const LaunchOutcome partial =
+      LaunchOutcome::partial(Error::launch("half"), {{1, ByteRange::of(2, 6)}});
+  EXPECT_FALSE(partial.whole_success());
+  EXPECT_FALSE(partial.ok());
+  EXPECT_FALSE(partial.wrote_only());
+  ASSERT_NE(partial.error(), nullptr);
+  EXPECT_EQ(partial.error()->message(), "half");
+  ASSERT_EQ(partial.written().size(), 1u);
+  EXPECT_EQ(partial.written()[0], (WrittenRange{1, ByteRange::of(2, 6)}));
+}
+
+TEST(LaunchOutcome, S2_ACopyOwnsItsDetailsAndAMoveLeavesSuccessBehind) {
+  auto original = std::make_unique<LaunchOutcome>(
+      LaunchOutcome::partial(Error::launch("half"), {{0, ByteRange::of(0, 8)}}));
+  LaunchOutcome copy = *original;
+  LaunchOutcome assigned = LaunchOutcome::success();
+  assigned = *original;
+  original.reset(); // The copies must not share what it owned.
+  for (const LaunchOutcome* outcome : {&copy, &assigned}) {
+    ASSERT_NE(outcome->error(), nullptr);
+    EXPECT_EQ(outcome->error()->message(), "half");
+    ASSERT_EQ(outcome->written().size(), 1u);
+    EXPECT_EQ(outcome->written()[0], (WrittenRange{0, ByteRange::of(0, 8)}));
+  }
+  LaunchOutcome moved = std::move(copy);
+  EXPECT_FALSE(moved.ok());
+  EXPECT_TRUE(copy.whole_success()); // NOLINT(bugprone-use-after-move): pinned on purpose.
+  assigned = LaunchOutcome::success();
+  EXPECT_TRUE(assigned.whole_success());
 }
 
 } // namespace

@@ -448,7 +448,7 @@ Device::run_flat(std::uint32_t slot, std::string_view kernel, std::span<const Bi
       abandon_plain(slot, launch, kernel, reads, writes, provisional); // S3; rethrows
     }
   }();
-  if (!outcome.ok() || outcome.wrote_only()) [[unlikely]] {
+  if (!outcome.whole_success()) [[unlikely]] {
     finished_ = finish_plain(slot, launch, kernel, reads, writes, provisional, outcome, fresh);
     return PlainEnd::Finished;
   }

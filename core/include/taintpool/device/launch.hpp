@@ -40,6 +40,17 @@ struct WrittenRange {
 /// What a body says back: success, success having written only some
 /// ranges (S6), failure, or failure after writing some ranges (S2). Built
 /// only through the four named constructors.
+///
+/// Shaped as one pointer, null for success(): every launch builds, tests
+/// and destroys one of these, and the common answer must cost what a null
+/// pointer costs — a store, a test, a test — with no out-of-line destructor
+/// on the launch path (issue 11, item 7: the scope's budget is counted in
+/// cache lines as much as in instructions). The other three answers carry
+/// an error or ranges, which allocate anyway; their details take one more
+/// allocation beside them.
+///
+/// Copies are deep (a copy owns its own details); a moved-from outcome is
+/// success().
 class LaunchOutcome {
  public:
   /// Every output was written. Allocation-free.
@@ -50,17 +61,12 @@ class LaunchOutcome {
   /// the write set keeps the state it had before the launch — stale bytes
   /// stay stale with their failure. Ranges are untrusted, as for partial().
   [[nodiscard]] static LaunchOutcome wrote_only(std::vector<WrittenRange> written) {
-    LaunchOutcome outcome;
-    outcome.written_ = std::move(written);
-    outcome.only_ = true;
-    return outcome;
+    return LaunchOutcome(Details{std::nullopt, std::move(written), true});
   }
 
   /// Nothing was written: every output carries `error` (S1).
   [[nodiscard]] static LaunchOutcome failure(Error error) {
-    LaunchOutcome outcome;
-    outcome.error_ = std::move(error);
-    return outcome;
+    return LaunchOutcome(Details{std::move(error), {}, false});
   }
 
   /// S2: the body failed after writing `written`; those bytes are released,
@@ -68,27 +74,50 @@ class LaunchOutcome {
   /// outside its output is ignored (never releases bytes the launch did not
   /// own) and counted in the failure's message.
   [[nodiscard]] static LaunchOutcome partial(Error error, std::vector<WrittenRange> written) {
-    LaunchOutcome outcome;
-    outcome.error_ = std::move(error);
-    outcome.written_ = std::move(written);
-    return outcome;
+    return LaunchOutcome(Details{std::move(error), std::move(written), false});
   }
 
+  LaunchOutcome(const LaunchOutcome& other)
+      : details_(other.details_ ? std::make_unique<Details>(*other.details_) : nullptr) {}
+  LaunchOutcome& operator=(const LaunchOutcome& other) {
+    if (this != &other) {
+      details_ = other.details_ ? std::make_unique<Details>(*other.details_) : nullptr;
+    }
+    return *this;
+  }
+  LaunchOutcome(LaunchOutcome&&) noexcept = default;
+  LaunchOutcome& operator=(LaunchOutcome&&) noexcept = default;
+  ~LaunchOutcome() = default;
+
+  /// success(): every output written, nothing to say. The one test the
+  /// launch path makes on a body's answer.
+  [[nodiscard]] bool whole_success() const noexcept { return details_ == nullptr; }
   /// success() or wrote_only().
-  [[nodiscard]] bool ok() const noexcept { return !error_.has_value(); }
+  [[nodiscard]] bool ok() const noexcept { return details_ == nullptr || !details_->error; }
   /// wrote_only(): a success that did not write the whole write set.
-  [[nodiscard]] bool wrote_only() const noexcept { return only_; }
+  [[nodiscard]] bool wrote_only() const noexcept { return details_ != nullptr && details_->only; }
   /// The failure's error, or null on success.
-  [[nodiscard]] const Error* error() const noexcept { return error_ ? &*error_ : nullptr; }
+  [[nodiscard]] const Error* error() const noexcept {
+    return details_ != nullptr && details_->error ? &*details_->error : nullptr;
+  }
   /// The ranges a partial failure (S2) or a wrote_only success (S6)
   /// reported; empty otherwise.
-  [[nodiscard]] std::span<const WrittenRange> written() const noexcept { return written_; }
+  [[nodiscard]] std::span<const WrittenRange> written() const noexcept {
+    return details_ != nullptr ? std::span<const WrittenRange>(details_->written)
+                               : std::span<const WrittenRange>();
+  }
 
  private:
+  /// Everything but success() says.
+  struct Details {
+    std::optional<Error> error;
+    std::vector<WrittenRange> written;
+    bool only = false;
+  };
   LaunchOutcome() noexcept = default;
-  std::optional<Error> error_;
-  std::vector<WrittenRange> written_;
-  bool only_ = false;
+  explicit LaunchOutcome(Details details)
+      : details_(std::make_unique<Details>(std::move(details))) {}
+  std::unique_ptr<Details> details_;
 };
 
 /// How a launch ended, as LaunchResult reports it.
