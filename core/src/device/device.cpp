@@ -592,10 +592,13 @@ template <class Answer>
   return Answer(std::move(finished_));
 }
 
+// Inline into launch() and submit(), its only callers: one frame fewer
+// and one function's code lines fewer on every launch (issue 11, item 7).
 template <class Answer>
-Answer Device::launch_as(const char* call, StreamId stream, std::string_view kernel,
-                         std::span<const Binding> reads, std::span<const Binding> writes,
-                         KernelBody body) {
+[[gnu::always_inline]] inline Answer
+Device::launch_as(const char* call, StreamId stream, std::string_view kernel,
+                  std::span<const Binding> reads, std::span<const Binding> writes,
+                  KernelBody body) {
   const Lock lock(*this, call);
   const std::uint32_t slot = streams_.slot(stream);
   Resolved in;

@@ -51,7 +51,7 @@ class FastMutex {
   ~FastMutex() = default;
 
   /// One compare-and-swap when free; else spin, then sleep.
-  void lock() noexcept {
+  [[gnu::always_inline]] void lock() noexcept {
     if (single_threaded() && state_.load(std::memory_order_relaxed) == 0) {
       state_.store(1, std::memory_order_relaxed); // No other thread exists.
       return;
@@ -72,7 +72,7 @@ class FastMutex {
   }
 
   /// One exchange; a wake only if someone may sleep.
-  void unlock() noexcept {
+  [[gnu::always_inline]] void unlock() noexcept {
     if (single_threaded()) {
       state_.store(0, std::memory_order_relaxed); // Nobody can be waiting.
       return;
