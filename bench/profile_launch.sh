@@ -31,7 +31,7 @@ if [ "${EVICT:-0}" = 1 ]; then
       "$binary" "$shape" "$launches" >/dev/null 2>&1
     # Only the evicting loops are collected: the 20 rounds of launches / 20.
     counted=$((launches / 20 * 20))
-    callgrind_annotate --show=Ir,I1mr,D1mr,D1mw "$out" 2>/dev/null | awk -v shape="$shape" -v n="$counted" '
+    callgrind_annotate --auto=no --show=Ir,I1mr,D1mr,D1mw "$out" 2>/dev/null | awk -v shape="$shape" -v n="$counted" '
       function num(s) { gsub(",", "", s); return s + 0 }
       /PROGRAM TOTALS/ { ir = num($1); i1 = num($3); dr = num($5); dw = num($7) }
       /Evictor::pass/ { ir -= num($1); i1 -= num($3); dr -= num($5); dw -= num($7) }
