@@ -126,10 +126,6 @@ MemoryManager::~MemoryManager() {
 
 // ------------------------------------------------------------ discovery
 
-Slice* MemoryManager::take_released() noexcept {
-  return inbox_->take_all();
-}
-
 void MemoryManager::end_allocations(Slice* released, bool erase_later) noexcept {
   // Many handles dropped between two calls (a step's activations, a batch
   // of requests) arrive as one list, and with 10^5 live allocations each
