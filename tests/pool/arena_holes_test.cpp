@@ -268,5 +268,27 @@ TEST(PoolArenaHoles, P2_AFarReservationTheStorageRefusesLosesNothing) {
   EXPECT_EQ(trainer.counting.counts().reserves, 2u);
 }
 
+TEST(PoolArenaHoles, P2_AnArenaEmptiedAndFilledAgainStartsFromItsBottom) {
+  // Three blocks of S, freed so that the top one is released last: a
+  // best-fit pool parks the newest release for exact reuse, and the next
+  // request, of its size, used to take it back and lay the next round out
+  // from the top (issue 12: efficientnet_train's warm replay mapped again).
+  // An arena that holds nothing parks nothing.
+  Trainer trainer(learning(true), true);
+  Allocation a = trainer.allocate(S);
+  Allocation b = trainer.allocate(S);
+  Allocation c = trainer.allocate(S);
+  const std::byte* bottom = trainer.memory.resolve(a.whole()).data;
+  ASSERT_LT(bottom, trainer.memory.resolve(c.whole()).data);
+  // The manager ends dropped allocations at its next call, newest drop first.
+  trainer.drop(c);
+  trainer.drop(b);
+  trainer.drop(a);
+  const std::uint64_t calls = trainer.counting.counts().calls();
+  Allocation again = trainer.allocate(S);
+  EXPECT_EQ(trainer.memory.resolve(again.whole()).data, bottom);
+  EXPECT_EQ(trainer.counting.counts().calls(), calls) << "nothing new mapped";
+}
+
 } // namespace
 } // namespace taintpool

@@ -469,7 +469,9 @@ ArenaPool::ArenaPool(Storage& storage, SliceCache& cache, MemoryStats& stats, st
 
 Slice* ArenaPool::reserve(std::uint64_t extent) {
   if (!learns_holes_ || virtual_memory() == nullptr) {
-    return SlicedPool::reserve(extent); // Without mapping, a hole cannot join a growth.
+    Slice* slice = SlicedPool::reserve(extent); // Without mapping, a hole cannot join a growth.
+    ++live_;
+    return slice;
   }
   const std::uint32_t key = blame_.key_for(extent);
   Slice* slice = nullptr;
@@ -482,6 +484,7 @@ Slice* ArenaPool::reserve(std::uint64_t extent) {
   }
   blame_.served(extent);
   slice->bin = key; // Unused while the slice is bound: the context rides along to release.
+  ++live_;
   return slice;
 }
 
@@ -490,6 +493,11 @@ void ArenaPool::release(Slice* slice) noexcept {
     blame_.vacated(slice->bin, slice->page, slice->offset, slice->extent);
   }
   SlicedPool::release(slice);
+  if (--live_ == 0) {
+    // Empty: nothing stays parked, so the next request starts from the
+    // bottom of one free range, as the first did (see the class comment).
+    consolidate();
+  }
 }
 
 Slice* ArenaPool::reserve_apart(std::uint64_t extent) {
@@ -923,6 +931,7 @@ Released ArenaPool::release_free_pages() {
 void ArenaPool::release_all_pages() noexcept {
   blame_.reset();
   edge_keeps_apart_ = false;
+  live_ = 0; // Bound slices were tombstoned: release() never sees them.
   // Every slice goes back to the cache with its page: the lists go too.
   for (Page* page = pages_; page != nullptr; page = page->next) {
     page->unmapped = nullptr;
@@ -951,6 +960,16 @@ void ArenaPool::free_page(Page* page) noexcept {
 
 void ArenaPool::check_invariants(MemoryStats& seen) const {
   SlicedPool::check_invariants(seen);
+  std::uint64_t bound = 0;
+  for (const Page* page = pages_; page != nullptr; page = page->next) {
+    for (const Slice* slice = page->first; slice != nullptr; slice = slice->page_next) {
+      bound += slice->state == SliceState::Bound ? 1 : 0;
+    }
+  }
+  if (bound != live_) {
+    layout_violation("the arena counts " + std::to_string(live_) + " slices handed out but " +
+                     std::to_string(bound) + " are bound");
+  }
   std::uint64_t held = 0;
   bool far_listed = far_page_ == nullptr;
   for (const Page* page = pages_; page != nullptr; page = page->next) {
