@@ -290,5 +290,29 @@ TEST(PoolArenaHoles, P2_AnArenaEmptiedAndFilledAgainStartsFromItsBottom) {
   EXPECT_EQ(trainer.counting.counts().calls(), calls) << "nothing new mapped";
 }
 
+TEST(PoolArenaHoles, P2_ARequestTakesAHoleBetweenLiveBlocksBeforeTheEdgeThatFitsCloser) {
+  // A's 4S hole lies between the bottom and a live block; T's 2S above it
+  // borders unmapped space (the edge). Best fit alone would carve the
+  // request from the edge, the closer fit; the edge comes last, so it goes
+  // into A's hole, as it would in a later step whose edge holds everything
+  // above its last block (ArenaPool's class comment; issue 12).
+  Trainer trainer(learning(true), true);
+  Allocation a = trainer.allocate(4 * S);
+  Allocation kept = trainer.allocate(S);
+  Allocation t = trainer.allocate(2 * S);
+  const std::byte* hole = trainer.memory.resolve(a.whole()).data;
+  const std::byte* edge = trainer.memory.resolve(t.whole()).data;
+  ASSERT_LT(trainer.memory.resolve(kept.whole()).data, edge);
+  trainer.drop(a);
+  trainer.drop(t);
+  const std::uint64_t calls = trainer.counting.counts().calls();
+  Allocation x = trainer.allocate(2 * S - 256); // Not T's extent: no exact reuse.
+  EXPECT_EQ(trainer.memory.resolve(x.whole()).data, hole);
+  Allocation exact = trainer.allocate(2 * S);
+  EXPECT_EQ(trainer.memory.resolve(exact.whole()).data, edge)
+      << "an exact fit is taken on the edge too: it leaves no remainder";
+  EXPECT_EQ(trainer.counting.counts().calls(), calls) << "nothing new mapped";
+}
+
 } // namespace
 } // namespace taintpool

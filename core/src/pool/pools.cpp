@@ -477,10 +477,8 @@ Slice* ArenaPool::reserve(std::uint64_t extent) {
   Slice* slice = nullptr;
   if (blame_.isolated(key)) {
     slice = reserve_apart(extent);
-  } else if (far_page_ != nullptr || edge_keeps_apart_) {
-    slice = reserve_beside_apart(extent);
   } else {
-    slice = SlicedPool::reserve(extent);
+    slice = reserve_beside_apart(extent);
   }
   blame_.served(extent);
   slice->bin = key; // Unused while the slice is bound: the context rides along to release.
@@ -519,7 +517,6 @@ Slice* ArenaPool::reserve_apart(std::uint64_t extent) {
     // once freed, joins that block's next growth as a far one would
     // (HoleBlame::edge_factor).
     if (Slice* edge = free_block_before_unmapped(HoleBlame::edge_factor * extent)) {
-      edge_keeps_apart_ = true;
       return split_off_top(edge, extent);
     }
     grow_far_ = true;
@@ -549,14 +546,14 @@ Slice* ArenaPool::reserve_beside_apart(std::uint64_t extent) {
 
 Slice* ArenaPool::best_fit_near(std::uint64_t extent) noexcept {
   Slice* slice = bins_.find(extent);
-  if (!edge_keeps_apart_ || slice == nullptr || slice->page_next == nullptr ||
+  // An exact fit is taken wherever it lies: no remainder, and its
+  // neighbour's record is not read (the common case in a warm step).
+  if (slice == nullptr || slice->extent == extent || slice->page_next == nullptr ||
       slice->page_next->state != SliceState::Unmapped) {
     return slice;
   }
-  // The edge is kept for set-apart blocks and growth: any other fit first.
-  bins_.remove(slice);
-  Slice* other = bins_.find(extent);
-  bins_.insert(slice);
+  // The edge comes last (see the class comment): any other fit first.
+  Slice* other = bins_.find_next(extent, slice);
   return other != nullptr ? other : slice;
 }
 
@@ -930,7 +927,6 @@ Released ArenaPool::release_free_pages() {
 
 void ArenaPool::release_all_pages() noexcept {
   blame_.reset();
-  edge_keeps_apart_ = false;
   live_ = 0; // Bound slices were tombstoned: release() never sees them.
   // Every slice goes back to the cache with its page: the lists go too.
   for (Page* page = pages_; page != nullptr; page = page->next) {
