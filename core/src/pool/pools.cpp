@@ -491,9 +491,12 @@ void ArenaPool::release(Slice* slice) noexcept {
     blame_.vacated(slice->bin, slice->page, slice->offset, slice->extent);
   }
   SlicedPool::release(slice);
-  if (--live_ == 0) {
-    // Empty: nothing stays parked, so the next request starts from the
-    // bottom of one free range, as the first did (see the class comment).
+  // Empty: nothing stays parked, so the next request starts from the
+  // bottom of one free range, as the first did (see the class comment).
+  // A slice at the bottom of a near page stays: taking it back is that
+  // start already, and a same-size pair on an empty arena keeps its
+  // recent-list reuse.
+  if (--live_ == 0 && (slice->page_prev != nullptr || slice->page == far_page_)) {
     consolidate();
   }
 }

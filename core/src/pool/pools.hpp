@@ -250,10 +250,13 @@ class SlicedPool : public Pool {
 /// What it costs: opt_generate 1.0955x to 1.1111x and one growth in its
 /// second half (a 1 MiB block it never frees lands between its key/value
 /// blocks, not on the edge), swin_train_bf16 1.0177x to 1.0340x
-/// (bench/RESULTS.md, pool10).
+/// (bench/RESULTS.md, pool10). Like every rule here it only chooses among
+/// free ranges: P2 holds as before.
 ///
 /// An arena that holds no allocation parks nothing: the release that
-/// empties it merges the recent slice at once. Why (issue 12): a program
+/// empties it merges the recent slice at once (unless that slice starts
+/// a near page: taking it back is then where a fresh start would put the
+/// request anyway). Why (issue 12): a program
 /// that frees everything and starts over (pool_replay's warm replays, a
 /// server between requests) would otherwise have its first request take
 /// the parked slice back wherever it lay and lay the whole step out from
