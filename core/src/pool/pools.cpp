@@ -469,19 +469,20 @@ ArenaPool::ArenaPool(Storage& storage, SliceCache& cache, MemoryStats& stats, st
 
 Slice* ArenaPool::reserve(std::uint64_t extent) {
   if (!learns_holes_ || virtual_memory() == nullptr) {
-    return SlicedPool::reserve(extent); // Without mapping, a hole cannot join a growth.
+    Slice* slice = SlicedPool::reserve(extent); // Without mapping, a hole cannot join a growth.
+    ++live_;
+    return slice;
   }
   const std::uint32_t key = blame_.key_for(extent);
   Slice* slice = nullptr;
   if (blame_.isolated(key)) {
     slice = reserve_apart(extent);
-  } else if (far_page_ != nullptr || edge_keeps_apart_) {
-    slice = reserve_beside_apart(extent);
   } else {
-    slice = SlicedPool::reserve(extent);
+    slice = reserve_beside_apart(extent);
   }
   blame_.served(extent);
   slice->bin = key; // Unused while the slice is bound: the context rides along to release.
+  ++live_;
   return slice;
 }
 
@@ -490,6 +491,14 @@ void ArenaPool::release(Slice* slice) noexcept {
     blame_.vacated(slice->bin, slice->page, slice->offset, slice->extent);
   }
   SlicedPool::release(slice);
+  // Empty: nothing stays parked, so the next request starts from the
+  // bottom of one free range, as the first did (see the class comment).
+  // A slice at the bottom of a near page stays: taking it back is that
+  // start already, and a same-size pair on an empty arena keeps its
+  // recent-list reuse.
+  if (--live_ == 0 && (slice->page_prev != nullptr || slice->page == far_page_)) {
+    consolidate();
+  }
 }
 
 Slice* ArenaPool::reserve_apart(std::uint64_t extent) {
@@ -511,7 +520,6 @@ Slice* ArenaPool::reserve_apart(std::uint64_t extent) {
     // once freed, joins that block's next growth as a far one would
     // (HoleBlame::edge_factor).
     if (Slice* edge = free_block_before_unmapped(HoleBlame::edge_factor * extent)) {
-      edge_keeps_apart_ = true;
       return split_off_top(edge, extent);
     }
     grow_far_ = true;
@@ -541,14 +549,14 @@ Slice* ArenaPool::reserve_beside_apart(std::uint64_t extent) {
 
 Slice* ArenaPool::best_fit_near(std::uint64_t extent) noexcept {
   Slice* slice = bins_.find(extent);
-  if (!edge_keeps_apart_ || slice == nullptr || slice->page_next == nullptr ||
+  // An exact fit is taken wherever it lies: no remainder, and its
+  // neighbour's record is not read (the common case in a warm step).
+  if (slice == nullptr || slice->extent == extent || slice->page_next == nullptr ||
       slice->page_next->state != SliceState::Unmapped) {
     return slice;
   }
-  // The edge is kept for set-apart blocks and growth: any other fit first.
-  bins_.remove(slice);
-  Slice* other = bins_.find(extent);
-  bins_.insert(slice);
+  // The edge comes last (see the class comment): any other fit first.
+  Slice* other = bins_.find_next(extent, slice);
   return other != nullptr ? other : slice;
 }
 
@@ -922,7 +930,7 @@ Released ArenaPool::release_free_pages() {
 
 void ArenaPool::release_all_pages() noexcept {
   blame_.reset();
-  edge_keeps_apart_ = false;
+  live_ = 0; // Bound slices were tombstoned: release() never sees them.
   // Every slice goes back to the cache with its page: the lists go too.
   for (Page* page = pages_; page != nullptr; page = page->next) {
     page->unmapped = nullptr;
@@ -951,6 +959,16 @@ void ArenaPool::free_page(Page* page) noexcept {
 
 void ArenaPool::check_invariants(MemoryStats& seen) const {
   SlicedPool::check_invariants(seen);
+  std::uint64_t bound = 0;
+  for (const Page* page = pages_; page != nullptr; page = page->next) {
+    for (const Slice* slice = page->first; slice != nullptr; slice = slice->page_next) {
+      bound += slice->state == SliceState::Bound ? 1 : 0;
+    }
+  }
+  if (bound != live_) {
+    layout_violation("the arena counts " + std::to_string(live_) + " slices handed out but " +
+                     std::to_string(bound) + " are bound");
+  }
   std::uint64_t held = 0;
   bool far_listed = far_page_ == nullptr;
   for (const Page* page = pages_; page != nullptr; page = page->next) {

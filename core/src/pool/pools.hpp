@@ -231,6 +231,37 @@ class SlicedPool : public Pool {
 /// its hole borders unmapped space all the same.
 /// Steady state repeats the placement of the step before, so it maps
 /// nothing.
+///
+/// The edge comes last. A request that is not set apart takes a free
+/// block that borders unmapped space (the edge, where growth maps) only
+/// when no other near block fits, or when it fits exactly. Why (issue 12):
+/// in the first step the edge block holds only what the last growth mapped
+/// beyond its request, in a later step everything above the step's last
+/// block, so a best fit that counts it as one more block chooses
+/// differently in the two, and a later step can need more than the first
+/// mapped. Kept last, the edge block's size decides nothing: a step that
+/// starts from the same free space lays its blocks out as the first did
+/// (measured: the warm replays of deeplabv3_train and opt_generate place
+/// every block where the first replay did; with the edge last only for
+/// requests of 1.25 MiB or more, roberta_train's warm replay maps again).
+/// Blocks that fit a hole between live ones fill it instead of the edge,
+/// which lowers two peaks: deeplabv3_train 1.0651x to 1.0358x and
+/// fasterrcnn_train 1.0516x to 1.0372x peak reserved over peak in use.
+/// What it costs: opt_generate 1.0955x to 1.1111x and one growth in its
+/// second half (a 1 MiB block it never frees lands between its key/value
+/// blocks, not on the edge), swin_train_bf16 1.0177x to 1.0340x
+/// (bench/RESULTS.md, pool10). Like every rule here it only chooses among
+/// free ranges: P2 holds as before.
+///
+/// An arena that holds no allocation parks nothing: the release that
+/// empties it merges the recent slice at once (unless that slice starts
+/// a near page: taking it back is then where a fresh start would put the
+/// request anyway). Why (issue 12): a program
+/// that frees everything and starts over (pool_replay's warm replays, a
+/// server between requests) would otherwise have its first request take
+/// the parked slice back wherever it lay and lay the whole step out from
+/// there, not from the bottom as the first step did (efficientnet_train
+/// mapped again in a warm replay, 1.0024x to 1.0181x).
 class ArenaPool final : public SlicedPool {
  public:
   /// Throws std::bad_alloc.
@@ -251,16 +282,14 @@ class ArenaPool final : public SlicedPool {
  private:
   /// A set-apart request (see the class comment).
   [[nodiscard]] Slice* reserve_apart(std::uint64_t extent);
-  /// Any other request once room is kept for set-apart blocks (a far
-  /// reservation exists, or edge_keeps_apart_).
+  /// Any other request (with virtual memory and the set-apart rule).
   [[nodiscard]] Slice* reserve_beside_apart(std::uint64_t extent);
   /// The best Free slice of the far reservation for `extent`, or null.
   [[nodiscard]] Slice* best_fit_far(std::uint64_t extent) const noexcept;
   /// The best fit outside the far reservation, else inside it, or null.
   [[nodiscard]] Slice* best_fit_near_first(std::uint64_t extent) noexcept;
-  /// The best fit outside the far reservation, or null; once
-  /// edge_keeps_apart_, a block that borders unmapped space only when no
-  /// other fits (it unfiles and refiles that block to look past it).
+  /// The best fit outside the far reservation, or null; a block that
+  /// borders unmapped space only when it fits exactly or no other fits.
   [[nodiscard]] Slice* best_fit_near(std::uint64_t extent) noexcept;
   /// The smallest Free slice of at least `at_least` bytes outside the far
   /// reservation whose right neighbour is Unmapped, or null. Cold (only a
@@ -296,18 +325,12 @@ class ArenaPool final : public SlicedPool {
   std::uint64_t min_growth_;
   std::uint64_t ramp_growth_;
   std::uint64_t held_ = 0; ///< Bytes of memory this arena holds.
+  /// Slices reserve handed out that release has not taken back (P2: as
+  /// many as the arena's Bound slices).
+  std::uint64_t live_ = 0;
   HoleBlame blame_;
   bool grow_far_ = false; ///< The growth under way is for a set-apart request.
-  /// A set-apart block was placed at the top of a near block that borders
-  /// unmapped space (reserve_apart): from then on that edge is kept for
-  /// set-apart blocks and growth as the far reservation is, so other
-  /// requests take it only when nothing else fits. Why: a long-lived
-  /// request that best-fits into the hole such a block left pins the edge,
-  /// and the next step's set-apart block then maps far memory again
-  /// (gpt_neox_train_bf16's warm replay: 3 storage calls instead of 1).
-  /// Until then, nothing changes for any request.
-  bool edge_keeps_apart_ = false;
-  bool learns_holes_; ///< MemoryConfig::arena_sets_hole_makers_apart.
+  bool learns_holes_;     ///< MemoryConfig::arena_sets_hole_makers_apart.
   VirtualMemory* memory_ = nullptr;
   bool memory_asked_ = false;
 };

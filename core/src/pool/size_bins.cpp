@@ -25,11 +25,13 @@ bool better(const Slice* candidate, const Slice* best) noexcept {
   return candidate->page->base + candidate->offset < best->page->base + best->offset;
 }
 
-/// The best block of one bin's list that fits, walking at most `walk`.
-Slice* best_in(Slice* head, std::uint64_t extent, unsigned walk) noexcept {
+/// The best block of one bin's list that fits, walking at most `walk`,
+/// `skip` aside.
+Slice* best_in(Slice* head, std::uint64_t extent, unsigned walk,
+               const Slice* skip = nullptr) noexcept {
   Slice* best = nullptr;
   for (Slice* slice = head; slice != nullptr && walk != 0; slice = slice->bin_next, --walk) {
-    if (slice->extent >= extent && better(slice, best)) {
+    if (slice->extent >= extent && slice != skip && better(slice, best)) {
       best = slice;
     }
   }
@@ -45,6 +47,16 @@ Slice* SizeBins::best_fit(std::uint64_t extent, std::uint64_t units) const noexc
   }
   // Every block of a larger bin fits; the first non-empty one holds the best.
   Slice* first = first_nonempty_from(own + 1);
+  return first == nullptr ? nullptr : best_in(heads_[first->bin], extent, best_fit_walk);
+}
+
+Slice* SizeBins::find_next(std::uint64_t extent, const Slice* found) const noexcept {
+  // find took `found` from its bin, the first that holds a fitting block:
+  // the best other fit is in that bin, else in the next non-empty one.
+  if (Slice* best = best_in(heads_[found->bin], extent, best_fit_walk, found); best != nullptr) {
+    return best;
+  }
+  Slice* first = first_nonempty_from(found->bin + 1);
   return first == nullptr ? nullptr : best_in(heads_[first->bin], extent, best_fit_walk);
 }
 

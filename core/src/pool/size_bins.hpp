@@ -61,6 +61,12 @@ class SizeBins {
   /// not remove it.
   [[nodiscard]] Slice* find(std::uint64_t extent) const noexcept;
 
+  /// What find(extent) would pick were `found`, its answer, not filed,
+  /// without unfiling and refiling it: best fit only (the arena's edge
+  /// rule, pools.hpp). Walks found's bin and the next non-empty one, at
+  /// most best_fit_walk blocks each, as find does.
+  [[nodiscard]] Slice* find_next(std::uint64_t extent, const Slice* found) const noexcept;
+
   /// The largest extent held, or 0. Scans one bin.
   [[nodiscard]] std::uint64_t largest() const noexcept;
 
