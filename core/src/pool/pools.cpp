@@ -490,13 +490,17 @@ void ArenaPool::release(Slice* slice) noexcept {
   if (learns_holes_ && memory_ != nullptr) {
     blame_.vacated(slice->bin, slice->page, slice->offset, slice->extent);
   }
+  // Where the slice lies is read before the release: without a recent list
+  // the release merges it, and a record merged into its neighbour goes
+  // back to the cache.
+  const bool off_near_bottom = slice->page_prev != nullptr || slice->page == far_page_;
   SlicedPool::release(slice);
   // Empty: nothing stays parked, so the next request starts from the
   // bottom of one free range, as the first did (see the class comment).
   // A slice at the bottom of a near page stays: taking it back is that
   // start already, and a same-size pair on an empty arena keeps its
   // recent-list reuse.
-  if (--live_ == 0 && (slice->page_prev != nullptr || slice->page == far_page_)) {
+  if (--live_ == 0 && off_near_bottom) {
     consolidate();
   }
 }
