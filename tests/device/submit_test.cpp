@@ -358,6 +358,42 @@ TEST(Submit, G1_TheFailureIdsMintedAreTheSameThroughEitherEntryPoint) {
   });
 }
 
+TEST(Submit, G1_APlainSuccessMintsItsIdWithoutANodeAndAFailureAfterItGetsTheNextOne) {
+  // The plain path mints a scope's provisional id but makes its node only
+  // when the scope claims (ErrorGraph::reserve_provisional). Either way the
+  // ids are those the general scope mints: with both inline slots free
+  // (round 0), one held (round 1), and both held by live failures (round 2:
+  // the node goes to the table).
+  expect_same<HostRig>([](Device& device, const Launcher& go, std::vector<std::string>& answers) {
+    const auto fails = [](const KernelContext&) {
+      return LaunchOutcome::failure(Error::launch("lost"));
+    };
+    const auto fills = [](const KernelContext& c) { return fill_all(c, 7); };
+    const Allocation clean = device.create_buffer(8);
+    std::vector<Allocation> buffers{clean};
+    for (std::size_t round = 0; round < 3; ++round) {
+      EXPECT_EQ(device.graph().size(), round); // One live failure per round before.
+      const Allocation lost = device.create_buffer(8);
+      buffers.push_back(lost);
+      const FailureId next = device.graph().next_id();
+      const Binding ok_writes[] = {clean.whole()};
+      const LaunchResult ok = go(device, device.default_stream(), "ok", none(), ok_writes, fills);
+      EXPECT_EQ(ok.status, LaunchStatus::Ran);
+      EXPECT_EQ(device.graph().next_id().raw(), next.raw() + 1); // G1: one id minted,
+      EXPECT_EQ(device.graph().size(), round);                   // G5: and no node left.
+      const Binding bad_writes[] = {lost.whole()};
+      const LaunchResult bad =
+          go(device, device.default_stream(), "bad", none(), bad_writes, fails);
+      EXPECT_TRUE(bad.failure.has_value());
+      EXPECT_EQ(bad.failure.value_or(next).raw(), next.raw() + 1);
+      EXPECT_EQ(device.graph().size(), round + 1);
+      answers.push_back(describe(ok));
+      answers.push_back(describe(bad));
+    }
+    return buffers;
+  });
+}
+
 TEST(Submit, P3_ABadBindingThrowsBeforeAnythingIsClaimedAsLaunchThrows) {
   HostRig rig;
   const Allocation a = rig.device.create_buffer(8);

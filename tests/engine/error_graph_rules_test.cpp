@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -776,6 +777,64 @@ TEST(ErrorGraph, S1_AProvisionalFailureStartsTornDownInATableSlotAnOlderFailureU
 }
 
 // ---- the graph as a value ---------------------------------------------------------
+
+TEST(ErrorGraph, G1_AReservedProvisionalIdIsTheNextIdAndMakesNoNodeUntilMaterialized) {
+  // The plain launch's provisional failure (device.cpp): minted, but no
+  // node unless the scope claims. The id is the one insert_provisional()
+  // would have given; the node, once made, is exactly a fresh provisional.
+  ErrorGraph graph;
+  const FailureId before = graph.insert(Error::launch("an older failure"));
+  const std::optional<FailureId> reserved = graph.reserve_provisional();
+  ASSERT_TRUE(reserved.has_value());
+  EXPECT_EQ(reserved->raw(), before.raw() + 1);
+  EXPECT_EQ(graph.next_id().raw(), reserved->raw() + 1);
+  EXPECT_EQ(graph.size(), 1u);
+  EXPECT_FALSE(graph.contains(*reserved));
+  EXPECT_NO_THROW(graph.check_invariants());
+  graph.materialize_provisional(*reserved);
+  EXPECT_EQ(graph.size(), 2u);
+  expect_fresh_provisional(graph, *reserved);
+  EXPECT_NO_THROW(graph.check_invariants());
+  // A reservation never claimed leaves nothing behind, and its id is used
+  // up: the next node gets the one after it (G1: never reused).
+  const std::optional<FailureId> unused = graph.reserve_provisional();
+  ASSERT_FALSE(unused.has_value()); // Both inline slots hold a node now.
+  graph.prune(*reserved);
+  const std::optional<FailureId> dropped = graph.reserve_provisional();
+  ASSERT_TRUE(dropped.has_value());
+  EXPECT_EQ(graph.insert_provisional().raw(), dropped->raw() + 1);
+}
+
+TEST(ErrorGraph, G1_AReservationIsRefusedWithoutAVacantInlineSlotAndChangesNothing) {
+  ErrorGraph graph;
+  const FailureId first = graph.insert(Error::launch("first"));
+  const FailureId second = graph.insert(Error::launch("second"));
+  const FailureId next = graph.next_id();
+  EXPECT_FALSE(graph.reserve_provisional().has_value());
+  EXPECT_EQ(graph.next_id(), next);
+  EXPECT_EQ(graph.size(), 2u);
+  EXPECT_TRUE(graph.contains(first));
+  EXPECT_TRUE(graph.contains(second));
+}
+
+TEST(ErrorGraph, G1_MaterializingAnythingButTheNewestUnmadeReservationThrowsAndChangesNothing) {
+  ErrorGraph graph;
+  const std::optional<FailureId> older = graph.reserve_provisional();
+  ASSERT_TRUE(older.has_value());
+  const std::optional<FailureId> newest = graph.reserve_provisional();
+  ASSERT_TRUE(newest.has_value());
+  // Not the newest id: another may have been inserted after it (G1 order).
+  EXPECT_THROW(graph.materialize_provisional(*older), std::logic_error);
+  EXPECT_EQ(graph.size(), 0u);
+  graph.materialize_provisional(*newest);
+  // Made already: a second node with the same id would break G1.
+  EXPECT_THROW(graph.materialize_provisional(*newest), std::logic_error);
+  EXPECT_EQ(graph.size(), 1u);
+  // Never minted.
+  EXPECT_THROW(graph.materialize_provisional(graph.next_id()), std::logic_error);
+  EXPECT_EQ(graph.size(), 1u);
+  EXPECT_NO_THROW(graph.check_invariants());
+}
 
 TEST(ErrorGraph, G1_AMovedGraphKeepsItsNodesAndIdsAndTheSourceIsEmptyAndUsable) {
   ErrorGraph graph;

@@ -147,6 +147,36 @@ class ErrorGraph {
     return FailureId::from_raw(slot.id);
   }
 
+  /// G1 for a write scope that will most likely claim nothing (the plain
+  /// launch's provisional failure, device.cpp): the id insert_provisional()
+  /// would mint, minted now, its node left out until the scope turns out to
+  /// need it (materialize_provisional()). A scope that ends claiming
+  /// nothing then writes no node and prunes none: two loads, a compare and
+  /// an increment, where insert then prune wrote a slot and found it again
+  /// (issue 11, item 7). Returns nullopt, changing nothing, when no inline
+  /// slot is vacant — the node could then need the table, which may
+  /// allocate, so the caller inserts instead. Throws as insert() does when
+  /// ids run out, changing nothing.
+  [[gnu::always_inline]] std::optional<FailureId> reserve_provisional() {
+    if (hot_.id != 0 && resident_.id != 0) [[unlikely]] {
+      return std::nullopt;
+    }
+    if (next_id_ == UINT64_MAX) [[unlikely]] {
+      throw_ids_exhausted();
+    }
+    return FailureId::from_raw(next_id_++);
+  }
+
+  /// The node of an id reserve_provisional() gave — 0 tags, TornDown, as
+  /// insert_provisional() makes it — in the inline slot that was vacant
+  /// then. Only before anything else is inserted into this graph: the id
+  /// stays the newest, so G1's order holds, and the slot is still vacant,
+  /// so nothing allocates. Throws std::logic_error, changing nothing, when
+  /// that contract is broken (the id is not the newest minted, or already
+  /// has a node, or no inline slot is vacant). Out of line: only a scope
+  /// that claims (a failed or partly written launch) gets here.
+  void materialize_provisional(FailureId reserved);
+
   /// G1 for the NeverWritten failure (N1): insert(Error::never_written()),
   /// into the slot kept for it, so the node a fresh buffer's first write
   /// ends is ended inline and the next allocation mints the next one without

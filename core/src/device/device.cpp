@@ -433,10 +433,19 @@ Device::run_flat(std::uint32_t slot, std::string_view kernel, std::span<const Bi
                               streams_.id(slot), streams_.handle(slot));
   // G1: a scope with outputs mints its provisional id; with every output
   // clean it claims nothing unless the body fails or throws (see enter()).
+  // So the id is minted now and its node made only when the scope claims
+  // (`deferred`): a successful launch writes no node and prunes none. The
+  // node can always be made later — an inline slot is vacant now, and
+  // nothing inserts into the graph while the body runs (the lock, and O5).
   std::optional<FailureId> provisional;
+  bool deferred = false;
   if (!writes_.empty()) {
     try {
-      provisional = graph_.insert_provisional();
+      provisional = graph_.reserve_provisional();
+      deferred = provisional.has_value();
+      if (!deferred) [[unlikely]] {
+        provisional = graph_.insert_provisional(); // Both slots taken: the table.
+      }
     } catch (...) {
       // Ids exhausted (never, in practice): as the general scope, the
       // launch is queued and logged as failed, and the error propagates.
@@ -447,17 +456,23 @@ Device::run_flat(std::uint32_t slot, std::string_view kernel, std::span<const Bi
     try {
       return run_body(body, context);
     } catch (...) {
+      if (deferred) {
+        graph_.materialize_provisional(*provisional);
+      }
       abandon_plain(slot, launch, kernel, reads, writes, provisional); // S3; rethrows
     }
   }();
   if (!outcome.whole_success()) [[unlikely]] {
+    if (deferred) {
+      graph_.materialize_provisional(*provisional);
+    }
     finished_ = finish_plain(slot, launch, kernel, reads, writes, provisional, outcome, fresh);
     return PlainEnd::Finished;
   }
   if (fresh) [[unlikely]] {
     release_fresh_outputs(outcome); // N1: a whole write; cannot fail (see there).
   }
-  if (provisional) {
+  if (provisional && !deferred) [[unlikely]] {
     graph_.prune(*provisional); // G5: it claimed nothing, so it goes.
   }
   StreamPoint work;

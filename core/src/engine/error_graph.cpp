@@ -32,6 +32,20 @@ void ErrorGraph::clear() {
   next_id_ = 1;
 }
 
+void ErrorGraph::materialize_provisional(FailureId reserved) {
+  // The contract, checked before anything changes: the id is the newest
+  // minted, has no node yet, and an inline slot is vacant for it.
+  if (reserved.raw() + 1 != next_id_ || find(reserved.raw()) != nullptr ||
+      (hot_.id != 0 && resident_.id != 0)) [[unlikely]] {
+    throw std::logic_error("ErrorGraph::materialize_provisional: " + to_string(reserved) +
+                           " is not a reserved id whose node may still be made (G1)");
+  }
+  detail::FailureNode& slot = hot_.id == 0 ? hot_ : resident_;
+  slot.id = reserved.raw();
+  slot.tags = 0; // A vacant slot holds TornDown already, as insert_provisional relies on.
+  ++size_;
+}
+
 void ErrorGraph::throw_missing(const char* operation, FailureId failure) {
   throw std::logic_error(std::string("ErrorGraph::") + operation + ": " + to_string(failure) +
                          " has no node (R2: a claim or skip must point at a live failure)");
