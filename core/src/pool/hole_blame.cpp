@@ -6,6 +6,7 @@ void HoleBlame::reset() noexcept {
   previous_ = {};
   forget_vacated();
   isolated_ = {};
+  sets_apart_ = false;
 }
 
 } // namespace taintpool::detail

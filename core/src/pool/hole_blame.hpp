@@ -110,18 +110,28 @@ class HoleBlame {
   /// extent)` says whether a free range of at least request / 2 bytes
   /// overlaps that range now. Every block vacated since the last growth, of
   /// at least request / 4 bytes, whose range a hole overlaps gets its
-  /// context set apart. Forgets the vacated blocks.
+  /// context set apart. Forgets the vacated blocks. Returns whether a
+  /// context not set apart before was set apart now (something was learned).
   template <class HoleOverlaps>
-  void blame(std::uint64_t request, HoleOverlaps hole_overlaps) noexcept {
+  bool blame(std::uint64_t request, HoleOverlaps hole_overlaps) noexcept {
+    bool learned = false;
     for (std::uint32_t at = 0; at < count_; ++at) {
       const Vacated& block = vacated_[at];
       if (block.key != 0 && block.extent * 4 >= request &&
           hole_overlaps(block.page, block.offset, block.extent)) {
-        isolated_[block.key % isolated_.size()] = block.key;
+        std::uint32_t& slot = isolated_[block.key % isolated_.size()];
+        learned = learned || slot != block.key;
+        slot = block.key;
       }
     }
+    sets_apart_ = sets_apart_ || learned;
     forget_vacated();
+    return learned;
   }
+
+  /// Whether any context is set apart: a growth has been blamed on a hole
+  /// since the last reset.
+  [[nodiscard]] bool sets_apart_any() const noexcept { return sets_apart_; }
 
   /// Forgets the blocks vacated so far (a growth, or a page given back).
   void forget_vacated() noexcept {
@@ -140,6 +150,7 @@ class HoleBlame {
   std::uint32_t count_ = 0;                   ///< Valid entries of vacated_.
   std::uint32_t next_ = 0;                    ///< Where the next one is written (a ring).
   std::array<std::uint32_t, 256> isolated_{}; ///< Set-apart keys, direct-mapped.
+  bool sets_apart_ = false;                   ///< Some key of isolated_ is set.
 };
 
 } // namespace taintpool::detail

@@ -601,7 +601,7 @@ Slice* ArenaPool::best_fit_near_first(std::uint64_t extent) noexcept {
   return slice != nullptr ? slice : best_fit_far(extent);
 }
 
-void ArenaPool::blame_holes(std::uint64_t extent) noexcept {
+bool ArenaPool::blame_holes(std::uint64_t extent) noexcept {
   // The free ranges of at least extent / 2: as extent >= held / 8, at most
   // 16 of them. One walk over the slices finds them.
   struct Hole {
@@ -619,7 +619,7 @@ void ArenaPool::blame_holes(std::uint64_t extent) noexcept {
       }
     }
   }
-  blame_.blame(extent, [&](const Page* page, std::uint64_t offset, std::uint64_t size) {
+  return blame_.blame(extent, [&](const Page* page, std::uint64_t offset, std::uint64_t size) {
     for (std::size_t at = 0; at < count; ++at) {
       if (holes[at].page == page && holes[at].offset < offset + size && offset < holes[at].end) {
         return true;
@@ -650,7 +650,12 @@ Slice* ArenaPool::grow(std::uint64_t extent) {
   if (VirtualMemory* memory = virtual_memory()) {
     if (learns_holes_) {
       if (extent * HoleBlame::blame_divisor >= held_) {
-        blame_holes(extent);
+        const bool had_set_apart = blame_.sets_apart_any();
+        // Settled: the layout this growth repeats is already learned, so
+        // what lies wholly free now stays free (see the class comment).
+        if (!blame_holes(extent) && had_set_apart) {
+          give_back_free_chunks();
+        }
       }
       blame_.forget_vacated(); // Blame looks only at blocks freed since the last growth.
     }
@@ -904,6 +909,22 @@ void ArenaPool::unmap_free_chunks(Page* page, Released& released) noexcept {
     released.blocks += 1;
     // Resume the walk just before the carved range.
     slice = before != nullptr ? before : page->first;
+  }
+}
+
+void ArenaPool::give_back_free_chunks() {
+  std::size_t chunks = 0;
+  for (const Page* page = pages_; page != nullptr; page = page->next) {
+    chunks += page->chunks.size();
+  }
+  // Before anything changes: carving may split (two records a chunk), and
+  // the growth and split that follow need their spares still.
+  cache_.ensure(2 * chunks + spares_for_reserve());
+  Released released;
+  for (Page* page = pages_; page != nullptr; page = page->next) {
+    if (page->reservation) {
+      unmap_free_chunks(page, released);
+    }
   }
 }
 
