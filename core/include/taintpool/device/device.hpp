@@ -96,7 +96,8 @@
 //     another stream;
 //   * with every output clean, the provisional failure is minted (G1) but
 //     claims the write set only if the body fails or throws: a success
-//     touches no taint (see enter());
+//     touches no taint (see enter()), and on the plain path below its node
+//     is made only then (ErrorGraph::reserve_provisional);
 //   * with no binding crossing streams and no cross-stream record, the work
 //     only takes its place in its stream's queue: no plan, wait or pin;
 //   * the launch log is not touched unless a late failure or a race may
@@ -105,8 +106,8 @@
 // in detect mode also nothing to order across streams — runs flat, in one
 // frame from the lock to the answer (launch_plain in device.cpp), and
 // submit() answers it with a null LaunchVerdict instead of a LaunchResult:
-// on HostBackend, 2 reads and 1 write, callgrind counts 527 instructions
-// per launch() and 508 per submit(), from 679 before the flat path (issue
+// on HostBackend, 2 reads and 1 write, callgrind counts 482 instructions
+// per launch() and 462 per submit(), from 679 before the flat path (issue
 // 11, item 7). Everything else leaves that path where it is first known,
 // for the general scope.
 // bench/launch_profile.cpp counts the instructions (bench/RESULTS.md). With
