@@ -78,9 +78,8 @@
 // coverage-instrumented: the checkers (common/no_coverage.hpp), the rest
 // of this file's harness (taint_fuzzer.coverage_ignorelist) and the engine
 // model (pool_fuzzer.ignorelist) add no features for libFuzzer to pay for;
-// nor does core's id-table probe (IdTable::find, in the same list and in
-// model.coverage_ignorelist), whose trace-cmp callbacks cost more than its
-// three branches guide.
+// nor does core's id-table probe (IdTable::find, in the same list), whose
+// trace-cmp callbacks cost more than its three branches guide.
 // The input length is bounded in taint_fuzzer.options.
 //
 // Out of memory is a contract case too: an op may run core under an injected
