@@ -67,10 +67,19 @@
 // (EngineModel::kept_records), and one harness serves every input (its
 // release_input() resets the model and its buffers exactly at the end of
 // each input — check_fresh() proves it at the start of the next — and
-// keeps their capacity). Only core is
+// keeps their capacity). The same checks are made more cheaply than they
+// were (issue 13, twelfth round): the failures an op touched are checked
+// once each, not once per run that names them; which allocations carry a
+// failure in the model is read from one pass over every run per check
+// (index_carriers), not a scan of all runs per failure; and the held list
+// drops the touched failures that died instead of asking the model about
+// every held one after each op (each sweep checks it against the model).
+// Only core is
 // coverage-instrumented: the checkers (common/no_coverage.hpp), the rest
 // of this file's harness (taint_fuzzer.coverage_ignorelist) and the engine
-// model (pool_fuzzer.ignorelist) add no features for libFuzzer to pay for.
+// model (pool_fuzzer.ignorelist) add no features for libFuzzer to pay for;
+// nor does core's id-table probe (IdTable::find, in the same list), whose
+// trace-cmp callbacks cost more than its three branches guide.
 // The input length is bounded in taint_fuzzer.options.
 //
 // Out of memory is a contract case too: an op may run core under an injected
@@ -565,6 +574,11 @@ class Harness {
       model_.add_allocation();
     }
     grow_failure_table();
+    // Grown here, outside every input: a first growth inside one is a
+    // malloc with no free, which libFuzzer takes for a leak (see
+    // grow_failure_table). 256 ids cover most inputs; a longer one grows it
+    // again, freeing the old buffer in the same run.
+    carriers_.reserve(256);
     check_.set_context([this] { return context(); });
   }
 
@@ -1038,8 +1052,23 @@ class Harness {
       trace_op(current, core, held_before, pruned_before);
     }
     // A failure that died (pruned, or its last carrier let go) is no longer
-    // held by anyone.
-    std::erase_if(held_, [&](FailureId failure) { return !model_.live(failure); });
+    // held by anyone. Only a touched failure can have died (settle_live
+    // relies on the same; every sweep checks both lists against the model),
+    // so only a touched failure the model has lost is looked up in the held
+    // list (ascending: ids are minted ascending and pushed as minted), not
+    // every held failure in the model: after a burst of inserts that scan
+    // ran over dozens of held failures on every op (issue 13, twelfth
+    // round: 1.8% under perf). The model's liveness is an O(1) lookup, and
+    // a touched failure seldom dies, so the search seldom runs.
+    for (const std::uint64_t raw : touch_.failures) {
+      if (raw == 0 || model_.live(FailureId::from_raw(raw))) {
+        continue; // Id 0 (graph_contract) is never minted, so never held.
+      }
+      const auto at = std::lower_bound(held_.begin(), held_.end(), FailureId::from_raw(raw));
+      if (at != held_.end() && *at == FailureId::from_raw(raw)) {
+        held_.erase(at);
+      }
+    }
     settle_live();
     // An op that threw (refused, or out of memory) changed nothing in the
     // model, so this also checks that it changed nothing in core.
@@ -1125,6 +1154,13 @@ class Harness {
       }
       break;
     }
+    // Each failure once: an allocation lists its owner once per run, so a
+    // split claim named the same failure again and again, and check_touched
+    // compared it that many times — the same comparisons of the same state
+    // (issue 13: check_failure was a quarter of a run under perf).
+    std::sort(touch_.failures.begin(), touch_.failures.end());
+    touch_.failures.erase(std::unique(touch_.failures.begin(), touch_.failures.end()),
+                          touch_.failures.end());
   }
 
   /// Brings live_ up to date with the op that just ran: only a touched
@@ -1152,7 +1188,7 @@ class Harness {
   void execute_move(const Op& op, Outcome& core, Outcome& model) {
     const std::size_t from = op.alloc;
     const std::size_t to = op.other;
-    const bool must_throw = from != to && !model_.claims(to).empty();
+    const bool must_throw = from != to && !model_.runs(to).empty(); // In place: no copy.
     core = run_op([&] {
       if (op.variant == 0) {
         taints_[to] = std::move(taints_[from]);
@@ -1514,6 +1550,7 @@ class Harness {
     check_.expect_equal("G1", "next_id", graph_.next_id(), model_.next_id());
     // live_ mirrors the model's live failures (checked in every sweep).
     check_.expect_equal("G1/G3", "graph size", graph_.size(), live_.size());
+    index_carriers();
     for (std::size_t at = 0; at < kAllocations; ++at) {
       if (touch_.allocations[at]) {
         check_allocation(op, at);
@@ -1552,6 +1589,24 @@ class Harness {
     check_taint_shape(at, runs.size(), owners_);
   }
 
+  /// For check_failure: which allocations carry each failure in the model,
+  /// one bit per allocation, indexed by raw id — one pass over every run
+  /// instead of one per failure checked (each scanned all four allocations'
+  /// runs: with the lookups around it, check_failure was a fifth of a run
+  /// under perf; issue 13, twelfth round). The same runs decide the same
+  /// bits, so the R1 comparisons are the ones made before.
+  TAINTPOOL_FUZZ_CHECKER void index_carriers() {
+    carriers_.assign(model_.next_id().raw(), 0);
+    for (std::size_t at = 0; at < kAllocations; ++at) {
+      for (const OwnedRun& run : model_.runs(at)) {
+        if (run.owner >= carriers_.size()) [[unlikely]] {
+          carriers_.resize(run.owner + 1, 0); // Never minted: still counted, as before.
+        }
+        carriers_[run.owner] |= static_cast<std::uint8_t>(1u << at);
+      }
+    }
+  }
+
   /// One failure, core against the model: liveness, tags and the carriers
   /// among the touched allocations, error, skip count; and, when the op
   /// recorded a skip or replaced an error, the kept records and the reports.
@@ -1560,15 +1615,15 @@ class Harness {
     const bool live = model_.live(id);
     check_.expect_equal(
         "G3/G5/R3", [&] { return who() + "is live"; }, graph_.contains(id), live);
-    // R1 from one pass over the model's runs: which allocations carry the
-    // failure, and so its tags (EngineModel::tags() counts the same
-    // allocations, in a pass of its own; the sweep calls it).
+    // R1 from the model's runs: which allocations carry the failure, and
+    // so its tags (EngineModel::tags() counts the same allocations, in a
+    // pass of its own; the sweep calls it). index_carriers() made that one
+    // pass for every failure the check visits.
     std::array<bool, kAllocations> carried{};
     std::uint64_t tags = 0;
+    const std::uint8_t mask = id.raw() < carriers_.size() ? carriers_[id.raw()] : 0;
     for (std::size_t at = 0; at < kAllocations; ++at) {
-      const std::vector<OwnedRun>& runs = model_.runs(at);
-      carried[at] = std::any_of(runs.begin(), runs.end(),
-                                [&](const OwnedRun& run) { return run.owner == id.raw(); });
+      carried[at] = (mask >> at & 1u) != 0;
       tags += carried[at] ? 1u : 0u;
     }
     check_.expect_equal(
@@ -1694,11 +1749,12 @@ class Harness {
     touch_.allocations.fill(true);
     touch_.reports = Reports::none;
     for (std::size_t at = 0; at < kAllocations; ++at) {
-      check_allocation(op, at);
+      check_allocation(op, at); // Leaves the model's owners of `at` in owners_.
       check_.expect_equal(
           "T3", [&] { return "alloc " + std::to_string(at) + " failures(everything)"; },
-          taints_[at].failures(ByteRange::of(0, UINT64_MAX)), owners_of(at));
+          taints_[at].failures(ByteRange::of(0, UINT64_MAX)), owners_);
     }
+    index_carriers();
     for (std::uint64_t raw = 1; raw < graph_.next_id().raw(); ++raw) {
       const FailureId id = FailureId::from_raw(raw);
       check_failure(id);
@@ -1724,19 +1780,16 @@ class Harness {
         "fuzzer", [&] {
           return "the live failures the decoder picks from differ from the model's: " + show(live_);
         });
+    check_.expect(std::is_sorted(held_.begin(), held_.end()) &&
+                      std::all_of(held_.begin(), held_.end(),
+                                  [&](FailureId failure) { return model_.live(failure); }),
+                  "fuzzer", [&] {
+                    return "the held list is out of order or names a failure the model has "
+                           "pruned: " +
+                           show(held_);
+                  });
     check_.expect_equal("G1/G3", "graph size", graph_.size(), model_.size());
     check_graph();
-  }
-
-  /// The model's owners of one allocation, ascending, each once.
-  [[nodiscard]] std::vector<FailureId> owners_of(std::size_t at) const {
-    std::vector<FailureId> owners;
-    for (const OwnedRun& run : model_.runs(at)) {
-      owners.push_back(FailureId::from_raw(run.owner));
-    }
-    std::sort(owners.begin(), owners.end());
-    owners.erase(std::unique(owners.begin(), owners.end()), owners.end());
-    return owners;
   }
 
   /// One taint's representation against what the model says it holds:
@@ -1862,12 +1915,16 @@ class Harness {
   /// What the current op may change (note_touched).
   struct Touch {
     std::array<bool, kAllocations> allocations{};
-    std::vector<std::uint64_t> failures; ///< Raw ids; may repeat, may be dead or unminted.
-    std::uint64_t first_new = 1;         ///< next_id before the op: ids from here are new.
-    Reports reports = Reports::none;     ///< Which reports of the touched failures to compare.
-    std::uint64_t records_added = 0;     ///< skipped: how many records it meant to add.
+    std::vector<std::uint64_t>
+        failures;                    ///< Raw ids, ascending, each once; may be dead or unminted.
+    std::uint64_t first_new = 1;     ///< next_id before the op: ids from here are new.
+    Reports reports = Reports::none; ///< Which reports of the touched failures to compare.
+    std::uint64_t records_added = 0; ///< skipped: how many records it meant to add.
   } touch_;
   std::vector<FailureId> owners_; ///< Scratch for check_allocation.
+  /// Scratch for check_failure: the model's carriers of each raw id, one
+  /// bit per allocation (index_carriers).
+  std::vector<std::uint8_t> carriers_;
   /// Scratch for check_report: the model's walk, as pointers into its records.
   std::vector<const SkipRecord*> model_path_;
   std::size_t ops_since_sweep_ = 0;
