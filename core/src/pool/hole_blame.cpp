@@ -6,7 +6,6 @@ void HoleBlame::reset() noexcept {
   previous_ = {};
   forget_vacated();
   isolated_ = {};
-  sets_apart_ = false;
 }
 
 } // namespace taintpool::detail

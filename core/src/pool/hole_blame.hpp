@@ -30,6 +30,7 @@
 // first; every placement is still a free range or new memory (P2).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
@@ -124,14 +125,17 @@ class HoleBlame {
         slot = block.key;
       }
     }
-    sets_apart_ = sets_apart_ || learned;
     forget_vacated();
     return learned;
   }
 
   /// Whether any context is set apart: a growth has been blamed on a hole
-  /// since the last reset.
-  [[nodiscard]] bool sets_apart_any() const noexcept { return sets_apart_; }
+  /// since the last reset. A scan of the 256 keys, not a flag kept beside
+  /// them: only a large growth asks.
+  [[nodiscard]] bool sets_apart_any() const noexcept {
+    return std::any_of(isolated_.begin(), isolated_.end(),
+                       [](std::uint32_t key) { return key != 0; });
+  }
 
   /// Forgets the blocks vacated so far (a growth, or a page given back).
   void forget_vacated() noexcept {
@@ -150,7 +154,6 @@ class HoleBlame {
   std::uint32_t count_ = 0;                   ///< Valid entries of vacated_.
   std::uint32_t next_ = 0;                    ///< Where the next one is written (a ring).
   std::array<std::uint32_t, 256> isolated_{}; ///< Set-apart keys, direct-mapped.
-  bool sets_apart_ = false;                   ///< Some key of isolated_ is set.
 };
 
 } // namespace taintpool::detail

@@ -912,14 +912,18 @@ void ArenaPool::unmap_free_chunks(Page* page, Released& released) noexcept {
   }
 }
 
-void ArenaPool::give_back_free_chunks() {
+std::size_t ArenaPool::mapped_chunks() const noexcept {
   std::size_t chunks = 0;
   for (const Page* page = pages_; page != nullptr; page = page->next) {
     chunks += page->chunks.size();
   }
+  return chunks;
+}
+
+void ArenaPool::give_back_free_chunks() {
   // Before anything changes: carving may split (two records a chunk), and
   // the growth and split that follow need their spares still.
-  cache_.ensure(2 * chunks + spares_for_reserve());
+  cache_.ensure(2 * mapped_chunks() + spares_for_reserve());
   Released released;
   for (Page* page = pages_; page != nullptr; page = page->next) {
     if (page->reservation) {
@@ -930,11 +934,7 @@ void ArenaPool::give_back_free_chunks() {
 
 Released ArenaPool::release_free_pages() {
   consolidate();
-  std::size_t chunks = 0;
-  for (const Page* page = pages_; page != nullptr; page = page->next) {
-    chunks += page->chunks.size();
-  }
-  cache_.ensure(2 * chunks); // Before anything changes: carving may split.
+  cache_.ensure(2 * mapped_chunks()); // Before anything changes: carving may split.
   Released released = drop_free_pages();
   for (Page* page = pages_; page != nullptr;) {
     Page* next = page->next;

@@ -324,6 +324,8 @@ class ArenaPool final : public SlicedPool {
   /// HoleBlame::blame for a growth of `extent` bytes (cold: walks slices);
   /// whether it set apart a context that was not before.
   bool blame_holes(std::uint64_t extent) noexcept;
+  /// Mapped chunks over every page: what an unmapping walk may carve.
+  [[nodiscard]] std::size_t mapped_chunks() const noexcept;
   /// Unmaps every mapped chunk that lies wholly in a free slice, keeping
   /// the reservations (the settled give-back, see the class comment).
   /// Throws std::bad_alloc (before anything changes).
