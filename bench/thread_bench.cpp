@@ -6,9 +6,10 @@
 //
 //   Threads_Launch   Device::launch, 2 reads + 1 write of 4 KiB, empty body,
 //                    each thread on its own stream (created by the Device).
-//   Threads_Lock     the Device's lock (detail::FastMutex), shared, locked
-//                    and unlocked with nothing else: the floor the one-lock
-//                    design sets at each thread count.
+//   Threads_Lock     the lock a Device shares among threads once its bias
+//                    is revoked (detail::FastMutex under detail::BiasedMutex),
+//                    locked and unlocked with nothing else: the floor the
+//                    one-lock design sets at each thread count.
 //   Threads_StdMutex the same with std::mutex (what the Device used before),
 //                    for comparison.
 //

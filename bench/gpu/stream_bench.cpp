@@ -22,7 +22,8 @@
 //        queues exactly that event and wait itself (O1, O2);
 //      breakdown — the same scope on HostBackend (the Device's bookkeeping
 //        alone, on this host's CPU), an uncontended lock/unlock of the
-//        Device's lock (detail::FastMutex),
+//        Device's lock by its owner (detail::BiasedMutex) and of the
+//        FastMutex it falls back to once a second thread calls,
 //        and the two cudaGetLastError calls a <<<>>> body costs.
 //    The headline is (scoped - bare) / bare, with bare the same launch call.
 // 2. Thread scaling (item 5): 1, 2, 4, 8 host threads, each launching the
@@ -47,6 +48,7 @@
 // figures go to bench/RESULTS.md. Exit 77 without a GPU (ctest: skipped).
 #include <taintpool/cuda/cuda_backend.hpp>
 #include <taintpool/cuda/kernel_launch.hpp>
+#include <taintpool/detail/biased_mutex.hpp>
 #include <taintpool/detail/fast_mutex.hpp>
 #include <taintpool/device/device.hpp>
 #include <taintpool/host/host_backend.hpp>
@@ -167,6 +169,7 @@ struct ScopeFigures {
   double alone_cross = 0;
   double host_scope = 0;
   double lock = 0;
+  double biased_lock = 0;
   double last_errors = 0;
   std::uint64_t waits_per_cross = 0; ///< Waits the Device queued per crossing launch (x1000).
   std::size_t events_grown = 0;      ///< Events created after warm-up (must be 0).
@@ -225,7 +228,8 @@ ScopeFigures scope_cost() {
   const Allocation ch = host.create_buffer(kBytes);
   const Binding reads_h[] = {ah.whole(), bh.whole()};
   const Binding writes_h[] = {ch.whole()};
-  taintpool::detail::FastMutex mutex; // The Device's lock (O5).
+  taintpool::detail::FastMutex mutex;    // The Device's lock (O5) without its bias.
+  taintpool::detail::BiasedMutex biased; // The Device's lock (O5): this thread its owner.
 
   const auto sync_all = [&] { check(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); };
   std::vector<std::function<void()>> variants = {
@@ -311,6 +315,12 @@ ScopeFigures scope_cost() {
         }
       },
       [&] {
+        for (int at = 0; at < kBatch; ++at) {
+          biased.lock();
+          biased.unlock();
+        }
+      },
+      [&] {
         int sink = 0;
         for (int at = 0; at < kBatch; ++at) {
           sink += static_cast<int>(cudaGetLastError());
@@ -346,7 +356,7 @@ ScopeFigures scope_cost() {
                       &figures.submit_one,       &figures.bare_cross,
                       &figures.scoped_cross,     &figures.alone_cross,
                       &figures.host_scope,       &figures.lock,
-                      &figures.last_errors};
+                      &figures.biased_lock,      &figures.last_errors};
   for (std::size_t variant = 0; variant < variants.size(); ++variant) {
     *fields[variant] = median(samples[variant]);
   }
@@ -777,7 +787,9 @@ int main(int argc, char** argv) {
        fixed(scope.alone_cross, 1) + " | - |");
   emit("| breakdown: the same scope on HostBackend (Device bookkeeping, this CPU) | " +
        fixed(scope.host_scope, 1) + " | " + percent(scope.host_scope, bare) + " |");
-  emit("| breakdown: the Device's lock (detail::FastMutex) lock + unlock, uncontended | " +
+  emit("| breakdown: the Device's lock (detail::BiasedMutex) lock + unlock by its owner | " +
+       fixed(scope.biased_lock, 1) + " | " + percent(scope.biased_lock, bare) + " |");
+  emit("| breakdown: the same lock once its bias is revoked (detail::FastMutex), uncontended | " +
        fixed(scope.lock, 1) + " | " + percent(scope.lock, bare) + " |");
   emit("| breakdown: two cudaGetLastError calls (a <<<>>> body's check) | " +
        fixed(scope.last_errors, 1) + " | " + percent(scope.last_errors, bare) + " |");

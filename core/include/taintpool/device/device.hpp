@@ -75,9 +75,12 @@
 // table and, with streams, the happens-before records — state shared by all
 // streams — so finer locks would be taken by every launch anyway, and the
 // cheapest correct design is one short critical section. The lock is a
-// detail::FastMutex (one compare-and-swap to take, one exchange to give back,
-// inline; a waiter spins briefly, then sleeps on a futex): uncontended it
-// costs the two atomic operations and nothing more. Contended, calls run one
+// detail::BiasedMutex: the one thread that uses a Device takes it with plain
+// stores and loads (no locked instruction; the bias), and once a second
+// thread calls, the bias is revoked for good (one membarrier) and the lock
+// is a detail::FastMutex (one compare-and-swap to take, one exchange to give
+// back, inline; a waiter spins briefly, then sleeps on a futex): uncontended
+// it costs the two atomic operations and nothing more. Contended, calls run one
 // at a time: N threads launching on one Device share one launch rate (the
 // host-side bookkeeping's, or, on the CUDA backend, the driver's launch
 // call, which the body makes under the lock); bench/thread_bench.cpp and
@@ -116,7 +119,7 @@
 // their records and messages.
 #pragma once
 
-#include <taintpool/detail/fast_mutex.hpp>
+#include <taintpool/detail/biased_mutex.hpp>
 #include <taintpool/detail/scratch.hpp>
 #include <taintpool/device/backend.hpp>
 #include <taintpool/device/exchange.hpp>
@@ -599,7 +602,7 @@ class Device {
   StreamOrdering ordering_;
   UnwrittenReads unwritten_reads_; ///< N2.
   std::uint32_t serial_;           ///< Process-wide, so StreamIds name their Device.
-  detail::FastMutex mutex_;        ///< O5: the one lock (see Threading above).
+  detail::BiasedMutex mutex_;      ///< O5: the one lock (see Threading above).
   ErrorGraph graph_; // Declared before memory_: the memory clears taints into it on destruction.
   MemoryManager memory_;
   StreamTable streams_; // After memory_: its pins are handles into it, dropped first.
