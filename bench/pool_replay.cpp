@@ -24,7 +24,12 @@
 //   calls        storage calls in the cold replay (allocate, deallocate,
 //                reserve, unreserve, map, unmap), then those made after the
 //                first step — while replaying the second half of the events
-//                (trace.hpp says why) — then those made by the warm replays.
+//                (trace.hpp says why), with how many of those came at an
+//                event that took the trace's in use above every earlier
+//                moment (a new high: the work asks for more than it ever
+//                held, which an inference trace of growing requests does,
+//                and which no allocator serves without memory held ahead) —
+//                then those made by the warm replays.
 // With --plots, one SVG per trace: reserved and in use over the cold replay,
 // both configurations side by side (bench/replay/plot.hpp).
 //
@@ -73,22 +78,42 @@ struct Result {
   std::uint64_t manager_peak_reserved = 0; ///< MemoryStats', over every replay (P2: equal).
   std::uint64_t cold_calls = 0;
   std::uint64_t steady_calls = 0;
+  std::uint64_t steady_calls_at_high = 0; ///< Of steady_calls: at a new high of in use.
+  std::uint64_t plotted_steady_calls = 0; ///< steady_calls of the untimed replay (equal).
   std::uint64_t warm_calls = 0;
   Timeline timeline;
 };
 
+/// The storage calls a replay made from steady_from on, and how many of
+/// them came at an event that set a new high of the trace's in use (counted
+/// only by the untimed replay that records a timeline).
+struct SteadyCalls {
+  std::uint64_t all = 0;
+  std::uint64_t at_high = 0;
+};
+
 /// One replay of the trace into `live`; records reserved bytes per event
-/// when `timeline` is given, and the storage calls made from steady_from on.
+/// and storage calls per event when `timeline` is given, and the storage
+/// calls made from steady_from on when `steady` is.
 double replay_once(const Trace& trace, MemoryManager& memory, std::vector<Allocation>& live,
-                   const CountingStorage& counting, std::uint64_t* steady_calls,
+                   const CountingStorage& counting, SteadyCalls* steady,
                    std::vector<std::uint64_t>* timeline) {
   const std::size_t steady_from = trace.steady_from();
   std::uint64_t calls_at_steady = 0;
+  // Calls per event, for the calls at a new high: only in the untimed
+  // replay, so the timed cold replay does no more than before.
+  std::vector<std::uint64_t> calls_before;
+  if (timeline != nullptr) {
+    calls_before.resize(trace.events.size() + 1);
+  }
   const Clock::time_point start = Clock::now();
   for (std::size_t at = 0; at < trace.events.size(); ++at) {
     const taintpool::replay::Event& event = trace.events[at];
     if (at == steady_from) {
       calls_at_steady = counting.counts().calls();
+    }
+    if (timeline != nullptr) {
+      calls_before[at] = counting.counts().calls();
     }
     if (event.allocate) {
       live[event.slot] = memory.allocate(event.size);
@@ -100,8 +125,19 @@ double replay_once(const Trace& trace, MemoryManager& memory, std::vector<Alloca
     }
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  if (steady_calls != nullptr) {
-    *steady_calls = counting.counts().calls() - calls_at_steady;
+  if (steady != nullptr) {
+    steady->all = counting.counts().calls() - calls_at_steady;
+  }
+  if (steady != nullptr && timeline != nullptr) {
+    calls_before[trace.events.size()] = counting.counts().calls();
+    std::uint64_t high = 0;
+    for (std::size_t at = 0; at < trace.events.size(); ++at) {
+      const std::uint64_t calls = calls_before[at + 1] - calls_before[at];
+      if (at >= steady_from && trace.in_use[at] > high) {
+        steady->at_high += calls;
+      }
+      high = std::max(high, trace.in_use[at]);
+    }
   }
   return seconds * 1e9 / static_cast<double>(trace.events.size());
 }
@@ -126,7 +162,10 @@ Result run(const Trace& trace, const std::string& allocator, bool virtual_memory
     std::vector<Allocation> live(trace.slots);
     result.timeline.allocator = allocator;
     result.timeline.in_use = trace.in_use;
-    replay_once(trace, memory, live, counting, nullptr, &result.timeline.reserved);
+    SteadyCalls steady;
+    replay_once(trace, memory, live, counting, &steady, &result.timeline.reserved);
+    result.steady_calls_at_high = steady.at_high;
+    result.plotted_steady_calls = steady.all;
     drop_all(live);
   }
   HostStorage host(options);
@@ -134,7 +173,9 @@ Result run(const Trace& trace, const std::string& allocator, bool virtual_memory
   ErrorGraph graph;
   MemoryManager memory(counting, graph, MemoryConfig{});
   std::vector<Allocation> live(trace.slots);
-  result.cold_ns = replay_once(trace, memory, live, counting, &result.steady_calls, nullptr);
+  SteadyCalls steady;
+  result.cold_ns = replay_once(trace, memory, live, counting, &steady, nullptr);
+  result.steady_calls = steady.all;
   result.cold_calls = counting.counts().calls();
   result.peak_reserved = counting.counts().peak_bytes;
   drop_all(live);
@@ -185,7 +226,8 @@ int main(int argc, char** argv) {
   }
   std::string table =
       "| trace | allocator | cold ns/op | warm ns/op | peak reserved / peak in use (cold; every "
-      "replay) | storage calls (cold; after the first step; warm) |\n|---|---|---:|---:|---|---|\n";
+      "replay) | storage calls (cold; after the first step, with those at a new high of in use; "
+      "warm) |\n|---|---|---:|---:|---|---|\n";
   std::cout << table << std::flush;
   int status = 0;
   for (const std::string& path : paths) {
@@ -211,11 +253,23 @@ int main(int argc, char** argv) {
                   << " differs from the storage's " << result.peak_reserved_all << "\n";
         status = 1;
       }
-      const std::string row =
-          "| " + trace.name + " | " + result.allocator + " | " + fixed(result.cold_ns, 0) + " | " +
-          fixed(result.warm_ns, 1) + " | " + fixed(ratio, 4) + "; " + fixed(ratio_all, 4) + " | " +
-          std::to_string(result.cold_calls) + "; " + std::to_string(result.steady_calls) + "; " +
-          std::to_string(result.warm_calls) + " |\n";
+      // The calls at a new high come from the untimed replay: it must have
+      // made the same calls as the timed one (the pool is deterministic).
+      if (result.plotted_steady_calls != result.steady_calls) {
+        std::cerr << "pool_replay: the untimed replay made " << result.plotted_steady_calls
+                  << " storage calls after the first step, the timed one " << result.steady_calls
+                  << "\n";
+        status = 1;
+      }
+      std::string steady = std::to_string(result.steady_calls);
+      if (result.steady_calls != 0) {
+        steady += " (" + std::to_string(result.steady_calls_at_high) + " at a new high)";
+      }
+      const std::string row = "| " + trace.name + " | " + result.allocator + " | " +
+                              fixed(result.cold_ns, 0) + " | " + fixed(result.warm_ns, 1) + " | " +
+                              fixed(ratio, 4) + "; " + fixed(ratio_all, 4) + " | " +
+                              std::to_string(result.cold_calls) + "; " + steady + "; " +
+                              std::to_string(result.warm_calls) + " |\n";
       std::cout << row << std::flush;
       table += row;
       Timeline timeline = result.timeline;

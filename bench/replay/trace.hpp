@@ -15,7 +15,11 @@
 // building its model, so the second half starts inside the second step, after
 // the first has allocated what training needs; an inference trace's second
 // half serves requests of shapes the first half already served or smaller,
-// or says so by showing calls there.
+// or says so by showing calls there. A generate trace has no step that
+// repeats: its second half is later requests of other batch and prompt
+// sizes, and pool_replay says how many of its calls there came at an event
+// that took in use above every earlier moment (a request larger than any
+// before it; bench/RESULTS.md, pool12).
 #pragma once
 
 #include <cstdint>
