@@ -23,6 +23,8 @@
 // held across pthread_create is given back with the atomic exchange and
 // waiters are woken as usual. A CUDA program always has several threads
 // (the runtime's own): there the lock is the two atomic operations.
+// The Device does not take it directly: detail::BiasedMutex wraps it, and
+// the one thread that drives a Device takes neither atomic operation.
 //
 // Guarantees: mutual exclusion with acquire/release ordering, as std::mutex
 // (ThreadSanitizer sees the atomics); not recursive, not fair (a spinning
