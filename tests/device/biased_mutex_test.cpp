@@ -19,7 +19,9 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <sys/wait.h>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -127,6 +129,32 @@ TEST(BiasedMutex, O5_FourThreadsAfterTheRevocationShareTheLockExactly) {
   }
   EXPECT_EQ(counter, static_cast<std::uint64_t>(kThreads + 1) * kBumps);
   EXPECT_FALSE(mutex.biased());
+}
+
+TEST(BiasedMutex, O5_AForkedChildWhoseThreadIsNotTheOwnerRevokesAndTakesTheLock) {
+  // The owner is a thread that is gone by the fork; the child's one thread
+  // must revoke (its membarrier registration is inherited) and get in.
+  BiasedMutex mutex;
+  std::thread owner([&] {
+    mutex.lock();
+    mutex.unlock();
+    mutex.lock();
+    mutex.unlock();
+  });
+  owner.join();
+  ASSERT_EQ(mutex.biased(), BiasedMutex::bias_available());
+  const pid_t child = ::fork();
+  ASSERT_NE(child, -1);
+  if (child == 0) {
+    mutex.lock();
+    const bool right = !mutex.biased() && mutex.revoked() == BiasedMutex::bias_available();
+    mutex.unlock();
+    ::_exit(right ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "O5: the child did not finish (status " << status << ")";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "O5: the child took the lock without revoking the bias";
 }
 
 } // namespace
