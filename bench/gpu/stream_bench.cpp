@@ -84,6 +84,7 @@ using namespace taintpool::cuda;
 using Clock = std::chrono::steady_clock;
 
 bool quick = false;
+bool scope_only = false; ///< --scope-only: the launch scope alone, for before/after pairs.
 std::ostringstream report;
 
 void emit(const std::string& line) {
@@ -722,10 +723,12 @@ int main(int argc, char** argv) {
     const std::string argument = argv[at];
     if (argument == "--quick") {
       quick = true;
+    } else if (argument == "--scope-only") {
+      scope_only = true;
     } else if (argument == "--out" && at + 1 < argc) {
       out_path = argv[++at];
     } else {
-      std::cerr << "usage: taintpool_stream_bench [--quick] [--out FILE]\n";
+      std::cerr << "usage: taintpool_stream_bench [--quick] [--scope-only] [--out FILE]\n";
       return 2;
     }
   }
@@ -739,11 +742,12 @@ int main(int argc, char** argv) {
   check(cudaGetDeviceProperties(&properties, 0), "cudaGetDeviceProperties");
 
   const ScopeFigures scope = scope_cost();
-  const std::vector<ThreadRow> threads = thread_scaling();
+  const std::vector<ThreadRow> threads = scope_only ? std::vector<ThreadRow>() : thread_scaling();
   std::vector<PipelineRow> pipelines;
   for (const std::uint64_t bytes :
-       quick ? std::vector<std::uint64_t>{1u << 20}
-             : std::vector<std::uint64_t>{1u << 20, 16u << 20, 64u << 20}) {
+       scope_only ? std::vector<std::uint64_t>()
+       : quick    ? std::vector<std::uint64_t>{1u << 20}
+                  : std::vector<std::uint64_t>{1u << 20, 16u << 20, 64u << 20}) {
     pipelines.push_back(pipeline(bytes));
   }
 
