@@ -22,9 +22,8 @@
 //     next id — so every minted id is predicted exactly (G1, S4).
 // After reads, stale_reports and synchronize while the model holds late
 // failures not yet attributed (they may land on any allocation), after a
-// synchronize that is made to run out of memory,
-// every kWholeEvery (16) operations and at the end of the input
-// (model.mismatch()):
+// synchronize that is made to run out of memory, every kWholeEvery (16)
+// operations and at the end of the input (model.mismatch()):
 //   * every allocation the manager holds, claims and bytes, as above.
 //   With no late failure pending, those ops and sweep and cleanup change
 //   no allocation's claims or bytes in the model (bodies write at once; P1
