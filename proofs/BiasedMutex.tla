@@ -25,12 +25,15 @@
 (*   byOwner[t]   held_by_owner_: t holds the lock by the bias             *)
 (*   pc[t]        one label per access:                                    *)
 (*     "idle"     outside; may call lock()                                 *)
-(*     "check"    load owner: t's own token -> "announce", else "slow"     *)
+(*     "check"    load owner: t's own token -> "announce", else          *)
+(*                "checkrev"                                               *)
+(*     "checkrev" load revoked: 1 -> "direct", else "slow"                 *)
 (*     "announce" store inside := 1 (buffered)                             *)
 (*     "look"     load revoked: 0 -> holds the lock by the bias; 1 ->      *)
 (*                "backoff"                                                *)
-(*     "backoff"  store inside := 0 (buffered), then "slow"                *)
-(*     "slow"     take the FastMutex                                       *)
+(*     "backoff"  store inside := 0 (buffered), then "direct"              *)
+(*     "direct"   take the FastMutex and hold: the bias is gone for good   *)
+(*     "slow"     take the FastMutex, then "claim"                         *)
 (*     "claim"    under it, load owner (and revoked): None -> claim the    *)
 (*                bias unless revoked (store owner := t) and hold; another *)
 (*                thread -> "mark"                                         *)
@@ -68,6 +71,8 @@
 (*                           leave                                         *)
 (*   "look_then_announce"    the owner loads revoked before it stores      *)
 (*                           inside: membarrier cannot help then           *)
+(*   "direct_unrevoked"      a thread that finds another's bias takes the  *)
+(*                           FastMutex alone without revoking it           *)
 (***************************************************************************)
 EXTENDS Naturals, Sequences, FiniteSets
 
@@ -80,7 +85,8 @@ vars == <<mem, buf, inner, byOwner, pc>>
 
 Words == {"owner", "inside", "revoked"}
 Holding == {"cs", "unlock"}
-Trying == {"check", "announce", "look", "backoff", "slow", "claim", "mark", "wait", "clear"}
+Trying == {"check", "checkrev", "announce", "look", "backoff", "direct", "slow", "claim", "mark",
+           "wait", "clear"}
 Holders == {t \in Threads : pc[t] \in Holding}
 
 Init ==
@@ -120,8 +126,25 @@ Check(t) ==
     /\ pc[t] = "check"
     /\ Goto(t, IF Load(t, "owner") = t
                THEN (IF Mutation = "look_then_announce" THEN "look" ELSE "announce")
-               ELSE "slow")
+               ELSE "checkrev")
     /\ UNCHANGED <<mem, buf, inner, byOwner>>
+
+\* Not the owner: a revoked bias means the FastMutex alone.
+CheckRevoked(t) ==
+    /\ pc[t] = "checkrev"
+    /\ Goto(t, IF \/ Load(t, "revoked") = 1
+                  \/ Mutation = "direct_unrevoked" /\ Load(t, "owner") # None
+               THEN "direct" ELSE "slow")
+    /\ UNCHANGED <<mem, buf, inner, byOwner>>
+
+\* The FastMutex and nothing else (the bias is gone for good).
+Direct(t) ==
+    /\ pc[t] = "direct"
+    /\ buf[t] = <<>>
+    /\ inner = None
+    /\ inner' = t
+    /\ Goto(t, "cs")
+    /\ UNCHANGED <<mem, buf, byOwner>>
 
 Announce(t) ==
     /\ pc[t] = "announce"
@@ -136,14 +159,14 @@ Look(t) ==
        THEN IF Mutation = "look_then_announce"
             THEN Goto(t, "announce") /\ UNCHANGED byOwner
             ELSE Goto(t, "cs") /\ byOwner' = [byOwner EXCEPT ![t] = TRUE]
-       ELSE Goto(t, IF Mutation = "look_then_announce" THEN "slow" ELSE "backoff")
+       ELSE Goto(t, IF Mutation = "look_then_announce" THEN "direct" ELSE "backoff")
             /\ UNCHANGED byOwner
     /\ UNCHANGED <<mem, buf, inner>>
 
 Backoff(t) ==
     /\ pc[t] = "backoff"
     /\ Store(t, "inside", 0)
-    /\ Goto(t, "slow")
+    /\ Goto(t, "direct")
     /\ UNCHANGED <<mem, inner, byOwner>>
 
 \* The FastMutex's compare-and-swap: a locked instruction, so t's buffer is
@@ -216,7 +239,8 @@ Unlock(t) ==
     /\ Goto(t, "idle")
     /\ UNCHANGED mem
 
-Step(t) == Check(t) \/ Announce(t) \/ Look(t) \/ Backoff(t) \/ Slow(t) \/ Claim(t)
+Step(t) == Check(t) \/ CheckRevoked(t) \/ Announce(t) \/ Look(t) \/ Backoff(t) \/ Direct(t)
+           \/ Slow(t) \/ Claim(t)
            \/ Mark(t) \/ Wait(t) \/ Clear(t) \/ Leave(t) \/ Unlock(t)
 
 Next == \E t \in Threads : Call(t) \/ Step(t) \/ Drain(t)

@@ -69,8 +69,10 @@ class BiasedMutex {
   BiasedMutex& operator=(BiasedMutex&&) = delete;
   ~BiasedMutex() = default;
 
-  /// The owner: a load and compare, two plain stores and a load. Anyone
-  /// else: the FastMutex, and a revocation on the first such call.
+  /// The owner: a load and compare, two plain stores and a load. Once the
+  /// bias is revoked, anyone: a load, then the FastMutex, inline. Before
+  /// any bias, or to revoke one: the FastMutex out of line, then the first
+  /// claim or the one revocation.
   [[gnu::always_inline]] void lock() noexcept {
     if (owner_.load(std::memory_order_relaxed) == thread_token()) [[likely]] {
       inside_.store(1, std::memory_order_relaxed);
@@ -83,6 +85,15 @@ class BiasedMutex {
         return;
       }
       inside_.store(0, std::memory_order_release); // Revoked: back off.
+      inner_.lock();
+      return;
+    }
+    // Revoked for good: the FastMutex alone. A revocation still under way
+    // holds it, so this waits until the owner is out and stays out (it
+    // sees `revoked_` from then on).
+    if (revoked_.load(std::memory_order_relaxed) != 0) {
+      inner_.lock();
+      return;
     }
     lock_unbiased();
   }
@@ -120,8 +131,8 @@ class BiasedMutex {
 #endif
   }
 
-  /// Out of line, cold: the FastMutex, then the first claim or the one
-  /// revocation.
+  /// Out of line, cold (no bias revoked yet, the caller not the owner):
+  /// the FastMutex, then the first claim or the one revocation.
   void lock_unbiased() noexcept;
   /// Marks the bias revoked, makes every thread fence (membarrier) and
   /// waits for the owner to leave. Under the FastMutex.
