@@ -40,9 +40,13 @@
 //                trace.hpp defines it): ours counted by CountingStorage
 //                (allocate, free, reserve, map, unmap), c10's segments
 //                allocated and freed, cudaMalloc's every event; the async
-//                pool's are the driver's business and not counted.
+//                pool's are the driver's business and not counted. Of the
+//                calls after the first step, the table says how many came
+//                at an event that took in use above every earlier moment
+//                (a new high, as pool_replay counts them), where the
+//                untimed replay made the timed one's calls.
 // The plotted replay is a separate, untimed one that reads the reserved
-// figure after every event.
+// figure and counts the calls after every event.
 //
 // Exit 77 when no GPU is present.
 #include <taintpool/cuda/cuda_storage.hpp>
@@ -374,19 +378,36 @@ int replay(const std::string& name, const std::string& out, int repeat,
   for (const std::string& path : paths) {
     const Trace trace = taintpool::replay::load_trace(path);
     const std::string label = label_of(name);
-    // The plotted replay: untimed, the reserved figure after every event.
+    // The plotted replay: untimed, the reserved figure after every event,
+    // and the calls made from steady_from on, with how many came at an
+    // event that took in use above every earlier moment (a new high; as
+    // pool_replay counts them: bench/pool_replay.cpp).
     std::vector<std::uint64_t> reserved;
     std::uint64_t plotted_peak = 0;
+    std::uint64_t plotted_steady_calls = 0;
+    std::uint64_t steady_calls_at_high = 0;
     {
       std::unique_ptr<Allocator> allocator = make(name, trace.slots);
       reserved.reserve(trace.events.size());
-      for (const Event& event : trace.events) {
+      const std::size_t steady_from = trace.steady_from();
+      std::uint64_t high = 0;
+      for (std::size_t at = 0; at < trace.events.size(); ++at) {
+        const Event& event = trace.events[at];
+        const std::uint64_t calls_before = allocator->calls();
         if (event.allocate) {
           allocator->allocate(event.slot, event.size);
         } else {
           allocator->free(event.slot);
         }
         reserved.push_back(allocator->reserved());
+        const std::uint64_t calls = allocator->calls() - calls_before;
+        if (at >= steady_from) {
+          plotted_steady_calls += calls;
+          if (trace.in_use[at] > high) {
+            steady_calls_at_high += calls;
+          }
+        }
+        high = std::max(high, trace.in_use[at]);
       }
       allocator->free_all();
       plotted_peak = allocator->peak_reserved();
@@ -424,7 +445,12 @@ int replay(const std::string& name, const std::string& out, int repeat,
     std::ofstream result(base + ".result");
     result << trace.name << "\t" << label << "\t" << cold << "\t" << warm_median << "\t" << peak
            << "\t" << trace.peak_in_use << "\t" << cold_calls << "\t" << steady_calls << "\t"
-           << warm_calls << "\t" << trace.events.size() << "\n";
+           << warm_calls << "\t" << trace.events.size()
+           << "\t"
+           // Only where the untimed replay made the timed one's calls.
+           << (plotted_steady_calls == steady_calls ? std::to_string(steady_calls_at_high)
+                                                    : std::string("-"))
+           << "\n";
     std::ofstream timeline(base + ".timeline");
     timeline << label << "\n";
     for (const std::uint64_t value : reduce(reserved, 720)) {
@@ -491,8 +517,17 @@ int report(const std::string& dir, const std::string& markdown) {
       }
     }
   }
+  // Of the calls after the first step, those at a new high of in use
+  // (results of older binaries have no such field).
+  auto at_high = [](const Row& row) {
+    if (row.fields.size() < 11 || row.fields[10] == "-" || row.fields[7] == "0") {
+      return std::string();
+    }
+    return " (" + row.fields[10] + " at a new high)";
+  };
   std::string table = "| trace | allocator | cold ns/op | warm ns/op | peak reserved / peak in use "
-                      "| device memory calls (cold; after the first step; warm) |\n"
+                      "| device memory calls (cold; after the first step, with those at a new "
+                      "high of in use; warm) |\n"
                       "|---|---|---:|---:|---:|---|\n";
   for (auto& [trace, list] : rows) {
     std::sort(list.begin(), list.end(),
@@ -503,7 +538,7 @@ int report(const std::string& dir, const std::string& markdown) {
       const bool counted = row.fields[1] != "cudaMallocAsync";
       table += "| " + trace + " | " + row.fields[1] + " | " + fixed(std::stod(row.fields[2]), 0) +
                " | " + fixed(std::stod(row.fields[3]), 0) + " | " + fixed(ratio, 3) + " | " +
-               (counted ? row.fields[6] + "; " + row.fields[7] + "; " + row.fields[8]
+               (counted ? row.fields[6] + "; " + row.fields[7] + at_high(row) + "; " + row.fields[8]
                         : std::string("not counted")) +
                " |\n";
       std::ifstream in(dir + "/" + trace + "." + slug(row.fields[1]) + ".timeline");
