@@ -18,9 +18,9 @@
 #     traces too, but theirs do not match yet: fuzz/README.md, fourteenth
 #     round.)
 #
-# Cost: the traced form runs the replay driver once per input (about 10 s
-# for device_fuzzer's 397 inputs with g++ RelWithDebInfo on the shared 2-core
-# machine, about a minute with ASan; the reversed form is one more replay).
+# Cost: the traced form runs the replay driver once per input (5-10 s for
+# device_fuzzer's 397 inputs under the ci or asan preset on the shared
+# 2-core machine); the reversed form is one more replay (well under 1 s).
 #
 # Usage (fuzz/CMakeLists.txt registers it as fuzz.<target>.order):
 #   cmake -DREPLAY=<target>_replay -DDIR=<corpus dir> -DWORK=<scratch dir>
