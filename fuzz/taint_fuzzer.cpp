@@ -198,6 +198,10 @@ constexpr std::size_t kErrorKinds = 9; // ErrorKind::Generic .. InvalidBinding
 /// Ops between two sweeps over everything (check_everything); every op in
 /// between is checked on what it touched (check_touched).
 constexpr std::size_t kFullCheckEvery = 16;
+/// Past this many failures live at once in an input, the graph's table is
+/// shrunk back at the input's end (Harness::release_input): a table of at
+/// most 256 slots (load one half, a power of two) serves every input below.
+constexpr std::size_t kKeptTablePeak = 64;
 /// At most this many produced allocations per skip record, and (failure,
 /// read) pairs per reports op, as decoded.
 constexpr std::size_t kMaxProduced = 3;
@@ -652,6 +656,20 @@ class Harness {
     // hundreds of slots after a burst of inserts. The graph is empty here
     // (finish() checked R4), so clear() touches no table slot.
     graph_.clear();
+    // But only up to a size: the table's capacity only grows, and every
+    // sweep walks all of it (IdTable::check_invariants, and for_each in
+    // check_graph and check_refcounts), so one input that held hundreds of
+    // failures at once made every later input's sweeps walk hundreds of
+    // slots (issue 13, fifteenth round). After an input whose peak passed
+    // kKeptTablePeak live failures, the graph is replaced by a fresh one
+    // (the same as clear()'s, check_fresh() checks it) and its table grown
+    // to the first size again: in this run, whose old table it frees, so
+    // the run stays balanced for libFuzzer's leak check.
+    if (peak_live_ > kKeptTablePeak) {
+      graph_ = ErrorGraph();
+      grow_failure_table();
+    }
+    peak_live_ = 0;
     model_.reset();
     held_.clear();
     live_.clear();
@@ -1076,6 +1094,7 @@ class Harness {
     }
     erase_sorted(held_, died_);
     settle_live();
+    peak_live_ = std::max(peak_live_, live_.size());
     // An op that threw (refused, or out of memory) changed nothing in the
     // model, so this also checks that it changed nothing in core.
     check_touched(current);
@@ -1985,6 +2004,8 @@ class Harness {
   /// Scratch for check_report: the model's walk, as pointers into its records.
   std::vector<const SkipRecord*> model_path_;
   std::size_t ops_since_sweep_ = 0;
+  /// The most failures live at once in this input (release_input).
+  std::size_t peak_live_ = 0;
   Checker check_;
 };
 
