@@ -74,6 +74,12 @@
 // (index_carriers), not a scan of all runs per failure; and the held list
 // drops the touched failures that died instead of asking the model about
 // every held one after each op (each sweep checks it against the model).
+// And (fifteenth round): the model answers liveness, error and skip count
+// from one lookup (EngineModel::view); the carriers table is cleared run by
+// run, not refilled per id ever minted; the held and live lists lose the
+// failures an op killed in one pass, not an erase each; and the graph's
+// table is shrunk back after an input that held more than kKeptTablePeak
+// failures, so no sweep walks slots an earlier input grew.
 // Only core is
 // coverage-instrumented: the checkers (common/no_coverage.hpp), the rest
 // of this file's harness (taint_fuzzer.coverage_ignorelist) and the engine
