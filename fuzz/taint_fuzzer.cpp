@@ -74,6 +74,12 @@
 // (index_carriers), not a scan of all runs per failure; and the held list
 // drops the touched failures that died instead of asking the model about
 // every held one after each op (each sweep checks it against the model).
+// And (fifteenth round): the model answers liveness, error and skip count
+// from one lookup (EngineModel::view); the carriers table is cleared run by
+// run, not refilled per id ever minted; the held and live lists lose the
+// failures an op killed in one pass, not an erase each; and the graph's
+// table is shrunk back after an input that held more than kKeptTablePeak
+// failures, so no sweep walks slots an earlier input grew.
 // Only core is
 // coverage-instrumented: the checkers (common/no_coverage.hpp), the rest
 // of this file's harness (taint_fuzzer.coverage_ignorelist) and the engine
@@ -145,6 +151,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -197,6 +204,10 @@ constexpr std::size_t kErrorKinds = 9; // ErrorKind::Generic .. InvalidBinding
 /// Ops between two sweeps over everything (check_everything); every op in
 /// between is checked on what it touched (check_touched).
 constexpr std::size_t kFullCheckEvery = 16;
+/// Past this many failures live at once in an input, the graph's table is
+/// shrunk back at the input's end (Harness::release_input): a table of at
+/// most 256 slots (load one half, a power of two) serves every input below.
+constexpr std::size_t kKeptTablePeak = 64;
 /// At most this many produced allocations per skip record, and (failure,
 /// read) pairs per reports op, as decoded.
 constexpr std::size_t kMaxProduced = 3;
@@ -579,6 +590,7 @@ class Harness {
     // grow_failure_table). 256 ids cover most inputs; a longer one grows it
     // again, freeing the old buffer in the same run.
     carriers_.reserve(256);
+    died_.reserve(256);
     check_.set_context([this] { return context(); });
   }
 
@@ -650,6 +662,20 @@ class Harness {
     // hundreds of slots after a burst of inserts. The graph is empty here
     // (finish() checked R4), so clear() touches no table slot.
     graph_.clear();
+    // But only up to a size: the table's capacity only grows, and every
+    // sweep walks all of it (IdTable::check_invariants, and for_each in
+    // check_graph and check_refcounts), so one input that held hundreds of
+    // failures at once made every later input's sweeps walk hundreds of
+    // slots (issue 13, fifteenth round). After an input whose peak passed
+    // kKeptTablePeak live failures, the graph is replaced by a fresh one
+    // (the same as clear()'s, check_fresh() checks it) and its table grown
+    // to the first size again: in this run, whose old table it frees, so
+    // the run stays balanced for libFuzzer's leak check.
+    if (peak_live_ > kKeptTablePeak) {
+      graph_ = ErrorGraph();
+      grow_failure_table();
+    }
+    peak_live_ = 0;
     model_.reset();
     held_.clear();
     live_.clear();
@@ -1059,17 +1085,22 @@ class Harness {
     // every held failure in the model: after a burst of inserts that scan
     // ran over dozens of held failures on every op (issue 13, twelfth
     // round: 1.8% under perf). The model's liveness is an O(1) lookup, and
-    // a touched failure seldom dies, so the search seldom runs.
+    // a touched failure seldom dies, so the lists seldom change. When some
+    // did die, both lists lose them in one pass each (erase_sorted): an
+    // erase per failure shifted the rest of the list each time, so the
+    // end-of-input prune of n held failures moved O(n^2) ids (with their
+    // ASan-checked memmoves, about 4% of a run under perf; issue 13,
+    // fifteenth round).
+    died_.clear();
     for (const std::uint64_t raw : touch_.failures) {
-      if (raw == 0 || model_.live(FailureId::from_raw(raw))) {
-        continue; // Id 0 (graph_contract) is never minted, so never held.
-      }
-      const auto at = std::lower_bound(held_.begin(), held_.end(), FailureId::from_raw(raw));
-      if (at != held_.end() && *at == FailureId::from_raw(raw)) {
-        held_.erase(at);
+      // Id 0 (graph_contract) is never minted, so never held.
+      if (raw != 0 && !model_.live(FailureId::from_raw(raw))) {
+        died_.push_back(raw); // Ascending, as touch_.failures is.
       }
     }
+    erase_sorted(held_, died_);
     settle_live();
+    peak_live_ = std::max(peak_live_, live_.size());
     // An op that threw (refused, or out of memory) changed nothing in the
     // model, so this also checks that it changed nothing in core.
     check_touched(current);
@@ -1163,19 +1194,41 @@ class Harness {
                           touch_.failures.end());
   }
 
+  /// Removes from `list` (ascending) every id of `gone` (ascending; ids
+  /// the list lacks are skipped) in one pass from the first of them, and
+  /// nothing at all when `gone` is empty: what the lists' lower_bound and
+  /// erase per id did, without shifting the tail once per id.
+  template <class Id>
+  static void erase_sorted(std::vector<Id>& list, const std::vector<std::uint64_t>& gone) {
+    if (gone.empty()) {
+      return;
+    }
+    const auto raw = [](const Id& id) -> std::uint64_t {
+      if constexpr (std::is_same_v<Id, std::uint64_t>) {
+        return id;
+      } else {
+        return id.raw();
+      }
+    };
+    auto out = std::partition_point(list.begin(), list.end(),
+                                    [&](const Id& id) { return raw(id) < gone.front(); });
+    auto next = gone.begin();
+    for (auto in = out; in != list.end(); ++in) {
+      while (next != gone.end() && *next < raw(*in)) {
+        ++next;
+      }
+      if (next == gone.end() || *next != raw(*in)) {
+        *out++ = *in;
+      }
+    }
+    list.erase(out, list.end());
+  }
+
   /// Brings live_ up to date with the op that just ran: only a touched
   /// failure can have died, and only a new one can have been born.
   /// check_everything() compares the result with the model's own list.
   void settle_live() {
-    for (const std::uint64_t raw : touch_.failures) {
-      if (raw == 0 || raw >= touch_.first_new || model_.live(FailureId::from_raw(raw))) {
-        continue;
-      }
-      const auto at = std::lower_bound(live_.begin(), live_.end(), raw);
-      if (at != live_.end() && *at == raw) {
-        live_.erase(at);
-      }
-    }
+    erase_sorted(live_, died_); // The touched failures the model has lost.
     for (std::uint64_t raw = touch_.first_new; raw < model_.next_id().raw(); ++raw) {
       live_.push_back(raw); // A new failure is live: nothing could carry it yet.
     }
@@ -1541,7 +1594,9 @@ class Harness {
                       model_.next_id() == FailureId::from_raw(1) && model_.size() == 0 &&
                       graph_.next_id() == FailureId::from_raw(1) && graph_.empty() &&
                       held_.empty() && live_.empty() && touch_.failures.empty() && ops_.empty() &&
-                      pending_fault_ < 0 && ops_since_sweep_ == 0,
+                      pending_fault_ < 0 && ops_since_sweep_ == 0 &&
+                      std::all_of(carriers_.begin(), carriers_.end(),
+                                  [](std::uint8_t bits) { return bits == 0; }),
                   "fuzzer", "the harness did not start the input from a fresh state");
   }
 
@@ -1562,6 +1617,7 @@ class Harness {
     for (std::uint64_t raw = touch_.first_new; raw < graph_.next_id().raw(); ++raw) {
       check_failure(FailureId::from_raw(raw));
     }
+    unindex_carriers();
   }
 
   /// One allocation's claims, compared in place with the model's runs, and
@@ -1595,8 +1651,14 @@ class Harness {
   /// runs: with the lookups around it, check_failure was a fifth of a run
   /// under perf; issue 13, twelfth round). The same runs decide the same
   /// bits, so the R1 comparisons are the ones made before.
+  /// The table is zero between checks (unindex_carriers() clears the bits
+  /// this set, check_fresh() checks it at every input's start), so indexing
+  /// costs what the runs are, not every id ever minted: assign()ing it
+  /// afresh filled next_id() bytes after every op (issue 13, fifteenth round).
   TAINTPOOL_FUZZ_CHECKER void index_carriers() {
-    carriers_.assign(model_.next_id().raw(), 0);
+    if (carriers_.size() < model_.next_id().raw()) {
+      carriers_.resize(model_.next_id().raw(), 0);
+    }
     for (std::size_t at = 0; at < kAllocations; ++at) {
       for (const OwnedRun& run : model_.runs(at)) {
         if (run.owner >= carriers_.size()) [[unlikely]] {
@@ -1607,12 +1669,26 @@ class Harness {
     }
   }
 
+  /// Zeroes what index_carriers() set: the model has not changed since.
+  TAINTPOOL_FUZZ_CHECKER void unindex_carriers() {
+    for (std::size_t at = 0; at < kAllocations; ++at) {
+      for (const OwnedRun& run : model_.runs(at)) {
+        carriers_[run.owner] = 0;
+      }
+    }
+  }
+
   /// One failure, core against the model: liveness, tags and the carriers
   /// among the touched allocations, error, skip count; and, when the op
   /// recorded a skip or replaced an error, the kept records and the reports.
   TAINTPOOL_FUZZ_CHECKER void check_failure(FailureId id) {
     const auto who = [&] { return show(id) + " "; };
-    const bool live = model_.live(id);
+    // The model's liveness, error and skip count from one lookup
+    // (EngineModel::view: the same answers as live(), error() and
+    // skips_recorded(), which looked the failure up three times; issue 13,
+    // fifteenth round).
+    const EngineModel::FailureView theirs = model_.view(id);
+    const bool live = theirs.error != nullptr;
     check_.expect_equal(
         "G3/G5/R3", [&] { return who() + "is live"; }, graph_.contains(id), live);
     // R1 from the model's runs: which allocations carry the failure, and
@@ -1636,17 +1712,15 @@ class Harness {
       }
     }
     const Error* mine = graph_.error(id);
-    const Error* theirs = model_.error(id);
-    if ((mine == nullptr) != (theirs == nullptr) || (mine != nullptr && !(*mine == *theirs)))
-        [[unlikely]] {
+    if ((mine == nullptr) != (theirs.error == nullptr) ||
+        (mine != nullptr && !(*mine == *theirs.error))) [[unlikely]] {
       check_.expect_equal(
           "G4/G6", [&] { return who() + "error"; },
           mine != nullptr ? std::optional<Error>(*mine) : std::nullopt,
-          theirs != nullptr ? std::optional<Error>(*theirs) : std::nullopt);
+          theirs.error != nullptr ? std::optional<Error>(*theirs.error) : std::nullopt);
     }
     check_.expect_equal(
-        "G7", [&] { return who() + "skips_recorded"; }, graph_.skips_recorded(id),
-        model_.skips_recorded(id));
+        "G7", [&] { return who() + "skips_recorded"; }, graph_.skips_recorded(id), theirs.skips);
     switch (touch_.reports) {
     case Reports::none:
       return;
@@ -1666,7 +1740,7 @@ class Harness {
           "G7", [&] { return who() + "skip_records (newest 16, oldest first)"; },
           graph_.skip_records(id), model_.skip_records(id));
     }
-    if (!model_.live(id)) {
+    if (!live) {
       return;
     }
     // A walk starts at the newest record that produced the read (G8): an
@@ -1765,6 +1839,7 @@ class Harness {
             graph_.skip_records(id), model_.skip_records(id));
       }
     }
+    unindex_carriers();
     touch_.reports = reports;
     std::size_t live = 0;
     for (std::uint64_t raw = 1; raw < model_.next_id().raw(); ++raw) {
@@ -1854,7 +1929,12 @@ class Harness {
       op.kind = kind;
       execute(std::move(op));
     }
-    check_everything();
+    // Unless the final prune's own execute() just swept (every
+    // kFullCheckEvery ops): the same sweep of the same state again would
+    // find nothing new.
+    if (ops_since_sweep_ != 0) {
+      check_everything();
+    }
     check_.expect(held_.empty(), "R4",
                   [&] { return "held failures survived their prune: " + show(held_); });
     check_.expect(graph_.empty() && graph_.size() == 0, "R4", [&] {
@@ -1922,12 +2002,16 @@ class Harness {
     std::uint64_t records_added = 0; ///< skipped: how many records it meant to add.
   } touch_;
   std::vector<FailureId> owners_; ///< Scratch for check_allocation.
+  /// Scratch for execute: the touched failures the op killed, ascending.
+  std::vector<std::uint64_t> died_;
   /// Scratch for check_failure: the model's carriers of each raw id, one
   /// bit per allocation (index_carriers).
   std::vector<std::uint8_t> carriers_;
   /// Scratch for check_report: the model's walk, as pointers into its records.
   std::vector<const SkipRecord*> model_path_;
   std::size_t ops_since_sweep_ = 0;
+  /// The most failures live at once in this input (release_input).
+  std::size_t peak_live_ = 0;
   Checker check_;
 };
 

@@ -138,6 +138,14 @@ std::size_t EngineModel::size() const {
       failures_.begin(), failures_.end(), [](const Failure& failure) { return failure.live; }));
 }
 
+EngineModel::FailureView EngineModel::view(FailureId failure) const {
+  const Failure* found = find_live(failure);
+  if (found == nullptr) {
+    return {};
+  }
+  return {&found->error, found->records.size()};
+}
+
 std::uint64_t EngineModel::skips_recorded(FailureId failure) const {
   const Failure* found = find_live(failure);
   return found != nullptr ? found->records.size() : 0;

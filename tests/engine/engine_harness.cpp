@@ -296,6 +296,13 @@ std::string first_difference(const CoreEngine& core, const model::EngineModel& m
     }
     const Error* core_error = core.graph.error(id);
     const Error* model_error = model.error(id);
+    // The model's one-lookup view (what taint_fuzzer compares after every
+    // op) answers as its separate accessors do: the same error object, or
+    // none exactly when not live, and the same skip count.
+    const model::EngineModel::FailureView view = model.view(id);
+    if (view.error != model_error || view.skips != model.skips_recorded(id)) {
+      return name + ": the model's view() disagrees with its error() or skips_recorded()";
+    }
     if ((core_error == nullptr) != (model_error == nullptr) ||
         (core_error != nullptr && *core_error != *model_error)) {
       return name + ": errors differ";

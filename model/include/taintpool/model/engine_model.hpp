@@ -86,6 +86,17 @@ class EngineModel {
   [[nodiscard]] std::size_t size() const;
   [[nodiscard]] FailureId next_id() const { return FailureId::from_raw(failures_.size() + 1); }
 
+  /// One failure as a fuzzer compares it after every op, from one lookup:
+  /// error() (null when not live, so also live()) and skips_recorded().
+  /// live(), error() and skips_recorded() each look the failure up again;
+  /// under AddressSanitizer each out-of-line lookup costs, and a checker asks
+  /// all three for every failure an op touched (issue 13, fifteenth round).
+  struct FailureView {
+    const Error* error = nullptr; ///< Null when not live.
+    std::uint64_t skips = 0;      ///< skips_recorded(): 0 when not live.
+  };
+  [[nodiscard]] FailureView view(FailureId failure) const;
+
   /// Every record ever added to a live failure; 0 when dead.
   [[nodiscard]] std::uint64_t skips_recorded(FailureId failure) const;
   /// The newest kept_skip_records records of a live failure, oldest first.
