@@ -14,9 +14,9 @@
 #     its ids, results and claims; fuzz/common/device_trace.hpp) writes the
 #     same bytes for every input whether it ran alone in its process, after
 #     every input before it in name order, or after every input after it:
-#     the same run, not merely a passing one. (The taint targets write
-#     traces too, but theirs do not match yet: fuzz/README.md, fourteenth
-#     round.)
+#     the same run, not merely a passing one; the taint targets too (their
+#     taint_<name>.tla traces), since their harness gives its graph back at
+#     its fresh table capacity (fuzz/README.md, the fourteenth round).
 #
 # Cost: the traced form runs the replay driver once per input (5-10 s for
 # device_fuzzer's 397 inputs under the ci or asan preset on the shared

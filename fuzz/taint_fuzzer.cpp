@@ -78,8 +78,9 @@
 // from one lookup (EngineModel::view); the carriers table is cleared run by
 // run, not refilled per id ever minted; the held and live lists lose the
 // failures an op killed in one pass, not an erase each; and the graph's
-// table is shrunk back after an input that held more than kKeptTablePeak
-// failures, so no sweep walks slots an earlier input grew.
+// table goes back to its fresh capacity after an input that grew it, so no
+// sweep walks slots an earlier input grew and no injected allocation fault
+// fires, or not, by what an earlier input left (fuzz.<target>.order).
 // Only core is
 // coverage-instrumented: the checkers (common/no_coverage.hpp), the rest
 // of this file's harness (taint_fuzzer.coverage_ignorelist) and the engine
@@ -204,10 +205,6 @@ constexpr std::size_t kErrorKinds = 9; // ErrorKind::Generic .. InvalidBinding
 /// Ops between two sweeps over everything (check_everything); every op in
 /// between is checked on what it touched (check_touched).
 constexpr std::size_t kFullCheckEvery = 16;
-/// Past this many failures live at once in an input, the graph's table is
-/// shrunk back at the input's end (Harness::release_input): a table of at
-/// most 256 slots (load one half, a power of two) serves every input below.
-constexpr std::size_t kKeptTablePeak = 64;
 /// At most this many produced allocations per skip record, and (failure,
 /// read) pairs per reports op, as decoded.
 constexpr std::size_t kMaxProduced = 3;
@@ -585,6 +582,7 @@ class Harness {
       model_.add_allocation();
     }
     grow_failure_table();
+    fresh_table_capacity_ = graph_.table_capacity();
     // Grown here, outside every input: a first growth inside one is a
     // malloc with no free, which libFuzzer takes for a leak (see
     // grow_failure_table). 256 ids cover most inputs; a longer one grows it
@@ -662,20 +660,22 @@ class Harness {
     // hundreds of slots after a burst of inserts. The graph is empty here
     // (finish() checked R4), so clear() touches no table slot.
     graph_.clear();
-    // But only up to a size: the table's capacity only grows, and every
-    // sweep walks all of it (IdTable::check_invariants, and for_each in
-    // check_graph and check_refcounts), so one input that held hundreds of
-    // failures at once made every later input's sweeps walk hundreds of
-    // slots (issue 13, fifteenth round). After an input whose peak passed
-    // kKeptTablePeak live failures, the graph is replaced by a fresh one
-    // (the same as clear()'s, check_fresh() checks it) and its table grown
-    // to the first size again: in this run, whose old table it frees, so
-    // the run stays balanced for libFuzzer's leak check.
-    if (peak_live_ > kKeptTablePeak) {
+    // But only while the table kept its first size. Its capacity decides
+    // whether an insert allocates, so under an injected allocation fault
+    // (fault_at) an op failed alone and succeeded after an input that had
+    // grown the table: the same input ran two ways, and libFuzzer kept
+    // inputs for coverage they do not show alone (fuzz/README.md, the
+    // fourteenth round; pinned by the traced fuzz.taint_fuzzer.order). And
+    // every sweep walks the whole table (IdTable::check_invariants, for_each
+    // in check_graph and check_refcounts), so a grown table slowed every
+    // later input (the fifteenth round). After an input that grew it, the
+    // graph is replaced by a fresh one and its table grown to the first
+    // size again, in this run, which frees the old table: the run stays
+    // balanced for libFuzzer's leak check. check_fresh() checks the size.
+    if (graph_.table_capacity() != fresh_table_capacity_) {
       graph_ = ErrorGraph();
       grow_failure_table();
     }
-    peak_live_ = 0;
     model_.reset();
     held_.clear();
     live_.clear();
@@ -1100,7 +1100,6 @@ class Harness {
     }
     erase_sorted(held_, died_);
     settle_live();
-    peak_live_ = std::max(peak_live_, live_.size());
     // An op that threw (refused, or out of memory) changed nothing in the
     // model, so this also checks that it changed nothing in core.
     check_touched(current);
@@ -1593,7 +1592,8 @@ class Harness {
     check_.expect(clean && model_.allocations() == kAllocations &&
                       model_.next_id() == FailureId::from_raw(1) && model_.size() == 0 &&
                       graph_.next_id() == FailureId::from_raw(1) && graph_.empty() &&
-                      held_.empty() && live_.empty() && touch_.failures.empty() && ops_.empty() &&
+                      graph_.table_capacity() == fresh_table_capacity_ && held_.empty() &&
+                      live_.empty() && touch_.failures.empty() && ops_.empty() &&
                       pending_fault_ < 0 && ops_since_sweep_ == 0 &&
                       std::all_of(carriers_.begin(), carriers_.end(),
                                   [](std::uint8_t bits) { return bits == 0; }),
@@ -2010,8 +2010,9 @@ class Harness {
   /// Scratch for check_report: the model's walk, as pointers into its records.
   std::vector<const SkipRecord*> model_path_;
   std::size_t ops_since_sweep_ = 0;
-  /// The most failures live at once in this input (release_input).
-  std::size_t peak_live_ = 0;
+  /// The graph's table capacity as grow_failure_table() leaves a fresh
+  /// graph (release_input() restores it; check_fresh() checks it).
+  std::size_t fresh_table_capacity_ = 0;
   Checker check_;
 };
 

@@ -299,6 +299,13 @@ class ErrorGraph {
   /// The id the next insert will return.
   [[nodiscard]] FailureId next_id() const noexcept { return FailureId::from_raw(next_id_); }
 
+  /// Slots in the table of older nodes (live or vacant): 0 until a third
+  /// node is live at once, then a power of two that only grows — clear()
+  /// keeps it. Whether an insert allocates depends on it, so a graph kept
+  /// across a fuzzer's inputs must return to its fresh capacity for an
+  /// input under an injected allocation fault to run as it would alone.
+  [[nodiscard]] std::size_t table_capacity() const noexcept { return cold_.capacity(); }
+
   /// G7: a launch was skipped because of `root`. The newest kept_skip_records
   /// records are kept and all are counted. Throws std::logic_error if `root`
   /// has no node (a skip is only decided on a live failure, S1). Allocates:
