@@ -293,7 +293,10 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
   std::vector<UnwrittenRead> unwritten;
   for (const Binding& read : reads) {
     const Allocation& allocation = allocations_[index_of(read.allocation)];
-    std::set<std::uint64_t> owners;
+    // The failures this read's runs name, ascending and each once — what a
+    // std::set gave, without a node per failure per launch (issue 13).
+    std::vector<std::uint64_t>& owners = scratch_read_owners_;
+    owners.clear();
     for (std::uint64_t byte = read.range.begin(); byte < read.range.end(); ++byte) {
       const std::uint64_t writer = allocation.writer[byte];
       if (writer != 0 && writer == reported) {
@@ -304,9 +307,11 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
         }
       } else if (writer != 0 &&
                  (byte == read.range.begin() || allocation.writer[byte - 1] != writer)) {
-        owners.insert(writer); // Once per run.
+        owners.push_back(writer); // Once per run.
       }
     }
+    std::sort(owners.begin(), owners.end());
+    owners.erase(std::unique(owners.begin(), owners.end()), owners.end());
     for (const std::uint64_t owner : owners) {
       out.acceptable_roots.emplace_back(FailureId::from_raw(owner), read.allocation);
     }
@@ -485,10 +490,26 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
       (plan.kind == BodyKind::check || plan.kind == BodyKind::fail_late) && !host_bytes) {
     checked_.push_back(launch);
   }
-  log_.push_back(Logged{launch, std::string(kernel), status,
-                        std::vector<Binding>(reads.begin(), reads.end()),
-                        std::vector<Binding>(writes.begin(), writes.end()), std::move(released),
-                        named_only.has_value(), named_only.value_or(std::vector<Binding>())});
+  // An entry synchronize() retired, its lists refilled in place: a fresh
+  // entry cost three to five allocations per launch (issue 13). Every field
+  // is set here, so nothing of the entry's last use survives but capacity.
+  Logged logged;
+  if (!spare_log_.empty()) {
+    logged = std::move(spare_log_.back());
+    spare_log_.pop_back();
+  }
+  logged.launch = launch;
+  logged.kernel.assign(kernel);
+  logged.status = status;
+  logged.reads.assign(reads.begin(), reads.end());
+  logged.writes.assign(writes.begin(), writes.end());
+  logged.released = std::move(released);
+  logged.named_only = named_only.has_value();
+  logged.named.clear();
+  if (named_only) {
+    logged.named.assign(named_only->begin(), named_only->end());
+  }
+  log_.push_back(std::move(logged));
   return out;
 }
 
@@ -789,7 +810,12 @@ void DeviceModel::synchronize(bool drops_discovered) {
     attribute(late);
   }
   late_.clear();
-  log_.clear(); // Everything is confirmed now.
+  // Everything is confirmed now. The entries go to spare_log_ for the
+  // launches after this one to refill.
+  for (Logged& logged : log_) {
+    spare_log_.push_back(std::move(logged));
+  }
+  log_.clear();
   checked_.clear();
   pending_exchanges_.clear();
   if (drops_discovered) {

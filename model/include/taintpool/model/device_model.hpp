@@ -518,6 +518,13 @@ class DeviceModel {
   /// launch_impl's list of the failures its write set held, which bury()
   /// keeps alive through the scope; kept between launches. Scratch only.
   std::vector<std::uint64_t> scratch_held_;
+  /// launch_impl's list of the failures one read's runs name. Scratch only.
+  std::vector<std::uint64_t> scratch_read_owners_;
+  /// log_ entries synchronize() retired, refilled by later launches so that
+  /// logging a launch reuses their lists' capacity (issue 13). Their
+  /// contents are dead: launch_impl sets every field before an entry is
+  /// read again. Scratch only, as above.
+  std::vector<Logged> spare_log_;
 };
 
 /// "kernel: message" (or the kind's name when the message is empty), and a

@@ -112,6 +112,7 @@ model::BodyPlan decode_plan(Reader& in, std::span<const Binding> writes, const P
   const auto written = [&] {
     std::vector<WrittenRange> ranges;
     const std::uint64_t count = in.below(how.max_written + 1);
+    ranges.reserve(count); // One allocation, not one per growth (issue 13).
     for (std::uint64_t index = 0; index < count; ++index) {
       if (!how.untrusted_ranges) {
         if (writes.empty()) {
