@@ -130,13 +130,10 @@ double replay_once(const Trace& trace, MemoryManager& memory, std::vector<Alloca
   }
   if (steady != nullptr && timeline != nullptr) {
     calls_before[trace.events.size()] = counting.counts().calls();
-    std::uint64_t high = 0;
-    for (std::size_t at = 0; at < trace.events.size(); ++at) {
-      const std::uint64_t calls = calls_before[at + 1] - calls_before[at];
-      if (at >= steady_from && trace.in_use[at] > high) {
-        steady->at_high += calls;
+    for (std::size_t at = steady_from; at < trace.events.size(); ++at) {
+      if (trace.new_high[at]) {
+        steady->at_high += calls_before[at + 1] - calls_before[at];
       }
-      high = std::max(high, trace.in_use[at]);
     }
   }
   return seconds * 1e9 / static_cast<double>(trace.events.size());

@@ -390,7 +390,6 @@ int replay(const std::string& name, const std::string& out, int repeat,
       std::unique_ptr<Allocator> allocator = make(name, trace.slots);
       reserved.reserve(trace.events.size());
       const std::size_t steady_from = trace.steady_from();
-      std::uint64_t high = 0;
       for (std::size_t at = 0; at < trace.events.size(); ++at) {
         const Event& event = trace.events[at];
         const std::uint64_t calls_before = allocator->calls();
@@ -403,11 +402,10 @@ int replay(const std::string& name, const std::string& out, int repeat,
         const std::uint64_t calls = allocator->calls() - calls_before;
         if (at >= steady_from) {
           plotted_steady_calls += calls;
-          if (trace.in_use[at] > high) {
+          if (trace.new_high[at]) {
             steady_calls_at_high += calls;
           }
         }
-        high = std::max(high, trace.in_use[at]);
       }
       allocator->free_all();
       plotted_peak = allocator->peak_reserved();

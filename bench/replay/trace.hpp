@@ -22,6 +22,7 @@
 // before it; bench/RESULTS.md, pool12).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -43,10 +44,15 @@ struct Event {
 struct Trace {
   std::string name; ///< The file name without directory and .trace[.gz].
   std::vector<Event> events;
-  std::uint32_t slots = 0;                  ///< Live buffers a replay must hold at once, at most.
-  std::uint64_t allocations = 0;            ///< Allocate events.
-  std::uint64_t peak_in_use = 0;            ///< Highest sum of live requested bytes.
-  std::vector<std::uint64_t> in_use;        ///< Live requested bytes after each event.
+  std::uint32_t slots = 0;           ///< Live buffers a replay must hold at once, at most.
+  std::uint64_t allocations = 0;     ///< Allocate events.
+  std::uint64_t peak_in_use = 0;     ///< Highest sum of live requested bytes.
+  std::vector<std::uint64_t> in_use; ///< Live requested bytes after each event.
+  /// Per event: whether it took in use above every earlier moment (a new
+  /// high: the work asks for more than it ever held, which no allocator
+  /// serves without memory held ahead). Both replays count the storage
+  /// calls made at such events among those after the first step.
+  std::vector<bool> new_high;
   std::map<std::string, std::string> facts; ///< The `# key value` lines.
 
   /// The first event of the second half: storage calls from here on are
@@ -102,6 +108,7 @@ inline Trace load_trace(const std::string& path) {
       live; // id -> slot, size
   std::vector<std::uint32_t> free_slots;
   std::uint64_t in_use = 0;
+  std::uint64_t earlier_high = 0; ///< The highest in use before the current event.
   std::string line;
   std::size_t number = 0;
   char buffer[512];
@@ -163,6 +170,8 @@ inline Trace load_trace(const std::string& path) {
       fail(std::string("unknown event '") + kind + "'");
     }
     trace.events.push_back(event);
+    trace.new_high.push_back(in_use > earlier_high);
+    earlier_high = std::max(earlier_high, in_use);
     trace.in_use.push_back(in_use);
   }
   if (trace.events.empty()) {
