@@ -106,7 +106,7 @@ class EndCounter final : public AllocationObserver {
   std::unordered_map<std::uint64_t, int> ended;
 };
 
-// Several threads drop batches of hundreds at once while the manager
+// Several threads drop batches of up to thousands at once while the manager
 // allocates, drops on its own thread and drains: the release inbox
 // (detail/slice.hpp) must hand each ended allocation to the manager once —
 // none lost, none ended twice — and under ThreadSanitizer a missing
@@ -120,13 +120,15 @@ TEST(PoolThreads, P1_EverySliceDroppedFromManyThreadsAtOnceIsEndedExactlyOnce) {
   config.observer = &counter;
   MemoryManager memory(host, graph, config);
   constexpr int kThreads = 4;
-  constexpr int kRounds = 40;
-  constexpr int kBatch = 300;
+  constexpr int kRounds = 24;
   std::uint64_t made = 0;
   for (int round = 0; round < kRounds; ++round) {
+    // Batches of 16 to 2048 a thread, doubling, three times over: a
+    // hand-over sized by the batches it sees is resized while drops land.
+    const int batch_size = 16 << (round % 8);
     std::vector<std::vector<Allocation>> batches(kThreads);
     for (auto& batch : batches) {
-      for (int index = 0; index < kBatch; ++index) {
+      for (int index = 0; index < batch_size; ++index) {
         batch.push_back(memory.allocate(64 + static_cast<std::uint64_t>(index % 7) * 200));
         ++made;
       }
