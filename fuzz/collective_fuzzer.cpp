@@ -598,6 +598,7 @@ class Harness {
     spec.op = op;
     spec.root = root;
     spec.count = count;
+    spec.calls.reserve(static_cast<std::size_t>(size())); // One allocation per collective.
     const std::uint64_t block = count * width;
     if (kind == CollectiveKind::send) {
       const int sender = root;
@@ -666,6 +667,7 @@ class Harness {
                                                   : spec.calls.front().rank;
     };
     std::vector<CollectiveResult> results;
+    results.reserve(spec.calls.size()); // One allocation, not one per doubling.
     for (const RanksModel::Call& call : spec.calls) {
       touched_.push_back(call.rank);
       Collectives& collectives = at(call.rank).collectives;

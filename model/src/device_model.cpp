@@ -490,9 +490,22 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
       (plan.kind == BodyKind::check || plan.kind == BodyKind::fail_late) && !host_bytes) {
     checked_.push_back(launch);
   }
+  Logged& logged = log_entry(launch, kernel, status, reads, writes);
+  logged.released = std::move(released);
+  logged.named_only = named_only.has_value();
+  if (named_only) {
+    logged.named.assign(named_only->begin(), named_only->end());
+  }
+  return out;
+}
+
+DeviceModel::Logged& DeviceModel::log_entry(std::uint64_t launch, std::string_view kernel,
+                                            LaunchStatus status, std::span<const Binding> reads,
+                                            std::span<const Binding> writes) {
   // An entry synchronize() retired, its lists refilled in place: a fresh
-  // entry cost three to five allocations per launch (issue 13). Every field
-  // is set here, so nothing of the entry's last use survives but capacity.
+  // entry cost three to five allocations per launch or exchange (issue 13).
+  // Every field is set here, so nothing of the entry's last use survives
+  // but capacity.
   Logged logged;
   if (!spare_log_.empty()) {
     logged = std::move(spare_log_.back());
@@ -503,14 +516,11 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
   logged.status = status;
   logged.reads.assign(reads.begin(), reads.end());
   logged.writes.assign(writes.begin(), writes.end());
-  logged.released = std::move(released);
-  logged.named_only = named_only.has_value();
+  logged.released.clear();
+  logged.named_only = false;
   logged.named.clear();
-  if (named_only) {
-    logged.named.assign(named_only->begin(), named_only->end());
-  }
   log_.push_back(std::move(logged));
-  return out;
+  return log_.back();
 }
 
 // ------------------------------------------------------------ S6, O4

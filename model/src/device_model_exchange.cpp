@@ -85,14 +85,7 @@ ModelLaunch DeviceModel::exchange(std::string_view kernel, std::span<const Bindi
   if (plan.deferred) {
     pending_exchanges_.push_back(PendingExchange{launch, !plan.fed.empty()});
   }
-  log_.push_back(Logged{launch,
-                        std::string(kernel),
-                        LaunchStatus::Ran,
-                        std::vector<Binding>(reads.begin(), reads.end()),
-                        std::vector<Binding>(writes.begin(), writes.end()),
-                        {},
-                        false,
-                        {}});
+  log_entry(launch, kernel, LaunchStatus::Ran, reads, writes);
   out.result.status = LaunchStatus::Ran;
   return out;
 }

@@ -6,10 +6,9 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
-#include <map>
-#include <set>
 #include <span>
 #include <stdexcept>
+#include <string>
 
 namespace taintpool::model {
 
@@ -32,98 +31,6 @@ std::uint64_t element_size(DataType type) {
     return 8;
   }
   return 1;
-}
-
-/// What one rank's contribution looked like when it called.
-struct Contribution {
-  std::vector<std::uint64_t> writer;              ///< Per byte: 0, or its failure.
-  std::vector<std::optional<std::uint8_t>> value; ///< Per byte.
-  std::uint64_t pieces = 0;
-  std::uint64_t element = 1;
-  std::vector<std::uint64_t> piece_root; ///< Per piece: 0 (clean) or its root.
-  std::vector<std::size_t> slot;         ///< Per stale piece: its root entry.
-  std::vector<std::string> texts;        ///< Root entries' texts (at most kRoots).
-  std::uint64_t more = 0;                ///< Distinct roots past kRoots.
-
-  std::vector<std::uint64_t> piece_at; ///< Per byte: the piece holding it.
-  /// N2 under Report: the never-written runs read (allocation-relative),
-  /// which count as clean here (writer 0).
-  std::vector<UnwrittenRead> unwritten;
-
-  /// The piece holding contribution byte `byte`.
-  [[nodiscard]] std::uint64_t piece_of(std::uint64_t byte) const { return piece_at.at(byte); }
-  [[nodiscard]] bool stale_at(std::uint64_t byte) const { return piece_root[piece_of(byte)] != 0; }
-};
-
-Contribution contribution_of(const DeviceModel& model, const Binding& send, DataType type) {
-  Contribution out;
-  out.element = element_size(type);
-  // The model's bytes and per-byte owners in place (the copies cost two
-  // allocations per rank per collective, issue 13); the owners are
-  // claims() before they are cut into runs, and none (empty) for an
-  // allocation the model no longer holds.
-  const std::span<const std::optional<std::uint8_t>> values = model.bytes_in_place(send.allocation);
-  const std::span<const std::uint64_t> writers = model.writers_in_place(send.allocation);
-  if (send.range.end() > values.size() || (!writers.empty() && send.range.end() > writers.size())) {
-    throw std::out_of_range("model: a collective's send buffer lies outside its allocation");
-  }
-  // N2: under Report, the never-written bytes are read and listed, never
-  // stale: each maximal run of them, then their writer is 0.
-  const std::optional<FailureId> never_written = model.never_written_failure();
-  const std::uint64_t listed =
-      model.unwritten_reads() == UnwrittenReads::Report && never_written ? never_written->raw() : 0;
-  // Sized once: grown a byte at a time they reallocated a dozen times per
-  // rank per collective, each an allocation ASan pays for (issue 13).
-  out.writer.reserve(send.range.size());
-  out.value.reserve(send.range.size());
-  for (std::uint64_t byte = send.range.begin(); byte < send.range.end(); ++byte) {
-    std::uint64_t writer = writers.empty() ? 0 : writers[byte];
-    if (listed != 0 && writer == listed) {
-      if (!out.unwritten.empty() && out.unwritten.back().bytes.end() == byte) {
-        out.unwritten.back().bytes = ByteRange::of(out.unwritten.back().bytes.begin(), byte + 1);
-      } else {
-        out.unwritten.push_back(UnwrittenRead{send.allocation, ByteRange::of(byte, byte + 1)});
-      }
-      writer = 0;
-    }
-    out.writer.push_back(writer);
-    out.value.push_back(values[byte]);
-  }
-  const std::uint64_t elements = out.writer.size() / out.element;
-  out.pieces = std::min(elements, kMaxPieces);
-  out.piece_root.assign(out.pieces, 0);
-  out.slot.assign(out.pieces, 0);
-  std::vector<std::uint64_t> distinct;
-  out.piece_at.assign(out.writer.size(), 0);
-  for (std::uint64_t piece = 0; piece < out.pieces; ++piece) {
-    const std::uint64_t first = piece * elements / out.pieces * out.element;
-    const std::uint64_t last = (piece + 1) * elements / out.pieces * out.element;
-    for (std::uint64_t byte = first; byte < last; ++byte) {
-      out.piece_at[byte] = piece;
-    }
-    for (std::uint64_t byte = first; byte < last; ++byte) {
-      if (out.writer[byte] != 0) {
-        out.piece_root[piece] = out.writer[byte]; // The lowest stale byte's failure.
-        break;
-      }
-    }
-    if (out.piece_root[piece] == 0) {
-      continue;
-    }
-    auto known = std::find(distinct.begin(), distinct.end(), out.piece_root[piece]);
-    if (known == distinct.end()) {
-      distinct.push_back(out.piece_root[piece]);
-      known = distinct.end() - 1;
-    }
-    out.slot[piece] =
-        std::min<std::size_t>(static_cast<std::size_t>(known - distinct.begin()), kRoots - 1);
-  }
-  for (std::size_t entry = 0; entry < distinct.size() && entry < kRoots; ++entry) {
-    out.texts.push_back(
-        RanksModel::root_line(model.report(FailureId::from_raw(distinct[entry]), send.allocation)));
-  }
-  out.more = distinct.size() > kRoots ? distinct.size() - kRoots : 0;
-  return out;
 }
 
 /// Combines element values into `a`: every byte known, or the whole
@@ -249,6 +156,87 @@ std::string RanksModel::root_line(const Report& report) {
   return text;
 }
 
+void RanksModel::contribution_of(int rank, const Binding& send, DataType type,
+                                 Contribution& out) const {
+  // Every field is refilled: only capacity survives the last collective.
+  const DeviceModel& model = ranks_.at(static_cast<std::size_t>(rank));
+  out.element = element_size(type);
+  out.writer.clear();
+  out.value.clear();
+  out.texts.clear();
+  out.distinct.clear();
+  out.unwritten.clear();
+  // The model's bytes and per-byte owners in place (the copies cost two
+  // allocations per rank per collective, issue 13); the owners are
+  // claims() before they are cut into runs, and none (empty) for an
+  // allocation the model no longer holds.
+  const std::span<const std::optional<std::uint8_t>> values = model.bytes_in_place(send.allocation);
+  const std::span<const std::uint64_t> writers = model.writers_in_place(send.allocation);
+  if (send.range.end() > values.size() || (!writers.empty() && send.range.end() > writers.size())) {
+    throw std::out_of_range("model: a collective's send buffer lies outside its allocation");
+  }
+  // N2: under Report, the never-written bytes are read and listed, never
+  // stale: each maximal run of them, then their writer is 0.
+  const std::optional<FailureId> never_written = model.never_written_failure();
+  const std::uint64_t listed =
+      model.unwritten_reads() == UnwrittenReads::Report && never_written ? never_written->raw() : 0;
+  // Sized once: grown a byte at a time they reallocated a dozen times per
+  // rank per collective, each an allocation ASan pays for (issue 13).
+  out.writer.reserve(send.range.size());
+  out.value.reserve(send.range.size());
+  for (std::uint64_t byte = send.range.begin(); byte < send.range.end(); ++byte) {
+    std::uint64_t writer = writers.empty() ? 0 : writers[byte];
+    if (listed != 0 && writer == listed) {
+      if (!out.unwritten.empty() && out.unwritten.back().bytes.end() == byte) {
+        out.unwritten.back().bytes = ByteRange::of(out.unwritten.back().bytes.begin(), byte + 1);
+      } else {
+        out.unwritten.push_back(UnwrittenRead{send.allocation, ByteRange::of(byte, byte + 1)});
+      }
+      writer = 0;
+    }
+    out.writer.push_back(writer);
+    out.value.push_back(values[byte]);
+  }
+  const std::uint64_t elements = out.writer.size() / out.element;
+  out.pieces = std::min(elements, kMaxPieces);
+  out.piece_root.assign(out.pieces, 0);
+  out.slot.assign(out.pieces, 0);
+  std::vector<std::uint64_t>& distinct = out.distinct;
+  out.piece_at.assign(out.writer.size(), 0);
+  for (std::uint64_t piece = 0; piece < out.pieces; ++piece) {
+    const std::uint64_t first = piece * elements / out.pieces * out.element;
+    const std::uint64_t last = (piece + 1) * elements / out.pieces * out.element;
+    for (std::uint64_t byte = first; byte < last; ++byte) {
+      out.piece_at[byte] = piece;
+    }
+    for (std::uint64_t byte = first; byte < last; ++byte) {
+      if (out.writer[byte] != 0) {
+        out.piece_root[piece] = out.writer[byte]; // The lowest stale byte's failure.
+        break;
+      }
+    }
+    if (out.piece_root[piece] == 0) {
+      continue;
+    }
+    auto known = std::find(distinct.begin(), distinct.end(), out.piece_root[piece]);
+    if (known == distinct.end()) {
+      distinct.push_back(out.piece_root[piece]);
+      known = distinct.end() - 1;
+    }
+    out.slot[piece] =
+        std::min<std::size_t>(static_cast<std::size_t>(known - distinct.begin()), kRoots - 1);
+  }
+  for (std::size_t entry = 0; entry < distinct.size() && entry < kRoots; ++entry) {
+    out.texts.push_back(
+        RanksModel::root_line(model.report(FailureId::from_raw(distinct[entry]), send.allocation)));
+  }
+  out.more = distinct.size() > kRoots ? distinct.size() - kRoots : 0;
+}
+
+void RanksModel::no_contribution(int rank) {
+  throw std::out_of_range("model: rank " + std::to_string(rank) + " sent no contribution");
+}
+
 std::vector<RanksModel::Expected> RanksModel::collective(const Collective& collective) {
   const int ranks = size();
   const std::uint64_t width = element_size(collective.type);
@@ -270,12 +258,18 @@ std::vector<RanksModel::Expected> RanksModel::collective(const Collective& colle
     }
   }
 
-  // 2. Every contribution, as it was when its rank called.
-  std::map<int, Contribution> contributions;
+  // 2. Every contribution, as it was when its rank called (a call per
+  //    rank: the harness makes one).
+  contributions_.resize(ranks_.size());
+  contributed_.assign(ranks_.size(), 0);
   for (const Call& call : collective.calls) {
     if (call.send) {
-      contributions.emplace(call.rank,
-                            contribution_of(rank(call.rank), *call.send, collective.type));
+      const auto index = static_cast<std::size_t>(call.rank);
+      if (contributed_.at(index) != 0) {
+        continue; // The first call's, as a map's emplace kept it.
+      }
+      contribution_of(call.rank, *call.send, collective.type, contributions_[index]);
+      contributed_[index] = 1;
     }
   }
 
@@ -292,14 +286,24 @@ std::vector<RanksModel::Expected> RanksModel::collective(const Collective& colle
     const Call& call = collective.calls[at];
     const int me = call.rank;
     const bool immediate = at + 1 == collective.calls.size(); // It completes the collective.
-    DeviceModel::ExchangePlan plan;
+    // The plan, refilled: exchange() reads it and keeps none of it.
+    DeviceModel::ExchangePlan& plan = plan_;
+    plan.values.resize(1);
+    plan.carried.clear();
+    plan.fed.clear();
+    plan.fed_error.reset();
     plan.deferred = !immediate;
     std::uint64_t stale_bytes = 0;
     if (call.recv) {
       const std::uint64_t size = call.recv->range.size();
-      std::vector<std::optional<std::uint8_t>> values(size);
-      std::vector<bool> fed(size, false);
-      std::set<std::pair<int, std::size_t>> cited;
+      std::vector<std::optional<std::uint8_t>>& values = plan.values.front();
+      values.assign(size, std::nullopt);
+      std::vector<bool>& fed = fed_;
+      fed.assign(size, false);
+      // (source, root entry) pairs, sorted and made distinct below: the
+      // order a std::set gave, without a node per pair.
+      std::vector<std::pair<int, std::size_t>>& cited = cited_;
+      cited.clear();
       // Own stale pieces that reach the output, by piece number (below
       // kMaxPieces): flags, not a list to search, grow and sort per call.
       std::array<bool, kMaxPieces> own_pieces{};
@@ -336,20 +340,21 @@ std::vector<RanksModel::Expected> RanksModel::collective(const Collective& colle
       // computed from, if any (a rank's contribution reaches a byte at most
       // once); kNoPiece otherwise.
       constexpr std::uint64_t kNoPiece = ~std::uint64_t{0};
-      std::vector<std::uint64_t> own_piece(size, kNoPiece);
-      std::vector<std::pair<int, std::uint64_t>> from;
+      std::vector<std::uint64_t>& own_piece = own_piece_;
+      own_piece.assign(size, kNoPiece);
+      std::vector<std::pair<int, std::uint64_t>>& from = from_;
       for (std::uint64_t byte = 0; byte < size; ++byte) {
         sources(byte, from);
         // Values: the reduction in rank order, or the copy.
         const bool reduces =
             call.kind == CollectiveKind::all_reduce || call.kind == CollectiveKind::reduce_scatter;
         if (!reduces) {
-          const Contribution& source = contributions.at(from.front().first);
+          const Contribution& source = contribution(from.front().first);
           values[byte] = source.value.at(from.front().second);
         }
         bool mine = false;
         for (const auto& [source, offset] : from) {
-          const Contribution& contribution = contributions.at(source);
+          const Contribution& contribution = this->contribution(source);
           if (source == me) {
             own_piece[byte] = contribution.piece_of(offset);
           }
@@ -362,11 +367,14 @@ std::vector<RanksModel::Expected> RanksModel::collective(const Collective& colle
           continue;
         }
         for (const auto& [source, offset] : from) {
-          const Contribution& contribution = contributions.at(source);
+          const Contribution& contribution = this->contribution(source);
           if (contribution.stale_at(offset)) {
             fed[byte] = true;
-            // insert, not emplace: a pair already cited allocates no node.
-            cited.insert({source, contribution.slot[contribution.piece_of(offset)]});
+            const std::pair<int, std::size_t> entry{
+                source, contribution.slot[contribution.piece_of(offset)]};
+            if (cited.empty() || cited.back() != entry) { // Runs of one pair: kept short.
+              cited.push_back(entry);
+            }
           }
         }
       }
@@ -375,20 +383,22 @@ std::vector<RanksModel::Expected> RanksModel::collective(const Collective& colle
         const std::uint64_t first = call.kind == CollectiveKind::reduce_scatter
                                         ? static_cast<std::uint64_t>(me) * block
                                         : 0;
-        const auto& base = contributions.at(0).value;
+        const auto& base = contribution(0).value;
         values.assign(base.begin() + static_cast<std::ptrdiff_t>(first),
                       base.begin() + static_cast<std::ptrdiff_t>(first + size));
         for (int source = 1; source < ranks; ++source) {
-          const auto& value = contributions.at(source).value;
+          const auto& value = contribution(source).value;
           if (first + size > value.size()) {
             throw std::out_of_range("model: a contribution shorter than the reduction");
           }
           combine(values, std::span(value).subspan(first, size), collective.type, collective.op);
         }
       }
-      plan.values.push_back(std::move(values));
       // Carried: own stale pieces in ascending order, each its bytes.
-      const Contribution* mine = contributions.count(me) != 0 ? &contributions.at(me) : nullptr;
+      const Contribution* mine = static_cast<std::size_t>(me) < contributed_.size() &&
+                                         contributed_[static_cast<std::size_t>(me)] != 0
+                                     ? &contributions_[static_cast<std::size_t>(me)]
+                                     : nullptr;
       plan.carried.reserve(
           static_cast<std::size_t>(std::count(own_pieces.begin(), own_pieces.end(), true)));
       for (std::uint64_t piece = 0; piece < kMaxPieces; ++piece) {
@@ -408,24 +418,30 @@ std::vector<RanksModel::Expected> RanksModel::collective(const Collective& colle
       if (!plan.fed.empty()) {
         // Every feeding rank, ascending, with the roots it cited, ascending;
         // past eight ranks, only how many more.
-        std::map<int, std::vector<std::size_t>> by_source;
-        for (const auto& [source, entry] : cited) {
-          by_source[source].push_back(entry);
-        }
+        std::sort(cited.begin(), cited.end());
+        cited.erase(std::unique(cited.begin(), cited.end()), cited.end());
         std::string message = "fed stale bytes from ";
         int listed = 0;
         int unlisted = 0;
-        for (const auto& [source, entries] : by_source) {
+        for (std::size_t at_cited = 0; at_cited < cited.size();) {
+          const int source = cited[at_cited].first;
+          std::size_t end = at_cited; // [at_cited, end): this source's entries, ascending.
+          while (end < cited.size() && cited[end].first == source) {
+            ++end;
+          }
+          const std::size_t first_entry = at_cited;
+          at_cited = end;
           if (listed == kListedSources) {
             ++unlisted;
             continue;
           }
-          const Contribution& contribution = contributions.at(source);
+          const Contribution& contribution = this->contribution(source);
           message += (listed == 0 ? "rank " : "; and from rank ") + std::to_string(source) + ": ";
-          for (std::size_t index = 0; index < entries.size(); ++index) {
-            message += (index == 0 ? "" : "; ") + contribution.texts.at(entries[index]);
+          for (std::size_t index = first_entry; index < end; ++index) {
+            message +=
+                (index == first_entry ? "" : "; ") + contribution.texts.at(cited[index].second);
           }
-          if (entries.back() + 1 == kRoots && contribution.more != 0) {
+          if (cited[end - 1].second + 1 == kRoots && contribution.more != 0) {
             message += " (and " + std::to_string(contribution.more) + " more failures on rank " +
                        std::to_string(source) + ")";
           }
@@ -442,8 +458,12 @@ std::vector<RanksModel::Expected> RanksModel::collective(const Collective& colle
         }
       }
     }
-    const std::string kernel =
-        std::string(name(call.kind)) + "(" + collective.name + ") on rank " + std::to_string(me);
+    std::string& kernel = kernel_;
+    kernel.assign(name(call.kind));
+    kernel += '(';
+    kernel += collective.name;
+    kernel += ") on rank ";
+    kernel += std::to_string(me);
     // Spans over the call's own bindings: a vector each cost two
     // allocations per call (issue 13).
     const std::span<const Binding> reads =
@@ -453,7 +473,7 @@ std::vector<RanksModel::Expected> RanksModel::collective(const Collective& colle
     expected[at].launch = rank(me).exchange(kernel, reads, writes, plan);
     if (call.send) {
       // N2: what it read never written, listed (under Report only).
-      expected[at].launch.result.unwritten = contributions.at(me).unwritten;
+      expected[at].launch.result.unwritten = contribution(me).unwritten;
     }
     expected[at].stale_bytes = stale_bytes;
     expected[at].verdict_pending = !immediate;

@@ -365,5 +365,57 @@ TEST(Loopback, C6_AReleasedTicketLandsEmptyAndItsPeersStillComplete) {
   EXPECT_EQ(world.rank(1).failure(bad1)->kind(), ErrorKind::Communicator);
 }
 
+TEST(Loopback, C3_CallsAfterReleasedOnesLandExactlyTheirOwnBytesAndSummaries) {
+  // The world reuses the buffers of finished calls and released tickets
+  // (their capacity only): a later, smaller call must see nothing of an
+  // earlier, larger one — not its bytes, not a byte of its summaries.
+  LoopbackWorld world(2);
+  for (int round = 0; round < 4; ++round) {
+    // Long and then short calls and summaries, alternating, so a reused
+    // buffer is sometimes larger than what it now holds.
+    const std::size_t length = round % 2 == 0 ? 96 : 3;
+    const std::size_t summary_length = round % 2 == 0 ? 200 : 5;
+    std::array<std::vector<std::byte>, 2> send;
+    std::array<std::vector<std::byte>, 2> summary;
+    std::array<std::vector<std::byte>, 2> recv;
+    std::array<Ticket, 2> tickets{};
+    for (std::size_t rank = 0; rank < 2; ++rank) {
+      send[rank].assign(length, static_cast<std::byte>(10 * round + static_cast<int>(rank) + 1));
+      summary[rank].assign(summary_length,
+                           static_cast<std::byte>(0xA0 + 2 * round + static_cast<int>(rank)));
+      recv[rank].assign(length, std::byte{0});
+    }
+    for (std::size_t rank = 0; rank < 2; ++rank) {
+      CollectiveCall call =
+          call_of(CollectiveKind::all_reduce, &send[rank], &recv[rank], length, DataType::u8);
+      call.summary = summary[rank];
+      tickets[rank] = world.rank(static_cast<int>(rank)).start(call);
+    }
+    for (std::size_t rank = 0; rank < 2; ++rank) {
+      const auto expected = static_cast<std::byte>(20 * round + 3);
+      EXPECT_EQ(recv[rank], std::vector<std::byte>(length, expected)) << "round " << round;
+      const auto got = world.rank(static_cast<int>(rank)).summaries(tickets[rank]);
+      std::vector<std::byte> both = summary[0];
+      both.insert(both.end(), summary[1].begin(), summary[1].end());
+      EXPECT_EQ(std::vector<std::byte>(got.begin(), got.end()), both) << "round " << round;
+      world.rank(static_cast<int>(rank)).release(tickets[rank]);
+    }
+    // And a pair, whose receiver's summaries are exactly the sender's.
+    std::vector<std::byte> into(length);
+    CollectiveCall sent =
+        call_of(CollectiveKind::send, &send[0], nullptr, length, DataType::u8, ReduceOp::sum, 1);
+    sent.summary = summary[1];
+    const Ticket send_ticket = world.rank(0).start(sent);
+    const Ticket recv_ticket = world.rank(1).start(
+        call_of(CollectiveKind::recv, nullptr, &into, length, DataType::u8, ReduceOp::sum, 0));
+    EXPECT_EQ(into, send[0]) << "round " << round;
+    const auto got = world.rank(1).summaries(recv_ticket);
+    EXPECT_EQ(std::vector<std::byte>(got.begin(), got.end()), summary[1]) << "round " << round;
+    world.rank(0).release(send_ticket);
+    world.rank(1).release(recv_ticket);
+  }
+  EXPECT_EQ(world.waiting(), 0u);
+}
+
 } // namespace
 } // namespace taintpool

@@ -227,6 +227,35 @@ TEST_F(BackendFaults, LateFailure_TheLogForgetsLaunchesOnceTheBackendConfirmsThe
   EXPECT_TRUE(device.read(c.whole(), out).ok());
 }
 
+TEST_F(BackendFaults, S6_ALogEntryReusedAfterAWroteOnlyLaunchCoversItsNewLaunchsWholeWriteSet) {
+  // The log refills entries it retired (their capacity only): an entry
+  // left by a wrote_only launch, which named four bytes, must not lend
+  // that list to the next launch logged in it, which wrote all sixteen.
+  const Allocation a = device.create_buffer(16);
+  const Allocation b = device.create_buffer(16);
+  backend.oldest = 1;
+  EXPECT_TRUE(
+      device
+          .launch("partial", {}, {a.whole()},
+                  [](const KernelContext&) {
+                    return LaunchOutcome::wrote_only({WrittenRange{0, ByteRange::of(0, 4)}});
+                  })
+          .ran());
+  backend.oldest.reset(); // Launch 1 confirmed: the next launch retires its entry.
+  EXPECT_TRUE(device.launch("confirmed", {}, {b.whole()}, fill).ran());
+  backend.oldest = 3;
+  EXPECT_TRUE(device.launch("whole", {}, {a.whole()}, fill).ran()); // Logged in entry 1's place.
+  backend.late.push_back(LateFailure{3, Error::launch("checked kernel failed"), {}});
+  backend.oldest.reset();
+  device.synchronize();
+  std::vector<std::byte> out(4);
+  for (std::uint64_t at = 0; at < 16; at += 4) {
+    EXPECT_FALSE(device.read(Binding{a.id(), ByteRange::sized(at, 4)}, out).ok())
+        << "bytes " << at << "+4 of the late-failed launch's output read clean";
+  }
+  EXPECT_TRUE(device.read(Binding{b.id(), ByteRange::sized(0, 4)}, out).ok());
+}
+
 TEST(LateFailureOutOfMemory, D1_AnAttributionThatRunsOutOfMemoryIsRetriedAndLosesNoStaleByte) {
   // A checked kernel fails late after a consumer has read its output, and
   // many unrelated checked kernels fail late too (reported newest first, so

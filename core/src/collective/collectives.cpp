@@ -61,16 +61,21 @@ CollectiveShape Collectives::shape_of(const Call& call) const {
   shape.ranks = communicator_.size();
   shape.me = communicator_.rank();
   shape.peer = call.peer;
-  const std::string what = std::string(name(call.kind)) + "(" + std::string(call.name) + ")";
+  // The call's name for a message, built only when one is thrown: built
+  // eagerly it was two allocations per collective on the passing path
+  // (issue 13).
+  const auto what = [&] {
+    return std::string(name(call.kind)) + "(" + std::string(call.name) + ")";
+  };
   const bool paired = call.kind == CollectiveKind::send || call.kind == CollectiveKind::recv;
   if (call.peer < 0 || call.peer >= shape.ranks || (paired && call.peer == shape.me)) {
-    throw std::invalid_argument(what + ": rank " + std::to_string(call.peer) +
+    throw std::invalid_argument(what() + ": rank " + std::to_string(call.peer) +
                                 " is not a peer of rank " + std::to_string(shape.me) + " of " +
                                 std::to_string(shape.ranks));
   }
   const auto elements = [&](const Binding& binding) {
     if (binding.range.size() % shape.element_size != 0) {
-      bad_size(what + ": " + describe(binding) + " is not a whole number of " +
+      bad_size(what() + ": " + describe(binding) + " is not a whole number of " +
                std::string(name(call.type)) + " elements");
     }
     return binding.range.size() / shape.element_size;
@@ -80,28 +85,28 @@ CollectiveShape Collectives::shape_of(const Call& call) const {
   case CollectiveKind::all_reduce:
     shape.count = elements(*call.send);
     if (call.recv->range.size() != call.send->range.size()) {
-      bad_size(what + ": send " + describe(*call.send) + " and recv " + describe(*call.recv) +
+      bad_size(what() + ": send " + describe(*call.send) + " and recv " + describe(*call.recv) +
                " differ in size");
     }
     break;
   case CollectiveKind::all_gather:
     shape.count = elements(*call.send);
     if (call.recv->range.size() != ranks * call.send->range.size()) {
-      bad_size(what + ": recv " + describe(*call.recv) + " must be " + std::to_string(ranks) +
+      bad_size(what() + ": recv " + describe(*call.recv) + " must be " + std::to_string(ranks) +
                " times send " + describe(*call.send));
     }
     break;
   case CollectiveKind::reduce_scatter:
     shape.count = elements(*call.recv);
     if (call.send->range.size() != ranks * call.recv->range.size()) {
-      bad_size(what + ": send " + describe(*call.send) + " must be " + std::to_string(ranks) +
+      bad_size(what() + ": send " + describe(*call.send) + " must be " + std::to_string(ranks) +
                " times recv " + describe(*call.recv));
     }
     break;
   case CollectiveKind::broadcast:
     shape.count = elements(*call.recv);
     if (shape.me == call.peer && call.send->range.size() != call.recv->range.size()) {
-      bad_size(what + ": the root's send " + describe(*call.send) + " and recv " +
+      bad_size(what() + ": the root's send " + describe(*call.send) + " and recv " +
                describe(*call.recv) + " differ in size");
     }
     break;

@@ -40,7 +40,13 @@ class LoopbackWorld::Rank final : public Communicator {
     return found != nullptr ? std::span<const std::byte>(found->summaries)
                             : std::span<const std::byte>();
   }
-  void release(Ticket ticket) noexcept override { slots.erase(ticket); }
+  void release(Ticket ticket) noexcept override {
+    const auto found = slots.find(ticket);
+    if (found != slots.end()) {
+      world_.give_back(found->second.summaries);
+      slots.erase(found);
+    }
+  }
   [[nodiscard]] std::optional<Error> broken() const override { return world_.broken_; }
 
   std::map<Ticket, Slot> slots;
@@ -80,6 +86,27 @@ std::size_t LoopbackWorld::waiting() const noexcept {
     count += match.calls.size();
   }
   return count;
+}
+
+std::vector<std::byte> LoopbackWorld::take_buffer() noexcept {
+  if (spare_.empty()) {
+    return {};
+  }
+  std::vector<std::byte> buffer = std::move(spare_.back());
+  spare_.pop_back();
+  buffer.clear();
+  return buffer;
+}
+
+void LoopbackWorld::give_back(std::vector<std::byte>& buffer) noexcept {
+  if (buffer.capacity() == 0 || spare_.size() >= kSpare) {
+    return;
+  }
+  try {
+    spare_.push_back(std::move(buffer)); // Strong guarantee: on a throw, nothing moved.
+  } catch (...) {
+    // Out of memory for the list: the buffer is freed with its owner.
+  }
 }
 
 LoopbackWorld::Slot* LoopbackWorld::slot(int rank, Ticket ticket) {
@@ -188,9 +215,13 @@ Ticket LoopbackWorld::start(int rank, const CollectiveCall& call) {
   started.call = call;
   const std::size_t bytes = sent_bytes(call, size());
   if (bytes != 0) {
+    started.data = take_buffer();
     started.data.assign(call.send, call.send + bytes);
   }
-  started.summary.assign(call.summary.begin(), call.summary.end());
+  if (!call.summary.empty()) {
+    started.summary = take_buffer();
+    started.summary.assign(call.summary.begin(), call.summary.end());
+  }
   started.ticket = me.next_ticket++;
   me.slots.emplace(started.ticket, Slot{});
   const Ticket ticket = started.ticket;
@@ -202,12 +233,17 @@ Ticket LoopbackWorld::start(int rank, const CollectiveCall& call) {
     if (match == collectives_.end()) {
       collectives_.push_back(Match{sequence, {}});
       match = collectives_.end() - 1;
+      match->calls.reserve(ranks_.size()); // One allocation, not one per doubling.
     }
     match->calls.push_back(std::move(started));
     if (match->calls.size() == ranks_.size()) {
       Match complete = std::move(*match);
       collectives_.erase(match);
       complete_collective(complete, rank);
+      for (Started& done : complete.calls) {
+        give_back(done.data);
+        give_back(done.summary);
+      }
     }
     return ticket;
   }
@@ -230,6 +266,10 @@ Ticket LoopbackWorld::start(int rank, const CollectiveCall& call) {
     complete_pair(started, other);
   } else {
     complete_pair(other, started);
+  }
+  for (Started* done : {&started, &other}) {
+    give_back(done->data); // Moved from already when the pair failed: nothing to keep.
+    give_back(done->summary);
   }
   return ticket;
 }
@@ -259,10 +299,10 @@ void LoopbackWorld::complete_collective(Match& match, int /*completing*/) {
   const std::size_t ranks = match.calls.size();
   const std::size_t element = size_of(first.type);
   const std::size_t block = first.count * element;
-  std::vector<std::byte> result;
+  std::vector<std::byte>& result = reduced_;
   switch (first.kind) {
   case CollectiveKind::all_reduce:
-    result = match.calls.front().data;
+    result.assign(match.calls.front().data.begin(), match.calls.front().data.end());
     for (std::size_t rank = 1; rank < ranks; ++rank) {
       combine(first.type, first.op, result.data(), match.calls[rank].data.data(), first.count);
     }
@@ -310,6 +350,9 @@ void LoopbackWorld::complete_collective(Match& match, int /*completing*/) {
     } else {
       // Sized once: appended sender by sender it grew (and copied) up to
       // once per rank, for every rank of every collective.
+      if (landed->summaries.capacity() == 0) {
+        landed->summaries = take_buffer();
+      }
       std::size_t total = landed->summaries.size();
       for (const Started& sender : match.calls) {
         total += sender.summary.size();

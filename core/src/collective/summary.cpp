@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstring>
 #include <stdexcept>
 #include <type_traits>
@@ -274,6 +275,9 @@ std::vector<CarriedStale> carried_stale(const CollectiveShape& shape, const Tain
   if (mine.stale == 0 || !shape.feeds_me(shape.me)) {
     return out;
   }
+  // At most one per stale piece: one allocation, where growing by
+  // doubling took up to seven (issue 13).
+  out.reserve(static_cast<std::size_t>(std::popcount(mine.stale)));
   const PieceLayout layout = shape.layout();
   for (std::uint32_t index = 0; index < layout.pieces(); ++index) {
     if ((mine.stale >> index & 1u) == 0) {
@@ -388,6 +392,19 @@ FedStale fed_stale(const CollectiveShape& shape, std::span<const std::byte> summ
   };
   std::vector<Cited> cited;
   std::vector<ByteRange> fed;
+  // At most one per stale piece of a feeding rank: reserved once, where
+  // growing by doubling took an allocation per doubling of each (issue 13).
+  // (Too few summary bytes are refused by the visit, as ever: unread here.)
+  std::size_t most = 0;
+  for (int source = 0; source < shape.ranks; ++source) {
+    const std::size_t index = summary_index(shape, source);
+    if (source != shape.me && shape.feeds_me(source) &&
+        (index + 1) * TaintSummary::bytes <= summaries.size()) {
+      most += static_cast<std::size_t>(std::popcount(stale_mask(summaries, index)));
+    }
+  }
+  fed.reserve(most);
+  cited.reserve(most);
   TaintSummary feeder;
   int loaded = -1; // The source `feeder` holds: the visitor goes source by source.
   for_each_fed_piece(shape, summaries, [&](int source, std::uint32_t index, ByteRange bytes) {
@@ -409,6 +426,7 @@ FedStale fed_stale(const CollectiveShape& shape, std::span<const std::byte> summ
   if (fed.empty()) {
     return out;
   }
+  out.ranges.reserve(fed.size());
   std::sort(fed.begin(), fed.end(), [](ByteRange a, ByteRange b) { return a.begin() < b.begin(); });
   for (const ByteRange bytes : fed) {
     if (!out.ranges.empty() && out.ranges.back().range.end() >= bytes.begin()) {

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace taintpool {
@@ -1326,6 +1327,8 @@ std::optional<std::uint64_t> Device::oldest_needed_launch() const {
 }
 
 void Device::trim_log() {
+  static_assert(std::is_nothrow_move_constructible_v<LoggedLaunch>,
+                "entries are retired into spare_log_ without a throw");
   // An entry is needed while it may still be the origin of a late failure
   // (the backend has not confirmed it) or, in detect mode, of a race (its
   // work is not known complete); everything after a needed entry is kept
@@ -1339,6 +1342,11 @@ void Device::trim_log() {
                             front.work.seq > streams_.order().completed(front.work.stream);
     if (unconfirmed || incomplete) {
       return;
+    }
+    // Kept for the next entry's lists when there is room already (a
+    // push_back within capacity of a nothrow-movable type cannot throw).
+    if (spare_log_.size() < spare_log_.capacity()) {
+      spare_log_.push_back(std::move(log_.front()));
     }
     log_.pop_front();
   }
@@ -1359,10 +1367,32 @@ void Device::log_if_unconfirmed(std::uint64_t launch, std::string_view kernel,
   if (log_.empty() && !needed) {
     return;
   }
-  log_.push_back(LoggedLaunch{launch, std::string(kernel), status,
-                              std::vector<Binding>(reads.begin(), reads.end()),
-                              std::vector<Binding>(writes.begin(), writes.end()), released_, work,
-                              named_only_, named_only_ ? named_ : std::vector<Binding>()});
+  // A retired entry refilled in place when there is one: each fresh entry
+  // was three to five allocations (its kernel and lists) per logged launch
+  // — every launch a late-reporting backend has not confirmed, and every
+  // collective whose verdict is pending (issue 13). Every field is set, so
+  // only capacity survives the entry's last use.
+  if (spare_log_.capacity() == 0) {
+    spare_log_.reserve(kSpareLog);
+  }
+  LoggedLaunch entry{};
+  if (!spare_log_.empty()) {
+    entry = std::move(spare_log_.back());
+    spare_log_.pop_back();
+  }
+  entry.launch = launch;
+  entry.kernel.assign(kernel);
+  entry.status = status;
+  entry.reads.assign(reads.begin(), reads.end());
+  entry.writes.assign(writes.begin(), writes.end());
+  entry.released.assign(released_.begin(), released_.end());
+  entry.work = work;
+  entry.named_only = named_only_;
+  entry.named.clear();
+  if (named_only_) {
+    entry.named.assign(named_.begin(), named_.end());
+  }
+  log_.push_back(std::move(entry));
 }
 
 void Device::synchronize() {

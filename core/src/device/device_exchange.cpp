@@ -82,22 +82,38 @@ bool overlaps_any(const Binding& binding, std::span<const Binding> set) {
   });
 }
 
-/// Removes `cut`'s bytes from `set`, splitting what it lands in.
+/// Removes `cut`'s bytes from `set`, splitting what it lands in. In place,
+/// as append_rest cuts: a binding cut on the left keeps its slot, one cut
+/// on the right appends its right part, one wholly cut takes the last
+/// binding's slot. So `set` is unordered — its readers (overlaps_any and
+/// the replay's appends) need no order — and grows only by the parts it
+/// keeps: it used to build the whole set afresh per logged write.
 void remove_bytes(std::vector<Binding>& set, const Binding& cut) {
-  std::vector<Binding> kept;
-  for (const Binding& held : set) {
+  // Parts appended here lie past cut.end(): only [0, last) can overlap.
+  std::size_t last = set.size();
+  for (std::size_t at = 0; at < last;) {
+    const Binding held = set[at];
     if (held.allocation != cut.allocation || !held.range.overlaps(cut.range)) {
-      kept.push_back(held);
+      ++at;
       continue;
     }
-    if (held.range.begin() < cut.range.begin()) {
-      kept.push_back({held.allocation, ByteRange::of(held.range.begin(), cut.range.begin())});
-    }
-    if (cut.range.end() < held.range.end()) {
-      kept.push_back({held.allocation, ByteRange::of(cut.range.end(), held.range.end())});
+    const bool left = held.range.begin() < cut.range.begin();
+    const bool right = cut.range.end() < held.range.end();
+    if (left) {
+      set[at].range = ByteRange::of(held.range.begin(), cut.range.begin());
+      if (right) {
+        set.push_back({held.allocation, ByteRange::of(cut.range.end(), held.range.end())});
+      }
+      ++at;
+    } else if (right) {
+      set[at].range = ByteRange::of(cut.range.end(), held.range.end());
+      ++at;
+    } else {
+      set[at] = set.back();
+      set.pop_back();
+      last = std::min(last, set.size());
     }
   }
-  set = std::move(kept);
 }
 
 } // namespace
@@ -383,7 +399,8 @@ bool Device::awaits_verdict_locked(std::span<const Binding> reads) {
   // wrote the bytes replaced them (with good data, or with its own failure).
   // A wrote_only launch (S6) wrote only the ranges it named: the rest of
   // its write set stays as suspect as it was.
-  std::vector<Binding> suspect;
+  std::vector<Binding>& suspect = suspect_;
+  suspect.clear();
   for (const LoggedLaunch& entry : log_) {
     const bool fed = std::any_of(entry.reads.begin(), entry.reads.end(),
                                  [&](const Binding& read) { return overlaps_any(read, suspect); });

@@ -85,12 +85,23 @@ class LoopbackWorld {
   void break_world(const Error& error);
   void wait_all(int rank);
   Slot* slot(int rank, Ticket ticket);
+  /// A spare byte buffer, empty (no capacity when there is none spare).
+  std::vector<std::byte> take_buffer() noexcept;
+  /// Keeps `buffer`'s capacity for a later call, when there is room.
+  void give_back(std::vector<std::byte>& buffer) noexcept;
 
   std::vector<std::unique_ptr<Rank>> ranks_;
   std::deque<Match> collectives_;            ///< Open collectives, oldest first.
   std::vector<std::uint64_t> next_sequence_; ///< Per rank: its next collective's k.
   std::deque<Match> pairs_;                  ///< Open sends and recvs.
   std::optional<Error> broken_;
+  /// The byte buffers of finished calls (their snapshots) and released
+  /// slots (their summaries), reused by the next calls: each call took
+  /// three fresh ones, a kilobyte-sized summary among them (issue 13).
+  /// At most kSpare, so a burst of large calls is not held for good.
+  std::vector<std::vector<std::byte>> spare_;
+  static constexpr std::size_t kSpare = 32;
+  std::vector<std::byte> reduced_; ///< complete_collective's reduction, reused.
 };
 
 } // namespace taintpool

@@ -643,10 +643,20 @@ class Device {
   bool named_only_ = false;
   std::vector<Binding> named_;
   std::deque<LoggedLaunch> log_;
+  /// Entries trim_log() retired, refilled by log_if_unconfirmed (their
+  /// capacity only; every field is set again). At most kSpareLog, reserved
+  /// once, so retiring an entry never allocates and cannot throw.
+  std::vector<LoggedLaunch> spare_log_;
+  static constexpr std::size_t kSpareLog = 16;
   // C2: the current exchange's stale inputs, their reports, the failures held.
   std::vector<StaleInput> stale_inputs_;
   std::vector<Report> input_reports_;
   std::vector<FailureId> input_held_;
+  /// awaits_verdict's replay of the log: the bytes that may still turn out
+  /// stale. Cleared per call and kept for its capacity (issue 13: a list
+  /// per call, and one more per logged write it cut, was a collective's
+  /// allocation whenever its input had been written by a logged launch).
+  std::vector<Binding> suspect_;
   /// Late failures taken from the backend and not yet attributed, newest
   /// first: empty except after synchronize() threw (out of memory); the
   /// next call attributes them before it asks the backend for more.

@@ -525,6 +525,10 @@ class DeviceModel {
   /// contents are dead: launch_impl sets every field before an entry is
   /// read again. Scratch only, as above.
   std::vector<Logged> spare_log_;
+  /// Appends a log entry for `launch` (a spare one when there is one) with
+  /// every field set, no released ranges and no named list; returns it.
+  Logged& log_entry(std::uint64_t launch, std::string_view kernel, LaunchStatus status,
+                    std::span<const Binding> reads, std::span<const Binding> writes);
 };
 
 /// "kernel: message" (or the kind's name when the message is empty), and a

@@ -42,6 +42,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace taintpool::model {
@@ -94,7 +95,57 @@ class RanksModel {
   [[nodiscard]] static std::string root_line(const Report& report);
 
  private:
+  /// What one rank's contribution looked like when it called
+  /// (ranks_model.cpp fills it).
+  struct Contribution {
+    std::vector<std::uint64_t> writer;              ///< Per byte: 0, or its failure.
+    std::vector<std::optional<std::uint8_t>> value; ///< Per byte.
+    std::uint64_t pieces = 0;
+    std::uint64_t element = 1;
+    std::vector<std::uint64_t> piece_root; ///< Per piece: 0 (clean) or its root.
+    std::vector<std::size_t> slot;         ///< Per stale piece: its root entry.
+    std::vector<std::uint64_t> distinct;   ///< The distinct roots, in piece order.
+    std::vector<std::string> texts;        ///< Root entries' texts (at most four).
+    std::uint64_t more = 0;                ///< Distinct roots past four.
+    std::vector<std::uint64_t> piece_at;   ///< Per byte: the piece holding it.
+    /// N2 under Report: the never-written runs read (allocation-relative),
+    /// which count as clean here (writer 0).
+    std::vector<UnwrittenRead> unwritten;
+
+    /// The piece holding contribution byte `byte`.
+    [[nodiscard]] std::uint64_t piece_of(std::uint64_t byte) const { return piece_at.at(byte); }
+    [[nodiscard]] bool stale_at(std::uint64_t byte) const {
+      return piece_root[piece_of(byte)] != 0;
+    }
+  };
+  /// Refills `out` with rank `rank`'s contribution `send`.
+  void contribution_of(int rank, const Binding& send, DataType type, Contribution& out) const;
+  /// The rank's contribution to the collective being worked out; throws
+  /// std::out_of_range for a rank that sent none. Inline: it runs per
+  /// source of every output byte.
+  [[nodiscard]] const Contribution& contribution(int rank) const {
+    const auto index = static_cast<std::size_t>(rank);
+    if (index >= contributed_.size() || contributed_[index] == 0) {
+      no_contribution(rank);
+    }
+    return contributions_[index];
+  }
+  [[noreturn]] static void no_contribution(int rank);
+
   std::vector<DeviceModel> ranks_;
+
+  // Scratch for collective(), kept from one call to the next (issue 13:
+  // rebuilt per call, these were a fifth of collective_fuzzer's
+  // allocations). Every call refills every element it reads, so only
+  // capacity survives a call; what collective() returns never points here.
+  std::vector<Contribution> contributions_; ///< Per rank.
+  std::vector<std::uint8_t> contributed_;   ///< Per rank: whether it sent this time.
+  DeviceModel::ExchangePlan plan_;
+  std::vector<bool> fed_;                           ///< Per output byte.
+  std::vector<std::uint64_t> own_piece_;            ///< Per output byte.
+  std::vector<std::pair<int, std::uint64_t>> from_; ///< One byte's sources.
+  std::vector<std::pair<int, std::size_t>> cited_;  ///< (source, root entry).
+  std::string kernel_;
 };
 
 } // namespace taintpool::model
