@@ -213,6 +213,39 @@ TEST(Submit, S1_AStaleReadIsSkippedExactlyAsLaunchSkipsIt) {
   });
 }
 
+// The plain path reads a read binding's claims only when its taint holds
+// one (Taint::is_clean first, the claims out of line): a claim elsewhere in
+// the buffer must not skip the launch, and one on a bound byte must.
+TEST(Submit, S1_AReadIsSkippedOnlyWhenAClaimOfItsBufferLiesInsideItsBinding) {
+  expect_same<HostRig>([](Device& device, const Launcher& go, std::vector<std::string>& answers) {
+    const Allocation in = device.create_buffer(32);
+    const Allocation out = device.create_buffer(32);
+    const Binding head[] = {in.bind(0, 16)};
+    const Binding tail[] = {in.bind(16, 16)};
+    const Binding across[] = {in.bind(8, 16)};
+    const Binding out_whole[] = {out.whole()};
+    answers.push_back(describe(
+        go(device, device.default_stream(), "load", none(), head, [](const KernelContext&) {
+          return LaunchOutcome::failure(Error::launch("bad config"));
+        })));
+    int ran = 0;
+    const auto count = [&](const KernelContext& context) {
+      ++ran;
+      return fill_all(context, 5);
+    };
+    const LaunchResult clean = go(device, device.default_stream(), "tail", tail, out_whole, count);
+    EXPECT_EQ(clean.status, LaunchStatus::Ran);
+    answers.push_back(describe(clean));
+    const LaunchResult stale =
+        go(device, device.default_stream(), "across", across, out_whole, count);
+    EXPECT_EQ(stale.status, LaunchStatus::Skipped);
+    EXPECT_EQ(stale.needed, in.id());
+    answers.push_back(describe(stale));
+    EXPECT_EQ(ran, 1);
+    return std::vector<Allocation>{in, out};
+  });
+}
+
 TEST(Submit, S2_AFailureWithWrittenRangesMatchesLaunch) {
   expect_same<HostRig>([](Device& device, const Launcher& go, std::vector<std::string>& answers) {
     const Allocation out = device.create_buffer(64);

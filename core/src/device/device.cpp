@@ -121,6 +121,26 @@ void subtract_ranges(ByteRange whole, std::span<const ByteRange> cut, std::vecto
   }
 }
 
+/// Runs `work` out of line, in a function the compiler takes as cold: the
+/// branch of the launch path that leads here goes to the .cold section,
+/// out of the plain launch's lines, and its locals stay in registers.
+/// Why: every unusual end left inline was code the plain path jumped over
+/// and locals it kept on the stack for it (issue 11, item 7; bench/RESULTS.md,
+/// "The launch path shortened": 17-18 instructions fewer per plain launch).
+/// Give `work` its values by copy: a capture by reference pins the
+/// caller's locals to memory on the hot path too (that cost more than the
+/// cold blocks saved). Only for the unusual ends, never the plain work.
+template <class Work>
+[[gnu::cold, gnu::noinline]] decltype(auto) cold_call(Work&& work) {
+  return std::forward<Work>(work)();
+}
+
+/// T3 for a read binding whose taint holds a claim (cold: clean reads, the
+/// common case, never call it).
+[[gnu::cold, gnu::noinline]] bool claims_failure(const Taint& taint, ByteRange range) noexcept {
+  return taint.failure(range).has_value();
+}
+
 /// Out of line: the refusal's message is built only when it is thrown.
 [[noreturn]] void throw_inside_body(const char* call) {
   throw std::logic_error(std::string("Device::") + call +
@@ -273,14 +293,20 @@ Device::resolve_side(std::span<const Binding> bindings, std::uint32_t slot, bool
     taints[index] = bytes.taint;
     // A read is dirty when it would skip (S1); an output when it holds a
     // claim the scope must remember (S6) or take over.
-    if constexpr (reading) {
-      found.dirty = found.dirty || bytes.taint->failure(binding.range).has_value();
-    } else if (!bytes.taint->is_clean()) [[unlikely]] {
-      found.dirty = true;
-      // N1: the flat path's fresh check, here where the taint is in hand.
-      const std::optional<FailureId> never_written = memory_.never_written_failure();
-      found.fresh = found.fresh && Taint::inline_claims && never_written &&
-                    bytes.taint->claims_only(*never_written, binding.range);
+    // A clean taint (no claim at all) answers in two loads. A read's claims
+    // are asked out of line (cold: a stale read skips, the rare case); an
+    // output's inline, since a fresh buffer's first write (N1) is common
+    // under FreshBytes::NeverWritten.
+    if (!bytes.taint->is_clean()) [[unlikely]] {
+      if constexpr (reading) {
+        found.dirty = found.dirty || claims_failure(*bytes.taint, binding.range);
+      } else {
+        found.dirty = true;
+        // N1: the flat path's fresh check, here where the taint is in hand.
+        const std::optional<FailureId> never_written = memory_.never_written_failure();
+        found.fresh = found.fresh && Taint::inline_claims && never_written &&
+                      bytes.taint->claims_only(*never_written, binding.range);
+      }
     }
     if (ordering) {
       std::construct_at(accesses + index,
@@ -445,7 +471,8 @@ Device::run_flat(std::uint32_t slot, std::string_view kernel, std::span<const Bi
       provisional = graph_.reserve_provisional();
       deferred = provisional.has_value();
       if (!deferred) [[unlikely]] {
-        provisional = graph_.insert_provisional(); // Both slots taken: the table.
+        // Both slots taken: the table.
+        provisional = cold_call([this] { return graph_.insert_provisional(); });
       }
     } catch (...) {
       // Ids exhausted (never, in practice): as the general scope, the
@@ -464,17 +491,20 @@ Device::run_flat(std::uint32_t slot, std::string_view kernel, std::span<const Bi
     }
   }();
   if (!outcome.whole_success()) [[unlikely]] {
-    if (deferred) {
-      graph_.materialize_provisional(*provisional);
-    }
-    finished_ = finish_plain(slot, launch, kernel, reads, writes, provisional, outcome, fresh);
-    return PlainEnd::Finished;
+    return cold_call([=, this, answer = &outcome] {
+      if (deferred) {
+        graph_.materialize_provisional(*provisional);
+      }
+      finished_ = finish_plain(slot, launch, kernel, reads, writes, provisional, *answer, fresh);
+      return PlainEnd::Finished;
+    });
   }
   if (fresh) [[unlikely]] {
     release_fresh_outputs(outcome); // N1: a whole write; cannot fail (see there).
   }
   if (provisional && !deferred) [[unlikely]] {
-    graph_.prune(*provisional); // G5: it claimed nothing, so it goes.
+    // G5: it claimed nothing, so it goes.
+    cold_call([this, failure = *provisional] { graph_.prune(failure); });
   }
   StreamPoint work;
   if (ordering) {
@@ -625,10 +655,15 @@ Device::launch_as(const char* call, StreamId stream, std::string_view kernel,
   if (end == PlainEnd::Ran) [[likely]] {
     return Answer{};
   }
-  if (end == PlainEnd::General) {
-    return launch_not_plain<Answer>(slot, kernel, reads, writes, body, in, out);
-  }
-  return Answer(std::move(finished_));
+  // Both other ends through a cold call (by value, see cold_call). The
+  // crossing launch of a pipeline pays the trampoline (~13 instructions of
+  // ~1700); launch_not_plain itself stays a normal, speed-optimized function.
+  return cold_call([=, this] {
+    if (end == PlainEnd::General) {
+      return launch_not_plain<Answer>(slot, kernel, reads, writes, body, in, out);
+    }
+    return Answer(std::move(finished_));
+  });
 }
 
 LaunchResult Device::launch(StreamId stream, std::string_view kernel,

@@ -109,10 +109,12 @@
 // in detect mode also nothing to order across streams — runs flat, in one
 // frame from the lock to the answer (launch_plain in device.cpp), and
 // submit() answers it with a null LaunchVerdict instead of a LaunchResult:
-// on HostBackend, 2 reads and 1 write, callgrind counts 483 instructions
-// per launch() and 463 per submit() (the lock by its owner included), from
+// on HostBackend, 2 reads and 1 write, callgrind counts 466 instructions
+// per launch() and 447 per submit() (the lock by its owner included), from
 // 679 before the flat path (issue 11, item 7). Everything else leaves that
-// path where it is first known, for the general scope.
+// path where it is first known, for the general scope, through a cold
+// trampoline (device.cpp, cold_call), so its code is not among the plain
+// path's lines.
 // bench/launch_profile.cpp counts the instructions (bench/RESULTS.md). With
 // a binding that crosses streams: a probe per binding, plus one event and
 // one wait per stream it must wait for. The skip and failure paths allocate
