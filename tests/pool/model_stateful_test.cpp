@@ -505,5 +505,68 @@ TEST(PoolModel, P4_ReleasedBytesAreForgottenExactlyWhereTheyAreTakenAndNowhereEl
   EXPECT_NO_THROW((void)allocate(base + extent - unit, 1, 1));
 }
 
+// pool_fuzzer keeps one model and restarts it per input (issue 13,
+// eighteenth round): a restarted model must answer exactly as one built
+// fresh — ids from 1, no memory, no released bytes, peaks from 0, no
+// NeverWritten failure — whatever the last input left in it.
+TEST(PoolModel, P1_P2_P4_ARestartedModelAnswersExactlyAsAFreshOne) {
+  MemoryConfig never_written;
+  never_written.fresh_bytes = FreshBytes::NeverWritten;
+  model::PoolModel kept{never_written};
+  const std::uint64_t base = std::uint64_t{1} << 20;
+  const std::uint64_t page = std::uint64_t{1} << 16;
+  // The last input: memory, three allocations (one released by lane 0,
+  // one tainted), failures, the NeverWritten failure, peaks.
+  kept.page_allocated(base, page);
+  kept.page_allocated(base + page, page);
+  for (std::uint64_t at = 0; at < 3; ++at) {
+    kept.allocated(kept.next_id(), 300, base + at * 1024, kept.aligned_extent(300),
+                   kept.pool_for(300), 0);
+  }
+  const FailureId held = kept.engine().insert(Error::generic("held"));
+  kept.taint(Binding{AllocationId::from_raw(2), ByteRange::of(0, 8)}, held);
+  kept.handle_dropped(AllocationId::from_raw(1));
+  kept.manager_called();
+  ASSERT_TRUE(kept.never_written_failure().has_value());
+
+  kept.restart(MemoryConfig{});
+  model::PoolModel fresh{MemoryConfig{}};
+  // The same next input on both: ids, figures, claims, failures must agree.
+  const auto run = [&](model::PoolModel& pool) {
+    EXPECT_EQ(pool.next_id(), AllocationId::from_raw(1));
+    EXPECT_EQ(pool.reserved(), 0u);
+    EXPECT_EQ(pool.peak_reserved(), 0u);
+    EXPECT_EQ(pool.peak_in_use(), 0u);
+    EXPECT_EQ(pool.allocations(), 0u);
+    EXPECT_TRUE(pool.engine().live_failures().empty());
+    pool.page_allocated(base + page, page); // only the second page, this time
+    const FailureId first = pool.engine().insert(Error::generic("first")); // id 1 again
+    EXPECT_EQ(first, FailureId::from_raw(1));
+    EXPECT_FALSE(pool.never_written_failure().has_value()); // Trusted now: none
+    const AllocationId a = pool.next_id();
+    pool.allocated(a, 100, base + page, pool.aligned_extent(100), pool.pool_for(100), 1);
+    const AllocationId b = pool.next_id();
+    pool.allocated(b, 100, base + page + 256, pool.aligned_extent(100), pool.pool_for(100), 0);
+    EXPECT_TRUE(pool.claims(a).empty()); // Trusted: a new allocation starts clean
+    EXPECT_TRUE(pool.claims(b).empty());
+    pool.taint(Binding{b, ByteRange::of(4, 12)}, first);
+    EXPECT_EQ(pool.engine().tags(first), 1u);
+    EXPECT_EQ(pool.runs(b).size(), 1u);
+    EXPECT_TRUE(pool.runs(a).empty()); // each allocation its own map
+  };
+  run(kept);
+  run(fresh);
+  EXPECT_EQ(kept.reserved(), fresh.reserved());
+  EXPECT_EQ(kept.pages(), fresh.pages());
+  EXPECT_EQ(kept.largest_free_block(), fresh.largest_free_block());
+  EXPECT_EQ(kept.in_use(), fresh.in_use());
+  EXPECT_EQ(kept.padding(), fresh.padding());
+  EXPECT_EQ(kept.peak_in_use(), fresh.peak_in_use());
+  EXPECT_EQ(kept.peak_reserved(), fresh.peak_reserved());
+  EXPECT_EQ(kept.claims(AllocationId::from_raw(2)), fresh.claims(AllocationId::from_raw(2)));
+  EXPECT_EQ(kept.engine().live_failures(), fresh.engine().live_failures());
+  EXPECT_EQ(kept.next_id(), fresh.next_id());
+}
+
 } // namespace
 } // namespace taintpool
