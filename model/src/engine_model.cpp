@@ -6,8 +6,23 @@
 namespace taintpool::model {
 
 std::size_t EngineModel::add_allocation() {
-  bytes_.emplace_back();
+  if (spares_.empty()) {
+    bytes_.emplace_back();
+  } else {
+    bytes_.push_back(std::move(spares_.back())); // Empty: restart() cleared it.
+    spares_.pop_back();
+  }
   return bytes_.size() - 1;
+}
+
+void EngineModel::restart() {
+  for (OwnerMap& allocation : bytes_) {
+    allocation.reset();
+    spares_.push_back(std::move(allocation));
+  }
+  bytes_.clear();
+  failures_.clear();
+  owners_before_.clear();
 }
 
 void EngineModel::reset() {

@@ -17,8 +17,8 @@ PoolModel::PoolModel(MemoryConfig config)
 }
 
 void PoolModel::restart(const MemoryConfig& config) {
-  config_ = config; // Copy-assigned: the sliced list keeps its capacity.
-  engine_.reset();  // Every map cleared, kept; the next failure is id 1.
+  config_ = config;  // Copy-assigned: the sliced list keeps its capacity.
+  engine_.restart(); // No allocation, the next failure id 1; maps kept as spares.
   records_.clear();
   blocks_.clear();
   released_.clear();
@@ -243,7 +243,8 @@ void PoolModel::allocated(AllocationId id, std::uint64_t size, std::uint64_t add
     }
   }
   forget_released(address, address + extent);
-  records_.push_back(Record{id, size, address, extent, 1, State::Live, next_carrier(), true, lane});
+  records_.push_back(
+      Record{id, size, address, extent, 1, State::Live, engine_.add_allocation(), true, lane});
   claim_never_written(records_.back());
   track_peaks();
 }
@@ -272,21 +273,14 @@ void PoolModel::allocated_unplaced(AllocationId id, std::uint64_t size, std::uin
     violated("allocation ids must count up by one; got " + to_string(id) + ", expected " +
              to_string(next_id()));
   }
-  records_.push_back(
-      Record{id, size, 0, aligned_extent(size), 1, State::Live, next_carrier(), false, lane});
+  records_.push_back(Record{id, size, 0, aligned_extent(size), 1, State::Live,
+                            engine_.add_allocation(), false, lane});
   claim_never_written(records_.back());
   track_peaks();
 }
 
 AllocationId PoolModel::next_id() const {
   return AllocationId::from_raw(records_.empty() ? 1 : records_.back().id.raw() + 1);
-}
-
-std::size_t PoolModel::next_carrier() {
-  // Records and engine allocations are made together, one each, so record
-  // i's carrier is allocation i; only after restart() are there more.
-  const std::size_t index = records_.size();
-  return index < engine_.allocations() ? index : engine_.add_allocation();
 }
 
 void PoolModel::handle_copied(AllocationId id) {

@@ -553,6 +553,8 @@ TEST(PoolModel, P1_P2_P4_ARestartedModelAnswersExactlyAsAFreshOne) {
     EXPECT_EQ(pool.engine().tags(first), 1u);
     EXPECT_EQ(pool.runs(b).size(), 1u);
     EXPECT_TRUE(pool.runs(a).empty()); // each allocation its own map
+    // Only this input's maps: the engine walks them all to count tags.
+    EXPECT_EQ(pool.engine().allocations(), 2u);
   };
   run(kept);
   run(fresh);

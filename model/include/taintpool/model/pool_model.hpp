@@ -54,8 +54,8 @@ class PoolModel {
 
   /// Back to what PoolModel(config) builds — no allocation, no storage, no
   /// failure ever minted, both peaks 0 — keeping every buffer's capacity and
-  /// the engine's per-allocation maps (cleared), which new allocations take
-  /// again in order. A fuzzer that runs millions of inputs through one model
+  /// the engine's per-allocation maps as spares (EngineModel::restart),
+  /// which new allocations take again. A fuzzer that runs millions of inputs through one model
   /// then grows none of it again once warm (issue 13, eighteenth round).
   void restart(const MemoryConfig& config);
 
@@ -191,9 +191,6 @@ class PoolModel {
   [[nodiscard]] Record* find(AllocationId id);
   [[nodiscard]] const Record* find(AllocationId id) const;
   void end(Record& record);
-  /// The engine allocation of the next record: record i's is allocation i,
-  /// made on first use and, after restart(), taken again (cleared).
-  [[nodiscard]] std::size_t next_carrier();
   /// Forgets every released byte in [begin, end) (P4 bookkeeping). Most
   /// calls (a page or chunk the storage gives or takes, a new allocation's
   /// extent) meet no released range: they return at once, changing nothing.
