@@ -113,8 +113,12 @@ struct LoggedOp {
 /// its comparison scratch, cleared (never freed) when an input ends, so that
 /// a warm process grows none of them again. Under AddressSanitizer each
 /// allocation costs its stack trace, fill and quarantine; these lists were
-/// built afresh per input and per op, about a fifth of an input's
-/// allocations (issue 13, eighteenth round). Capacity cannot steer an input:
+/// built afresh per input and per op: with the model's claims copied for
+/// every comparison, about a fifth of a warm input's allocations (issue 13,
+/// eighteenth round). One cost stays: an input that grows a kept list
+/// mallocs more than it frees, which libFuzzer takes for a possible leak
+/// (it runs the input again, then a leak check) — rare once the process is
+/// warm. Capacity cannot steer an input:
 /// the faults this target injects are storage calls (FaultInjectingStorage),
 /// never heap allocations — fuzz.pool_fuzzer.order replays the corpus in
 /// one process, reversed, to hold that.
