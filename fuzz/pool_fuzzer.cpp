@@ -41,7 +41,10 @@
 //   * at the end every handle is dropped and the manager cleaned up: the
 //     graph must be empty (R4) and every byte back in storage.
 // The passing path builds no strings: the op log is a ring of small records,
-// rendered only when a check fails.
+// rendered only when a check fails. Nor, once warm, does it build vectors:
+// the handle lists, the comparison scratch and the model (restarted per
+// input) are kept across inputs (Kept, below), and claims are compared in
+// place with the model's runs (issue 13, eighteenth round).
 #include <taintpool/exception.hpp>
 #include <taintpool/model/observed_storage.hpp>
 #include <taintpool/model/pool_configs.hpp>
@@ -56,6 +59,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -105,6 +109,80 @@ struct LoggedOp {
   std::uint64_t c = 0;
 };
 
+/// What the harness keeps across inputs: its handle and failure lists and
+/// its comparison scratch, cleared (never freed) when an input ends, so that
+/// a warm process grows none of them again. Under AddressSanitizer each
+/// allocation costs its stack trace, fill and quarantine; these lists were
+/// built afresh per input and per op: with the model's claims copied for
+/// every comparison, about a fifth of a warm input's allocations (issue 13,
+/// eighteenth round). One cost stays: an input that grows a kept list
+/// mallocs more than it frees, which libFuzzer takes for a possible leak
+/// (it runs the input again, then a leak check) — rare once the process is
+/// warm. Capacity cannot steer an input:
+/// the faults this target injects are storage calls (FaultInjectingStorage),
+/// never heap allocations — fuzz.pool_fuzzer.order replays the corpus in
+/// one process, reversed, to hold that.
+struct Kept {
+  std::vector<Allocation> core_handles;
+  std::vector<AllocationId> model_handles;
+  std::vector<FailureId> held;  ///< Failures the `failure` op inserted.
+  std::vector<FailureId> fresh; ///< Failures a taint op minted for itself.
+  /// The owners of an allocation's runs before a taint or write, one per
+  /// run, as the model's claims listed them: the failures it may have cut.
+  std::vector<FailureId> before;
+  std::vector<FailureId> live;     ///< compare_everything: core's live failures.
+  std::vector<FailureId> held_now; ///< compare_everything: held and still live.
+  std::vector<std::pair<FailureId, ByteRange>> claims; ///< Only to show a mismatch.
+  /// The model, restarted for each input (PoolModel::restart: what a fresh
+  /// one is, with its buffers and per-allocation maps kept): its growth
+  /// was a quarter of a warm input's allocations.
+  std::optional<model::PoolModel> model;
+
+  /// Drops the handles first: they point into the input's MemoryManager.
+  /// The model stays as the input left it, until the next restart.
+  void clear() {
+    core_handles.clear();
+    model_handles.clear();
+    held.clear();
+    fresh.clear();
+    before.clear();
+    live.clear();
+    held_now.clear();
+    claims.clear();
+  }
+};
+
+Kept& kept() {
+  static Kept lists;
+  return lists;
+}
+
+/// The kept model, as PoolModel(config) would build it.
+model::PoolModel& restarted_model(const MemoryConfig& config) {
+  std::optional<model::PoolModel>& model = kept().model;
+  if (model) {
+    model->restart(config);
+  } else {
+    model.emplace(config);
+  }
+  return *model;
+}
+
+/// Whether core's claims of one allocation are the model's runs, compared
+/// in place: the same (failure, range) pairs in the same order — what
+/// comparing claims() with the model's claims() checked, with no vector
+/// built on either side.
+bool same_claims(const Taint& taint, std::span<const model::OwnedRun> runs) {
+  std::size_t index = 0;
+  bool same = true;
+  taint.for_each_claim([&](FailureId failure, ByteRange range) {
+    same = same && index < runs.size() && runs[index].owner == failure.raw() &&
+           runs[index].begin == range.begin() && runs[index].end == range.end();
+    ++index;
+  });
+  return same && index == runs.size();
+}
+
 const std::vector<model::PoolSetup>& setups() {
   static const std::vector<model::PoolSetup> all = model::pool_setups();
   return all;
@@ -118,11 +196,17 @@ class Harness {
       , checker_("pool_fuzzer")
       , host_(setup.host)
       , faults_(host_)
-      , model_(with_mode(setup.config, mode))
+      , model_(restarted_model(with_mode(setup.config, mode)))
       , observed_(faults_, model_)
       , memory_(std::make_unique<MemoryManager>(observed_, graph_, with_mode(setup.config, mode))) {
+    kept_.clear(); // Empty already: the last input's harness cleared it.
     checker_.set_context([this] { return context(); });
   }
+
+  Harness(const Harness&) = delete;
+  Harness& operator=(const Harness&) = delete;
+  /// Hands the kept lists back empty, handles first (before memory_ goes).
+  ~Harness() { kept_.clear(); }
 
   void run(ByteReader& in) {
     while (!in.empty() && ops_ < kMaxOps) {
@@ -295,12 +379,12 @@ class Harness {
     case kWritten:
       if (have) {
         const Binding bytes = binding(in, handle, logged);
-        const std::vector<std::pair<FailureId, ByteRange>> before = model_.claims(bytes.allocation);
+        owners_before(bytes.allocation);
         if (binding_op(bytes, [&] { memory_->written(bytes); })) {
           model_.written(bytes);
           compare_allocation(bytes.allocation);
-          for (const auto& claim : before) {
-            compare_failure(claim.first);
+          for (const FailureId failure : before_) {
+            compare_failure(failure);
           }
         }
       }
@@ -385,8 +469,10 @@ class Harness {
     const std::optional<ErrorKind> want = expected(bytes);
     // An empty range claims nothing and so tags nothing (T1): no violation.
     const bool dead = !model_.engine().live(failure) && !bytes.range.empty();
-    const std::vector<std::pair<FailureId, ByteRange>> before =
-        want ? std::vector<std::pair<FailureId, ByteRange>>{} : model_.claims(bytes.allocation);
+    before_.clear();
+    if (!want) {
+      owners_before(bytes.allocation);
+    }
     std::optional<ErrorKind> got;
     bool violated = false;
     try {
@@ -404,8 +490,8 @@ class Harness {
       }
       compare_allocation(bytes.allocation);
       compare_failure(failure);
-      for (const auto& claim : before) {
-        compare_failure(claim.first);
+      for (const FailureId before : before_) {
+        compare_failure(before);
       }
     }
   }
@@ -471,14 +557,32 @@ class Harness {
 
   // ------------------------------------------------------------ comparison
 
+  /// The owners of the model's runs of `id`, one per run (what its claims
+  /// named), into before_: the failures a taint or write of it may cut.
+  void owners_before(AllocationId id) {
+    before_.clear();
+    for (const model::OwnedRun& run : model_.runs(id)) {
+      before_.push_back(FailureId::from_raw(run.owner));
+    }
+  }
+
   /// One allocation's claims (P1), and that it is still listed.
   void compare_allocation(AllocationId id) {
     const std::optional<AllocationInfo> info = memory_->info(id);
     checker_.expect(info.has_value(), "P1", "a live allocation vanished");
-    claims_.clear();
-    info->taint->for_each_claim(
-        [&](FailureId failure, ByteRange range) { claims_.emplace_back(failure, range); });
-    checker_.expect_equal("P1", "claims of an allocation", claims_, model_.claims(id));
+    compare_claims(*info->taint, id);
+  }
+
+  /// P1: core's claims of `id` are the model's, compared in place; only a
+  /// mismatch builds both lists, to show them.
+  void compare_claims(const Taint& taint, AllocationId id) {
+    if (!same_claims(taint, model_.runs(id))) [[unlikely]] {
+      claims_.clear();
+      taint.for_each_claim(
+          [&](FailureId failure, ByteRange range) { claims_.emplace_back(failure, range); });
+      checker_.expect_equal("P1", "claims of an allocation", claims_, model_.claims(id));
+      checker_.fail("P1", "claims of an allocation differ from the model's runs");
+    }
   }
 
   /// One failure's liveness and tags (R1).
@@ -508,21 +612,29 @@ class Harness {
     std::size_t listed = 0;
     memory_->for_each_allocation([&](const AllocationInfo& info) {
       ++listed;
-      claims_.clear();
-      info.taint->for_each_claim(
-          [&](FailureId failure, ByteRange range) { claims_.emplace_back(failure, range); });
-      checker_.expect_equal("P1", "claims of an allocation", claims_, model_.claims(info.id));
+      compare_claims(*info.taint, info.id);
     });
     checker_.expect_equal("P1", "allocations live or awaiting discovery",
                           static_cast<std::uint64_t>(listed), model_.allocations());
-    std::vector<FailureId> live;
+    std::vector<FailureId>& live = kept_.live;
+    live.clear();
     graph_.for_each([&](FailureId failure, const Error&, std::uint64_t tags) {
       live.push_back(failure);
       checker_.expect_equal("R1", "tags of a failure", tags, model_.engine().tags(failure));
     });
     std::sort(live.begin(), live.end());
-    checker_.expect_equal("R1", "live failures", live, model_.engine().live_failures());
-    std::vector<FailureId> held;
+    // The same sets, in place: core's list ascending and distinct, each
+    // live in the model, and as many as the model holds live.
+    bool same = live.size() == model_.engine().size();
+    for (std::size_t at = 0; same && at < live.size(); ++at) {
+      same = (at == 0 || live[at - 1] < live[at]) && model_.engine().live(live[at]);
+    }
+    if (!same) [[unlikely]] {
+      checker_.expect_equal("R1", "live failures", live, model_.engine().live_failures());
+      checker_.fail("R1", "live failures differ from the model's");
+    }
+    std::vector<FailureId>& held = kept_.held_now;
+    held.clear();
     for (const FailureId failure : held_) {
       if (graph_.contains(failure)) {
         held.push_back(failure);
@@ -587,14 +699,16 @@ class Harness {
   HostStorage host_;
   FaultInjectingStorage faults_;
   ErrorGraph graph_;
-  model::PoolModel model_;
+  model::PoolModel& model_; ///< Kept across inputs, restarted for this one.
   model::ObservedStorage observed_;
   std::unique_ptr<MemoryManager> memory_;
-  std::vector<Allocation> core_handles_;
-  std::vector<AllocationId> model_handles_;
-  std::vector<FailureId> held_;
-  std::vector<FailureId> fresh_;
-  std::vector<std::pair<FailureId, ByteRange>> claims_; ///< Scratch, reused.
+  Kept& kept_ = kept();
+  std::vector<Allocation>& core_handles_ = kept_.core_handles;
+  std::vector<AllocationId>& model_handles_ = kept_.model_handles;
+  std::vector<FailureId>& held_ = kept_.held;
+  std::vector<FailureId>& fresh_ = kept_.fresh;
+  std::vector<FailureId>& before_ = kept_.before;
+  std::vector<std::pair<FailureId, ByteRange>>& claims_ = kept_.claims;
   std::array<LoggedOp, 16> log_{};
   std::size_t ops_ = 0;
 };

@@ -6,8 +6,28 @@
 namespace taintpool::model {
 
 std::size_t EngineModel::add_allocation() {
-  bytes_.emplace_back();
+  if (spares_.empty()) {
+    bytes_.emplace_back();
+  } else {
+    bytes_.push_back(std::move(spares_.back())); // Empty: restart() cleared it.
+    spares_.pop_back();
+  }
   return bytes_.size() - 1;
+}
+
+void EngineModel::restart() {
+  // Last map first, so add_allocation() hands out allocation 0's map first,
+  // then 1's ...: allocation i gets the buffers the last input's allocation
+  // i grew. A map handed out with less capacity than it then needs mallocs
+  // without a free, which libFuzzer takes for a possible leak: it runs the
+  // input again and does a whole leak check.
+  for (auto allocation = bytes_.rbegin(); allocation != bytes_.rend(); ++allocation) {
+    allocation->reset();
+    spares_.push_back(std::move(*allocation));
+  }
+  bytes_.clear();
+  failures_.clear();
+  owners_before_.clear();
 }
 
 void EngineModel::reset() {

@@ -33,7 +33,9 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <span>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "pool_fixture.hpp"
@@ -412,6 +414,160 @@ RC_GTEST_PROP(PoolModel, P1_P2_P3_P4_TheManagerAgreesWithTheModelAfterEveryComma
   const MemoryStats stats = sut.memory.stats();
   RC_ASSERT(stats.reserved == 0u);
   compare_figures(stats, sut.mirror);
+}
+
+// The model's own answers the fuzzer compares with in place (issue 13,
+// eighteenth round): runs(id) must be claims(id) without the copy, for the
+// allocation asked about, while it is live or pending, and nothing after.
+TEST(PoolModel, P1_RunsAreAnAllocationsOwnClaimsInPlaceUntilItEnds) {
+  model::PoolModel pool{MemoryConfig{}};
+  const std::uint64_t base = std::uint64_t{1} << 20;
+  pool.page_allocated(base, std::uint64_t{1} << 16);
+  const AllocationId a = pool.next_id();
+  pool.allocated(a, 100, base, pool.aligned_extent(100), pool.pool_for(100));
+  const AllocationId b = pool.next_id();
+  pool.allocated(b, 100, base + 1024, pool.aligned_extent(100), pool.pool_for(100));
+  const FailureId first = pool.engine().insert(Error::generic("first"));
+  const FailureId second = pool.engine().insert(Error::generic("second"));
+  pool.taint(Binding{a, ByteRange::of(10, 20)}, first);
+  pool.taint(Binding{a, ByteRange::of(20, 40)}, second);
+  pool.taint(Binding{b, ByteRange::of(0, 5)}, second);
+
+  const auto same = [&](AllocationId id) {
+    const std::span<const model::OwnedRun> runs = pool.runs(id);
+    const std::vector<std::pair<FailureId, ByteRange>> claims = pool.claims(id);
+    if (runs.size() != claims.size()) {
+      return false;
+    }
+    for (std::size_t at = 0; at < runs.size(); ++at) {
+      if (runs[at].owner != claims[at].first.raw() || runs[at].begin != claims[at].second.begin() ||
+          runs[at].end != claims[at].second.end()) {
+        return false;
+      }
+    }
+    return true;
+  };
+  ASSERT_EQ(pool.runs(a).size(), 2u);
+  EXPECT_TRUE(same(a));
+  ASSERT_EQ(pool.runs(b).size(), 1u);
+  EXPECT_EQ(pool.runs(b)[0], (model::OwnedRun{0, 5, second.raw()}));
+  EXPECT_TRUE(same(b));
+  EXPECT_TRUE(pool.runs(AllocationId::from_raw(99)).empty()); // never made
+
+  pool.handle_dropped(a); // pending: core may not clear it before the next call
+  EXPECT_EQ(pool.runs(a).size(), 2u);
+  EXPECT_TRUE(same(a));
+  pool.manager_called(); // ended: its claims go with it (P1)
+  EXPECT_TRUE(pool.runs(a).empty());
+  EXPECT_TRUE(same(a));
+  EXPECT_EQ(pool.runs(b).size(), 1u);
+}
+
+// P4 bookkeeping as forget_released() keeps it: a released range is cut
+// exactly where the storage or a same-lane allocation takes bytes of it, a
+// storage call that meets no released range (the early return) changes
+// nothing, and memory the storage takes back and gives again is fresh.
+TEST(PoolModel, P4_ReleasedBytesAreForgottenExactlyWhereTheyAreTakenAndNowhereElse) {
+  model::PoolModel pool{MemoryConfig{}};
+  const std::uint64_t base = std::uint64_t{1} << 20;
+  const std::uint64_t page = std::uint64_t{1} << 16;
+  const std::uint64_t extent = pool.aligned_extent(1000); // four alignment units
+  const std::uint64_t unit = MemoryConfig{}.alignment;
+  pool.page_allocated(base, page);
+  const auto allocate = [&](std::uint64_t address, std::uint64_t size, std::uint32_t lane) {
+    const AllocationId id = pool.next_id();
+    pool.allocated(id, size, address, pool.aligned_extent(size), pool.pool_for(size), lane);
+    return id;
+  };
+  const AllocationId first = allocate(base, 1000, 0);
+  pool.handle_dropped(first);
+  pool.manager_called(); // [base, base + extent) released by lane 0
+
+  // Storage calls elsewhere meet no released range: it stays whole.
+  pool.page_allocated(base + 4 * page, page);
+  pool.page_freed(base + 4 * page);
+  EXPECT_THROW((void)allocate(base + extent - unit, 1, 1), std::logic_error); // its last unit
+
+  // Lane 0 takes its second unit back: only that unit is forgotten, and
+  // the bytes either side of it stay released.
+  const AllocationId reuse = allocate(base + unit, 1, 0);
+  EXPECT_THROW((void)allocate(base, 1, 1), std::logic_error);
+  EXPECT_THROW((void)allocate(base + 2 * unit, 1, 1), std::logic_error);
+  EXPECT_THROW((void)allocate(base + extent - unit, 1, 1), std::logic_error);
+  pool.handle_dropped(reuse);
+  pool.manager_called(); // the second unit released again, by lane 0
+  EXPECT_THROW((void)allocate(base + unit, 1, 1), std::logic_error);
+
+  // The page goes back and comes again: every byte of it is fresh.
+  pool.page_freed(base);
+  pool.page_allocated(base, page);
+  EXPECT_NO_THROW((void)allocate(base, 1, 1));
+  EXPECT_NO_THROW((void)allocate(base + extent - unit, 1, 1));
+}
+
+// pool_fuzzer keeps one model and restarts it per input (issue 13,
+// eighteenth round): a restarted model must answer exactly as one built
+// fresh — ids from 1, no memory, no released bytes, peaks from 0, no
+// NeverWritten failure — whatever the last input left in it.
+TEST(PoolModel, P1_P2_P4_ARestartedModelAnswersExactlyAsAFreshOne) {
+  MemoryConfig never_written;
+  never_written.fresh_bytes = FreshBytes::NeverWritten;
+  model::PoolModel kept{never_written};
+  const std::uint64_t base = std::uint64_t{1} << 20;
+  const std::uint64_t page = std::uint64_t{1} << 16;
+  // The last input: memory, three allocations (one released by lane 0,
+  // one tainted), failures, the NeverWritten failure, peaks.
+  kept.page_allocated(base, page);
+  kept.page_allocated(base + page, page);
+  for (std::uint64_t at = 0; at < 3; ++at) {
+    kept.allocated(kept.next_id(), 300, base + at * 1024, kept.aligned_extent(300),
+                   kept.pool_for(300), 0);
+  }
+  const FailureId held = kept.engine().insert(Error::generic("held"));
+  kept.taint(Binding{AllocationId::from_raw(2), ByteRange::of(0, 8)}, held);
+  kept.handle_dropped(AllocationId::from_raw(1));
+  kept.manager_called();
+  ASSERT_TRUE(kept.never_written_failure().has_value());
+
+  kept.restart(MemoryConfig{});
+  model::PoolModel fresh{MemoryConfig{}};
+  // The same next input on both: ids, figures, claims, failures must agree.
+  const auto run = [&](model::PoolModel& pool) {
+    EXPECT_EQ(pool.next_id(), AllocationId::from_raw(1));
+    EXPECT_EQ(pool.reserved(), 0u);
+    EXPECT_EQ(pool.peak_reserved(), 0u);
+    EXPECT_EQ(pool.peak_in_use(), 0u);
+    EXPECT_EQ(pool.allocations(), 0u);
+    EXPECT_TRUE(pool.engine().live_failures().empty());
+    pool.page_allocated(base + page, page); // only the second page, this time
+    const FailureId first = pool.engine().insert(Error::generic("first")); // id 1 again
+    EXPECT_EQ(first, FailureId::from_raw(1));
+    EXPECT_FALSE(pool.never_written_failure().has_value()); // Trusted now: none
+    const AllocationId a = pool.next_id();
+    pool.allocated(a, 100, base + page, pool.aligned_extent(100), pool.pool_for(100), 1);
+    const AllocationId b = pool.next_id();
+    pool.allocated(b, 100, base + page + 256, pool.aligned_extent(100), pool.pool_for(100), 0);
+    EXPECT_TRUE(pool.claims(a).empty()); // Trusted: a new allocation starts clean
+    EXPECT_TRUE(pool.claims(b).empty());
+    pool.taint(Binding{b, ByteRange::of(4, 12)}, first);
+    EXPECT_EQ(pool.engine().tags(first), 1u);
+    EXPECT_EQ(pool.runs(b).size(), 1u);
+    EXPECT_TRUE(pool.runs(a).empty()); // each allocation its own map
+    // Only this input's maps: the engine walks them all to count tags.
+    EXPECT_EQ(pool.engine().allocations(), 2u);
+  };
+  run(kept);
+  run(fresh);
+  EXPECT_EQ(kept.reserved(), fresh.reserved());
+  EXPECT_EQ(kept.pages(), fresh.pages());
+  EXPECT_EQ(kept.largest_free_block(), fresh.largest_free_block());
+  EXPECT_EQ(kept.in_use(), fresh.in_use());
+  EXPECT_EQ(kept.padding(), fresh.padding());
+  EXPECT_EQ(kept.peak_in_use(), fresh.peak_in_use());
+  EXPECT_EQ(kept.peak_reserved(), fresh.peak_reserved());
+  EXPECT_EQ(kept.claims(AllocationId::from_raw(2)), fresh.claims(AllocationId::from_raw(2)));
+  EXPECT_EQ(kept.engine().live_failures(), fresh.engine().live_failures());
+  EXPECT_EQ(kept.next_id(), fresh.next_id());
 }
 
 } // namespace

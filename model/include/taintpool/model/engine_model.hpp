@@ -46,6 +46,12 @@ class EngineModel {
   /// that runs millions of inputs through one model allocates nothing for
   /// it once warm (AddressSanitizer makes each allocation cost).
   void reset();
+  /// Back to a model just constructed: no allocation, no failure ever
+  /// minted. The allocations' maps are kept, cleared, as spares that
+  /// add_allocation() hands out again, so a model restarted per input grows
+  /// nothing once warm — and, unlike reset(), walks no more maps than the
+  /// input made (tags() visits every allocation; issue 13, eighteenth round).
+  void restart();
   [[nodiscard]] std::size_t allocations() const { return bytes_.size(); }
 
   /// G1: a live failure with the next id (1, 2, 3 …).
@@ -130,6 +136,7 @@ class EngineModel {
   void bury(const std::vector<std::uint64_t>& owners);
 
   std::vector<OwnerMap> bytes_;
+  std::vector<OwnerMap> spares_;  ///< restart()'s maps, empty, for add_allocation().
   std::vector<Failure> failures_; ///< Index = id - 1; dead ones stay, marked.
   /// The owners of the allocation an update changes, before it: the
   /// failures bury() looks at. Kept between updates, so they allocate nothing.

@@ -43,6 +43,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 namespace taintpool::model {
@@ -50,6 +51,13 @@ namespace taintpool::model {
 class PoolModel {
  public:
   explicit PoolModel(MemoryConfig config);
+
+  /// Back to what PoolModel(config) builds — no allocation, no storage, no
+  /// failure ever minted, both peaks 0 — keeping every buffer's capacity and
+  /// the engine's per-allocation maps as spares (EngineModel::restart),
+  /// which new allocations take again. A fuzzer that runs millions of inputs through one model
+  /// then grows none of it again once warm (issue 13, eighteenth round).
+  void restart(const MemoryConfig& config);
 
   // ---------------------------------------------------------------- routing
 
@@ -113,6 +121,12 @@ class PoolModel {
   [[nodiscard]] std::vector<FailureId> failures(const Binding& binding) const;
   /// The allocation's claims, ascending; empty once it ended.
   [[nodiscard]] std::vector<std::pair<FailureId, ByteRange>> claims(AllocationId id) const;
+  /// The same claims in place, as the model's OwnerMap holds them (raw
+  /// owner ids, maximal runs, ascending; empty once the allocation ended or
+  /// when it was never made): what a fuzzer compares with core after every
+  /// op without copying them into a fresh vector, as claims() does (issue
+  /// 13, eighteenth round). Valid until the next change to the model.
+  [[nodiscard]] std::span<const OwnedRun> runs(AllocationId id) const;
 
   /// N1 (MemoryConfig::fresh_bytes == NeverWritten): the NeverWritten
   /// failure that owns the never-written bytes, while some byte does. A new
@@ -177,7 +191,9 @@ class PoolModel {
   [[nodiscard]] Record* find(AllocationId id);
   [[nodiscard]] const Record* find(AllocationId id) const;
   void end(Record& record);
-  /// Forgets every released byte in [begin, end) (P4 bookkeeping).
+  /// Forgets every released byte in [begin, end) (P4 bookkeeping). Most
+  /// calls (a page or chunk the storage gives or takes, a new allocation's
+  /// extent) meet no released range: they return at once, changing nothing.
   void forget_released(std::uint64_t begin, std::uint64_t end);
   /// Whether [begin, end) lies wholly in memory the storage gave.
   [[nodiscard]] bool in_memory(std::uint64_t begin, std::uint64_t end) const;
@@ -190,6 +206,9 @@ class PoolModel {
   std::vector<Record> records_; ///< Every allocation ever made, in id order.
   std::vector<Block> blocks_;   ///< What the storage holds for the manager now.
   std::vector<Released> released_;
+  /// forget_released()'s rebuild, swapped with released_: empty between
+  /// calls, its capacity kept, so a cut allocates nothing once it has grown.
+  std::vector<Released> kept_;
   std::uint64_t peak_in_use_ = 0;
   std::uint64_t peak_reserved_ = 0;
   std::uint64_t never_written_ = 0; ///< The NeverWritten failure last minted (N1).
