@@ -134,14 +134,35 @@ RanksModel::RanksModel(int ranks)
 }
 
 std::string RanksModel::root_line(const Report& report) {
-  std::string text = to_string(report.origin) + " was left unwritten by " +
-                     to_string(report.failure) + " (" + to_string(report.root) + ")";
+  std::string text;
+  root_line(report, text);
+  return text;
+}
+
+void RanksModel::root_line(const Report& report, std::string& text) {
+  // Appended piece by piece into `text`, whose capacity the caller keeps:
+  // built by operator+ per step into a fresh string, it was the collective
+  // fuzzer's largest allocation site (issue 13). The words are the ones
+  // to_string spells (the error's as to_string(Error): its kind's name,
+  // then ": " and the message when there is one).
+  text.clear();
+  text += to_string(report.origin);
+  text += " was left unwritten by ";
+  text += to_string(report.failure);
+  text += " (";
+  text += name(report.root.kind());
+  if (!report.root.message().empty()) {
+    text += ": ";
+    text += report.root.message();
+  }
+  text += ')';
   for (auto step = report.path.rbegin(); step != report.path.rend(); ++step) {
-    text += ", then " + step->kernel +
-            (step->took_part ? " took part with stale bytes of "
-             : step->ran     ? " ran on stale bytes of "
-                             : " was skipped: it needed ") +
-            to_string(step->needed);
+    text += ", then ";
+    text += step->kernel;
+    text += step->took_part ? " took part with stale bytes of "
+            : step->ran     ? " ran on stale bytes of "
+                            : " was skipped: it needed ";
+    text += to_string(step->needed);
   }
   if (report.path_may_be_incomplete) {
     text += " (the path may begin earlier)";
@@ -151,9 +172,9 @@ std::string RanksModel::root_line(const Report& report) {
     while (keep > 0 && (static_cast<unsigned char>(text[keep]) & 0xC0u) == 0x80u) {
       --keep;
     }
-    text = text.substr(0, keep) + "...";
+    text.resize(keep);
+    text += "...";
   }
-  return text;
 }
 
 void RanksModel::contribution_of(int rank, const Binding& send, DataType type,
@@ -163,7 +184,6 @@ void RanksModel::contribution_of(int rank, const Binding& send, DataType type,
   out.element = element_size(type);
   out.writer.clear();
   out.value.clear();
-  out.texts.clear();
   out.distinct.clear();
   out.unwritten.clear();
   // The model's bytes and per-byte owners in place (the copies cost two
@@ -226,9 +246,12 @@ void RanksModel::contribution_of(int rank, const Binding& send, DataType type,
     out.slot[piece] =
         std::min<std::size_t>(static_cast<std::size_t>(known - distinct.begin()), kRoots - 1);
   }
-  for (std::size_t entry = 0; entry < distinct.size() && entry < kRoots; ++entry) {
-    out.texts.push_back(
-        RanksModel::root_line(model.report(FailureId::from_raw(distinct[entry]), send.allocation)));
+  // The entries' strings are kept (resize keeps the first ones) and each
+  // is rewritten whole, so their capacity serves the next collective.
+  out.texts.resize(std::min(distinct.size(), kRoots));
+  for (std::size_t entry = 0; entry < out.texts.size(); ++entry) {
+    RanksModel::root_line(model.report(FailureId::from_raw(distinct[entry]), send.allocation),
+                          out.texts[entry]);
   }
   out.more = distinct.size() > kRoots ? distinct.size() - kRoots : 0;
 }
@@ -238,10 +261,18 @@ void RanksModel::no_contribution(int rank) {
 }
 
 std::vector<RanksModel::Expected> RanksModel::collective(const Collective& collective) {
+  std::vector<Expected> expected;
+  this->collective(collective, expected);
+  return expected;
+}
+
+void RanksModel::collective(const Collective& collective, std::vector<Expected>& expected) {
   const int ranks = size();
   const std::uint64_t width = element_size(collective.type);
   const std::uint64_t block = collective.count * width;
-  std::vector<Expected> expected(collective.calls.size());
+  // Every element made anew (default fields), in the caller's capacity.
+  expected.clear();
+  expected.resize(collective.calls.size());
 
   // 1. Each rank's first steps (C2): poll, and synchronize if its input
   //    awaits a verdict.
@@ -478,7 +509,6 @@ std::vector<RanksModel::Expected> RanksModel::collective(const Collective& colle
     expected[at].stale_bytes = stale_bytes;
     expected[at].verdict_pending = !immediate;
   }
-  return expected;
 }
 
 } // namespace taintpool::model
