@@ -119,7 +119,7 @@ class RootTextWriter {
   }
   void put(std::uint64_t number) noexcept {
     char digits[20]; // 2^64 - 1 has 20 digits.
-    const auto end = std::to_chars(digits, digits + sizeof(digits), number).ptr;
+    char* const end = std::to_chars(digits, digits + sizeof(digits), number).ptr;
     put(std::string_view(digits, static_cast<std::size_t>(end - digits)));
   }
   // As to_string(FailureId), to_string(AllocationId), to_string(Error)
