@@ -127,6 +127,18 @@ void for_each_run(std::uint64_t size, const Marked& marked, const Fn& fn) {
   }
 }
 
+/// Appends to_string(id)'s words: "allocation 7", or "allocation 7
+/// (memory 2)" for an id of another manager's space.
+void append_allocation(std::string& text, AllocationId id) {
+  text += "allocation ";
+  text += std::to_string(allocation_number(id));
+  if (allocation_space(id) != 0) {
+    text += " (memory ";
+    text += std::to_string(allocation_space(id));
+    text += ')';
+  }
+}
+
 } // namespace
 
 RanksModel::RanksModel(int ranks)
@@ -144,11 +156,14 @@ void RanksModel::root_line(const Report& report, std::string& text) {
   // built by operator+ per step into a fresh string, it was the collective
   // fuzzer's largest allocation site (issue 13). The words are the ones
   // to_string spells (the error's as to_string(Error): its kind's name,
-  // then ": " and the message when there is one).
+  // then ": " and the message when there is one; an id's as
+  // to_string(FailureId) and to_string(AllocationId), whose own strings
+  // outgrow the small-string buffer once an id names its memory).
   text.clear();
-  text += to_string(report.origin);
-  text += " was left unwritten by ";
-  text += to_string(report.failure);
+  text.reserve(2 * kTextBytes); // Once per kept string: most lines fit, cut or not.
+  append_allocation(text, report.origin);
+  text += " was left unwritten by failure ";
+  text += std::to_string(report.failure.raw());
   text += " (";
   text += name(report.root.kind());
   if (!report.root.message().empty()) {
@@ -162,7 +177,7 @@ void RanksModel::root_line(const Report& report, std::string& text) {
     text += step->took_part ? " took part with stale bytes of "
             : step->ran     ? " ran on stale bytes of "
                             : " was skipped: it needed ";
-    text += to_string(step->needed);
+    append_allocation(text, step->needed);
   }
   if (report.path_may_be_incomplete) {
     text += " (the path may begin earlier)";
@@ -451,7 +466,10 @@ void RanksModel::collective(const Collective& collective, std::vector<Expected>&
         // past eight ranks, only how many more.
         std::sort(cited.begin(), cited.end());
         cited.erase(std::unique(cited.begin(), cited.end()), cited.end());
-        std::string message = "fed stale bytes from ";
+        // Appended in place into a kept buffer (operator+ made a temporary
+        // per piece; issue 13); the Error below copies it.
+        std::string& message = message_;
+        message.assign("fed stale bytes from ");
         int listed = 0;
         int unlisted = 0;
         for (std::size_t at_cited = 0; at_cited < cited.size();) {
@@ -467,19 +485,28 @@ void RanksModel::collective(const Collective& collective, std::vector<Expected>&
             continue;
           }
           const Contribution& contribution = this->contribution(source);
-          message += (listed == 0 ? "rank " : "; and from rank ") + std::to_string(source) + ": ";
+          message += listed == 0 ? "rank " : "; and from rank ";
+          message += std::to_string(source);
+          message += ": ";
           for (std::size_t index = first_entry; index < end; ++index) {
-            message +=
-                (index == first_entry ? "" : "; ") + contribution.texts.at(cited[index].second);
+            if (index != first_entry) {
+              message += "; ";
+            }
+            message += contribution.texts.at(cited[index].second);
           }
           if (cited[end - 1].second + 1 == kRoots && contribution.more != 0) {
-            message += " (and " + std::to_string(contribution.more) + " more failures on rank " +
-                       std::to_string(source) + ")";
+            message += " (and ";
+            message += std::to_string(contribution.more);
+            message += " more failures on rank ";
+            message += std::to_string(source);
+            message += ')';
           }
           ++listed;
         }
         if (unlisted != 0) {
-          message += "; and from " + std::to_string(unlisted) + " more ranks";
+          message += "; and from ";
+          message += std::to_string(unlisted);
+          message += " more ranks";
         }
         plan.fed_error = Error(ErrorKind::Remote, message);
         if (immediate) {

@@ -560,6 +560,42 @@ TEST(Summary, C2_MoreRootsThanTheSummaryHoldsAreCountedAndNamed) {
   EXPECT_EQ(reports_of(world[0].device, recv0.whole()).size(), 6u);
 }
 
+// The fed call's message, byte for byte: each feeding rank in order, its
+// cited root texts (as its summary carries them) joined by "; ", the count
+// of roots past four, and "; and from rank" between ranks (C2, C3).
+TEST(Summary, C2_AFedCallsMessageJoinsEachCitedRootTextExactly) {
+  World world(3);
+  std::vector<Allocation> send;
+  std::vector<Allocation> recv;
+  for (int rank = 0; rank < 3; ++rank) {
+    send.push_back(buffer_of(world[rank].device, 64, 1));
+    recv.push_back(world[rank].device.create_buffer(64));
+  }
+  for (std::uint64_t piece = 0; piece < 6; ++piece) {
+    fail_writing(world[0].device, part(send[0], piece * 8, piece * 8 + 1),
+                 "kernel" + std::to_string(piece));
+  }
+  fail_writing(world[1].device, part(send[1], 40, 41), "loader");
+  const auto text_of = [&](int rank, std::uint64_t byte) {
+    return root_text(
+        reports_of(world[rank].device, part(send[static_cast<std::size_t>(rank)], byte, byte + 1))
+            .at(0));
+  };
+  const std::string expected =
+      "all_reduce(g) on rank 2: fed stale bytes from rank 0: " + text_of(0, 0) + "; " +
+      text_of(0, 8) + "; " + text_of(0, 16) + "; " + text_of(0, 24) +
+      " (and 2 more failures on rank 0); and from rank 1: " + text_of(1, 40);
+  for (int rank = 0; rank < 3; ++rank) {
+    const auto at = static_cast<std::size_t>(rank);
+    world[rank].collectives.all_reduce(world[rank].device.default_stream(), "g", send[at].whole(),
+                                       recv[at].whole(), DataType::u8, ReduceOp::sum);
+  }
+  const std::vector<Report> reports = reports_of(world[2].device, recv[2].whole());
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].root.kind(), ErrorKind::Remote);
+  EXPECT_EQ(reports[0].root.message(), expected);
+}
+
 TEST(Summary, C2_RootTextIsCutAtItsBoundOnACharacterBoundary) {
   Report report{FailureId::from_raw(3),
                 Error::launch(std::string(300, 'x') + "\xc3\xa9"),

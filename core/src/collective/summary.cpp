@@ -543,7 +543,13 @@ FedStale fed_stale(const CollectiveShape& shape, std::span<const std::byte> summ
     return a.source != b.source ? a.source < b.source : a.entry < b.entry;
   });
   constexpr int listed_sources = 8;
-  std::string message = "fed stale bytes from ";
+  // Appended piece by piece into one buffer sized for every cited text
+  // (operator+ made a temporary string per piece, each a heap block once
+  // past the small-string buffer: a root text always is; issue 13).
+  std::string message;
+  message.reserve(64 + cited.size() * (TaintSummary::text_bytes + 2) +
+                  std::min<std::size_t>(cited.size(), listed_sources) * 64);
+  message += "fed stale bytes from ";
   int sources = 0;
   int unlisted = 0;
   for (std::size_t at = 0; at < cited.size();) {
@@ -558,7 +564,9 @@ FedStale fed_stale(const CollectiveShape& shape, std::span<const std::byte> summ
     TaintSummary summary;
     std::memcpy(&summary, summaries.data() + summary_index(shape, source) * TaintSummary::bytes,
                 sizeof(summary));
-    message += (sources == 0 ? "rank " : "; and from rank ") + std::to_string(source) + ": ";
+    message += sources == 0 ? "rank " : "; and from rank ";
+    message += std::to_string(source);
+    message += ": ";
     bool first = true;
     bool last_entry = false;
     for (; at < cited.size() && cited[at].source == source; ++at) {
@@ -566,7 +574,10 @@ FedStale fed_stale(const CollectiveShape& shape, std::span<const std::byte> summ
       if (entry < summary.root_count) {
         const std::uint32_t length =
             std::min<std::uint32_t>(summary.root[entry].length, TaintSummary::text_bytes);
-        message += (first ? "" : "; ") + std::string(summary.root[entry].text, length);
+        if (!first) {
+          message += "; ";
+        }
+        message.append(summary.root[entry].text, length);
       } else {
         message += first ? "a failure it did not describe" : "";
       }
@@ -574,13 +585,18 @@ FedStale fed_stale(const CollectiveShape& shape, std::span<const std::byte> summ
       first = false;
     }
     if (last_entry && summary.more_roots != 0) {
-      message += " (and " + std::to_string(summary.more_roots) + " more failures on rank " +
-                 std::to_string(source) + ")";
+      message += " (and ";
+      message += std::to_string(summary.more_roots);
+      message += " more failures on rank ";
+      message += std::to_string(source);
+      message += ')';
     }
     ++sources;
   }
   if (unlisted != 0) {
-    message += "; and from " + std::to_string(unlisted) + " more ranks";
+    message += "; and from ";
+    message += std::to_string(unlisted);
+    message += " more ranks";
   }
   out.error = Error::remote(std::move(message));
   return out;

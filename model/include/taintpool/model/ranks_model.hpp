@@ -152,6 +152,7 @@ class RanksModel {
   std::vector<std::pair<int, std::uint64_t>> from_; ///< One byte's sources.
   std::vector<std::pair<int, std::size_t>> cited_;  ///< (source, root entry).
   std::string kernel_;
+  std::string message_; ///< A fed call's message, before its Error copies it.
 };
 
 } // namespace taintpool::model
