@@ -265,8 +265,13 @@ void RanksModel::contribution_of(int rank, const Binding& send, DataType type,
   // is rewritten whole, so their capacity serves the next collective.
   out.texts.resize(std::min(distinct.size(), kRoots));
   for (std::size_t entry = 0; entry < out.texts.size(); ++entry) {
-    RanksModel::root_line(model.report(FailureId::from_raw(distinct[entry]), send.allocation),
-                          out.texts[entry]);
+    const FailureId root = FailureId::from_raw(distinct[entry]);
+    if (out.report) {
+      model.report(root, send.allocation, *out.report);
+    } else {
+      out.report.emplace(model.report(root, send.allocation));
+    }
+    RanksModel::root_line(*out.report, out.texts[entry]);
   }
   out.more = distinct.size() > kRoots ? distinct.size() - kRoots : 0;
 }

@@ -324,6 +324,44 @@ TEST(CollectivesNeverWritten, C2_AKeptModelRootLineIsRewrittenWholeInCoresWords)
   EXPECT_EQ(line, prefix + std::string(216 - prefix.size(), 'y') + "...");
 }
 
+// The ranks model words each root from a report it refills in place
+// (DeviceModel::report into a kept Report): every field set again, the
+// path cut to its length, so it equals a fresh report (G8), whatever the
+// kept one held — a longer path, a stale range, another error.
+TEST(CollectivesNeverWritten, G8_AModelReportRefilledInPlaceEqualsAFreshOne) {
+  model::DeviceModel model;
+  const AllocationId a = model.create(16);
+  const AllocationId b = model.create(16);
+  const AllocationId c = model.create(16);
+  model::BodyPlan fail;
+  fail.kind = model::BodyKind::fail;
+  fail.error = Error::out_of_memory("no room for the activations");
+  const std::vector<Binding> none;
+  const std::vector<Binding> into_a{Binding{a, ByteRange::of(0, 16)}};
+  const std::vector<Binding> into_b{Binding{b, ByteRange::of(0, 16)}};
+  const std::vector<Binding> into_c{Binding{c, ByteRange::of(0, 16)}};
+  const std::optional<FailureId> root = model.launch("producer", none, into_a, fail).result.failure;
+  ASSERT_TRUE(root.has_value());
+  (void)model.launch("middle", into_a, into_b, model::BodyPlan{});
+  (void)model.launch("last", into_b, into_c, model::BodyPlan{});
+  const Report fresh = model.report(*root, c);
+  ASSERT_EQ(fresh.path.size(), 2u);
+  Report kept{
+      FailureId::from_raw(99),
+      Error::generic(std::string(64, 'g')),
+      AllocationId::from_raw(77),
+      ByteRange::of(1, 2),
+      {SkipRecord{"x", a, {a, b}, true, true}, SkipRecord{"y", b, {}}, SkipRecord{"z", c, {c}}},
+      AllocationId::from_raw(78),
+      40,
+      true};
+  model.report(*root, c, kept);
+  EXPECT_EQ(kept, fresh);
+  model.report(*root, a, kept); // No path: the kept one's is emptied.
+  EXPECT_EQ(kept, model.report(*root, a));
+  EXPECT_TRUE(kept.path.empty());
+}
+
 TEST(CollectivesNeverWritten, D1_InTheDefaultModeTheUnwrittenHalfIsTrustedAndNothingIsListed) {
   // Trusted (the default): the same program reports nothing — the mode is
   // what finds it.

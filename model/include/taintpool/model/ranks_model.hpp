@@ -113,7 +113,9 @@ class RanksModel {
     std::vector<std::uint64_t> distinct;   ///< The distinct roots, in piece order.
     std::vector<std::string> texts;        ///< Root entries' texts (at most four; strings kept).
     std::uint64_t more = 0;                ///< Distinct roots past four.
-    std::vector<std::uint64_t> piece_at;   ///< Per byte: the piece holding it.
+    /// Scratch: each root's report, refilled in place for its text.
+    std::optional<Report> report;
+    std::vector<std::uint64_t> piece_at; ///< Per byte: the piece holding it.
     /// N2 under Report: the never-written runs read (allocation-relative),
     /// which count as clean here (writer 0).
     std::vector<UnwrittenRead> unwritten;
