@@ -189,6 +189,29 @@ std::string show_reports(const std::vector<Report>& reports) {
   return out.empty() ? " (none)" : out;
 }
 
+/// Buffers the harness refills per op, kept from one input to the next
+/// (issue 13): each held only what one op or collective put there, so only
+/// their capacity carries over — every use empties or refills its buffer
+/// first, and a harness empties the lists it reads when it starts. A quiet
+/// run uses the process's one Kept; a describing re-run (built inside a
+/// quiet run's failure, while that run's buffers are still in use) its own.
+struct Kept {
+  std::vector<AllocationId> named;
+  std::vector<int> touched;
+  std::vector<Binding> reads;     ///< launch()'s.
+  std::vector<Binding> writes;    ///< launch()'s.
+  std::vector<std::byte> written; ///< make()'s and host_write()'s bytes.
+  std::vector<std::byte> read;    ///< read()'s buffer.
+  RanksModel::Collective spec;    ///< collective()'s; every field set per call.
+  std::vector<CollectiveResult> results;
+  std::vector<RanksModel::Expected> expected;
+};
+
+Kept& kept_between_inputs() {
+  static Kept kept;
+  return kept;
+}
+
 class Harness {
  public:
   /// A run of `data` (kept, so that a failure can run it again), quiet or
@@ -200,7 +223,12 @@ class Harness {
       , world_(ranks(data, mode_.size))
       , model_(ranks(data, mode_.size))
       , checker_("collective_fuzzer")
-      , ops_(describing) {
+      , ops_(describing)
+      , kept_(describing ? own_ : kept_between_inputs())
+      , named_(kept_.named)
+      , touched_(kept_.touched) {
+    named_.clear();
+    touched_.clear();
     for (int rank = 0; rank < world_.size(); ++rank) {
       ranks_.push_back(std::make_unique<Rank>(world_.rank(rank), mode_));
       // Each rank's Device mints ids in a space of its own: so does its model.
@@ -395,7 +423,8 @@ class Harness {
     Allocation& held = at(rank).slots[slot];
     AllocationId expected = AllocationId::from_raw(1);
     if (seed) {
-      std::vector<std::byte> bytes(size);
+      std::vector<std::byte>& bytes = kept_.written;
+      bytes.resize(size);
       for (std::size_t index = 0; index < bytes.size(); ++index) {
         bytes[index] = static_cast<std::byte>(*seed + index * 7);
       }
@@ -449,8 +478,10 @@ class Harness {
   void launch(int rank, ByteReader& in) {
     const std::string kernel = kKernels[in.byte() % kKernels.size()];
     const std::uint8_t counts = in.byte();
-    std::vector<Binding> reads;
-    std::vector<Binding> writes;
+    std::vector<Binding>& reads = kept_.reads;
+    std::vector<Binding>& writes = kept_.writes;
+    reads.clear();
+    writes.clear();
     for (unsigned index = 0; index < (counts % 3u); ++index) {
       if (auto binding = decode_binding(rank, in)) {
         reads.push_back(*binding);
@@ -504,7 +535,8 @@ class Harness {
     if (!into) {
       return;
     }
-    std::vector<std::byte> bytes(into->range.size());
+    std::vector<std::byte>& bytes = kept_.written;
+    bytes.resize(into->range.size());
     for (std::size_t index = 0; index < bytes.size(); ++index) {
       bytes[index] = static_cast<std::byte>(seed ^ (index * 3));
     }
@@ -527,7 +559,9 @@ class Harness {
              show_binding(*from);
     };
     ops_.add(text);
-    std::vector<std::byte> bytes(from->range.size());
+    // Zeroed, as a fresh vector was: the read overwrites it only on success.
+    std::vector<std::byte>& bytes = kept_.read;
+    bytes.assign(from->range.size(), std::byte{0});
     std::vector<Report> reports =
         copy ? at(rank).device.read(*from, bytes).reports : at(rank).device.stale_reports(*from);
     const ModelRead expected = copy ? model_.rank(rank).read(*from, from->range.size())
@@ -592,13 +626,13 @@ class Harness {
     const bool in_place = (flags & 1u) != 0;
     const int root = static_cast<int>(in.byte()) % size();
     const auto ranks = static_cast<std::uint64_t>(size());
-    RanksModel::Collective spec;
+    RanksModel::Collective& spec = kept_.spec; // Every field set below.
     spec.name = kNames[(flags >> 1) % kNames.size()];
     spec.type = type;
     spec.op = op;
     spec.root = root;
     spec.count = count;
-    spec.calls.reserve(static_cast<std::size_t>(size())); // One allocation per collective.
+    spec.calls.clear();
     const std::uint64_t block = count * width;
     if (kind == CollectiveKind::send) {
       const int sender = root;
@@ -608,9 +642,11 @@ class Harness {
       RanksModel::Call recv{receiver, CollectiveKind::recv, std::nullopt,
                             buffer(receiver, in.byte(), in.byte(), block)};
       if ((flags & 0x40u) != 0) {
-        spec.calls = {recv, send};
+        spec.calls.push_back(recv);
+        spec.calls.push_back(send);
       } else {
-        spec.calls = {send, recv};
+        spec.calls.push_back(send);
+        spec.calls.push_back(recv);
       }
     } else {
       for (int rank = 0; rank < size(); ++rank) {
@@ -666,8 +702,8 @@ class Harness {
       return spec.calls.front().rank == call.rank ? spec.calls.back().rank
                                                   : spec.calls.front().rank;
     };
-    std::vector<CollectiveResult> results;
-    results.reserve(spec.calls.size()); // One allocation, not one per doubling.
+    std::vector<CollectiveResult>& results = kept_.results;
+    results.clear();
     for (const RanksModel::Call& call : spec.calls) {
       touched_.push_back(call.rank);
       Collectives& collectives = at(call.rank).collectives;
@@ -701,7 +737,8 @@ class Harness {
         fail("C1/C6", text() + ": rank " + std::to_string(call.rank) + " threw: " + error.what());
       }
     }
-    const std::vector<RanksModel::Expected> expected = model_.collective(spec);
+    std::vector<RanksModel::Expected>& expected = kept_.expected;
+    model_.collective(spec, expected);
     for (std::size_t index = 0; index < results.size(); ++index) {
       const CollectiveResult& core = results[index];
       const RanksModel::Expected& model = expected[index];
@@ -750,10 +787,12 @@ class Harness {
   RanksModel model_;
   std::vector<std::unique_ptr<Rank>> ranks_;
   Checker checker_;
-  taintpool::fuzz::OpLog ops_;      ///< Text only in a describing re-run.
-  std::vector<AllocationId> named_; ///< The allocations a one-rank op named or made.
-  bool whole_ = false;              ///< The op may have changed any allocation of its ranks.
-  std::vector<int> touched_;        ///< The ranks the current op touched.
+  taintpool::fuzz::OpLog ops_;       ///< Text only in a describing re-run.
+  Kept own_;                         ///< A describing re-run's buffers (a quiet run's are shared).
+  Kept& kept_;                       ///< The buffers this run uses (see Kept).
+  std::vector<AllocationId>& named_; ///< The allocations a one-rank op named or made.
+  bool whole_ = false;               ///< The op may have changed any allocation of its ranks.
+  std::vector<int>& touched_;        ///< The ranks the current op touched.
 };
 
 } // namespace

@@ -292,6 +292,26 @@ taintpool::testing::RecyclingStorage& pages() {
   return storage;
 }
 
+/// Buffers the harness refills per op, kept from one input to the next
+/// (issue 13): only their capacity carries over — every use empties or
+/// refills its buffer first, and a harness empties the lists it reads when
+/// it starts. A quiet run uses the process's one Kept; a describing re-run
+/// (built inside a quiet run's failure, while that run's buffers are still
+/// in use) its own.
+struct Kept {
+  std::vector<AllocationId> ids;
+  std::vector<AllocationId> touched;
+  std::vector<Binding> reads;     ///< launch()'s.
+  std::vector<Binding> writes;    ///< launch()'s.
+  std::vector<std::byte> written; ///< create()'s and host_write()'s bytes.
+  std::vector<std::byte> read;    ///< read()'s buffer.
+};
+
+Kept& kept_between_inputs() {
+  static Kept kept;
+  return kept;
+}
+
 class Harness {
  public:
   /// A run of `data` (its whole input, trailer included, so that a failure
@@ -303,11 +323,18 @@ class Harness {
       , size_(size)
       , trace_path_(std::move(trace_path))
       , trace_(trace_path_.has_value())
+      , kept_(describing ? own_ : kept_between_inputs())
       , backend_(pages(), config())
       , device_(backend_, options(mode))
       , checker_("device_fuzzer")
+      , ids_(kept_.ids)
       , ops_(describing)
+      , touched_(kept_.touched)
+      , launch_reads_(kept_.reads)
+      , launch_writes_(kept_.writes)
       , mode_(mode) {
+    ids_.clear();
+    touched_.clear();
     checker_.set_context([this] { return context(); });
     model_.set_fresh_bytes(mode.fresh, mode.reads);
     // Ids name their manager's id space: a failure's describing re-run
@@ -520,7 +547,8 @@ class Harness {
     const std::uint8_t seed = in.byte();
     drop(slot);
     if (with_bytes) {
-      std::vector<std::byte> bytes(size);
+      std::vector<std::byte>& bytes = kept_.written;
+      bytes.resize(size);
       for (std::size_t at = 0; at < bytes.size(); ++at) {
         bytes[at] = static_cast<std::byte>(seed + at * 5);
       }
@@ -684,7 +712,8 @@ class Harness {
     const Binding into = decode_binding(in);
     const std::uint8_t seed = in.byte();
     const bool mismatch = in.byte() >= 240;
-    std::vector<std::byte> bytes(into.range.size() + (mismatch ? 1 : 0));
+    std::vector<std::byte>& bytes = kept_.written;
+    bytes.resize(into.range.size() + (mismatch ? 1 : 0));
     for (std::size_t at = 0; at < bytes.size(); ++at) {
       bytes[at] = static_cast<std::byte>(seed ^ (at * 3));
     }
@@ -709,7 +738,9 @@ class Harness {
              (wrong_size ? " into a buffer one byte too big" : "");
     };
     ops_.add(text);
-    std::vector<std::byte> bytes(size);
+    // Zeroed, as a fresh vector was: a refused read leaves it as it was.
+    std::vector<std::byte>& bytes = kept_.read;
+    bytes.assign(size, std::byte{0});
     std::vector<Report> reports;
     const Ending ending = call([&] {
       if (copy) {
@@ -859,19 +890,21 @@ class Harness {
   std::size_t size_;
   std::optional<std::filesystem::path> trace_path_;
   taintpool::fuzz::tla::DeviceTrace trace_; ///< Records nothing unless tracing.
+  Kept own_;   ///< A describing re-run's buffers (a quiet run's are shared).
+  Kept& kept_; ///< The buffers this run uses (see Kept).
   DeferredHostBackend backend_;
   Device device_;
   DeviceModel model_;
   Checker checker_;
   std::array<Allocation, kSlots> slots_;
-  std::vector<AllocationId> ids_;     ///< Every allocation ever made, dropped ones included.
-  taintpool::fuzz::OpLog ops_;        ///< Text only in a describing re-run.
-  std::size_t steps_ = 0;             ///< Ops run (ops_ counts notes too).
-  std::vector<AllocationId> touched_; ///< The allocations the current op named or made.
-  bool whole_ = false;                ///< The current op may have changed any allocation.
-  /// launch()'s reads and writes, kept between launches (scratch only).
-  std::vector<Binding> launch_reads_;
-  std::vector<Binding> launch_writes_;
+  std::vector<AllocationId>& ids_;     ///< Every allocation ever made, dropped ones included.
+  taintpool::fuzz::OpLog ops_;         ///< Text only in a describing re-run.
+  std::size_t steps_ = 0;              ///< Ops run (ops_ counts notes too).
+  std::vector<AllocationId>& touched_; ///< The allocations the current op named or made.
+  bool whole_ = false;                 ///< The current op may have changed any allocation.
+  /// launch()'s reads and writes, kept between launches and inputs (scratch only).
+  std::vector<Binding>& launch_reads_;
+  std::vector<Binding>& launch_writes_;
   bool ids_diverged_ = false;       ///< See synchronize(): the rest of the input is not run.
   taintpool::fuzz::FreshMode mode_; ///< N1, N2: named in every failure's context.
 };

@@ -980,6 +980,12 @@ ModelRead DeviceModel::reports_for(const Binding& from, bool copy, std::uint64_t
 }
 
 Report DeviceModel::report(FailureId failure, AllocationId read) const {
+  Report expected{failure, Error(ErrorKind::Generic, {}), read, std::nullopt, {}, read, 0, false};
+  report(failure, read, expected);
+  return expected;
+}
+
+void DeviceModel::report(FailureId failure, AllocationId read, Report& expected) const {
   const auto found = failures_.find(failure.raw());
   if (found == failures_.end()) {
     throw std::logic_error("model: report of " + to_string(failure) + ", which is not live");
@@ -990,14 +996,16 @@ Report DeviceModel::report(FailureId failure, AllocationId read) const {
       all.begin() + static_cast<std::ptrdiff_t>(
                         all.size() > kept_skip_records ? all.size() - kept_skip_records : 0),
       all.end());
-  Report expected{failure,
-                  found->second.error,
-                  read,
-                  std::nullopt,
-                  {},
-                  read,
-                  found->second.records.size(),
-                  found->second.records.size() > kept_skip_records};
+  // Every field set again; assigned, so the caller's strings and lists keep
+  // their capacity (a collective words a report per root per rank: issue 13).
+  expected.failure = failure;
+  expected.root = found->second.error;
+  expected.read = read;
+  expected.stale.reset();
+  expected.origin = read;
+  expected.skips_recorded = found->second.records.size();
+  expected.path_may_be_incomplete = found->second.records.size() > kept_skip_records;
+  std::size_t steps = 0;
   // G8: from the allocation read, step to the newest kept record (older than
   // the last step) that produced the allocation being explained, and on to
   // the allocation it needed; stop where no record produced it.
@@ -1013,11 +1021,17 @@ Report DeviceModel::report(FailureId failure, AllocationId read) const {
     if (!step) {
       break;
     }
-    expected.path.push_back(kept[*step]);
+    if (steps < expected.path.size()) {
+      expected.path[steps] = kept[*step];
+    } else {
+      expected.path.push_back(kept[*step]);
+    }
+    ++steps;
     expected.origin = kept[*step].needed;
     older_than = *step;
   }
-  return expected;
+  expected.path.erase(expected.path.begin() + static_cast<std::ptrdiff_t>(steps),
+                      expected.path.end());
 }
 
 // ------------------------------------------------------------ observation

@@ -127,6 +127,18 @@ void for_each_run(std::uint64_t size, const Marked& marked, const Fn& fn) {
   }
 }
 
+/// Appends to_string(id)'s words: "allocation 7", or "allocation 7
+/// (memory 2)" for an id of another manager's space.
+void append_allocation(std::string& text, AllocationId id) {
+  text += "allocation ";
+  text += std::to_string(allocation_number(id));
+  if (allocation_space(id) != 0) {
+    text += " (memory ";
+    text += std::to_string(allocation_space(id));
+    text += ')';
+  }
+}
+
 } // namespace
 
 RanksModel::RanksModel(int ranks)
@@ -134,14 +146,38 @@ RanksModel::RanksModel(int ranks)
 }
 
 std::string RanksModel::root_line(const Report& report) {
-  std::string text = to_string(report.origin) + " was left unwritten by " +
-                     to_string(report.failure) + " (" + to_string(report.root) + ")";
+  std::string text;
+  root_line(report, text);
+  return text;
+}
+
+void RanksModel::root_line(const Report& report, std::string& text) {
+  // Appended piece by piece into `text`, whose capacity the caller keeps:
+  // built by operator+ per step into a fresh string, it was the collective
+  // fuzzer's largest allocation site (issue 13). The words are the ones
+  // to_string spells (the error's as to_string(Error): its kind's name,
+  // then ": " and the message when there is one; an id's as
+  // to_string(FailureId) and to_string(AllocationId), whose own strings
+  // outgrow the small-string buffer once an id names its memory).
+  text.clear();
+  text.reserve(2 * kTextBytes); // Once per kept string: most lines fit, cut or not.
+  append_allocation(text, report.origin);
+  text += " was left unwritten by failure ";
+  text += std::to_string(report.failure.raw());
+  text += " (";
+  text += name(report.root.kind());
+  if (!report.root.message().empty()) {
+    text += ": ";
+    text += report.root.message();
+  }
+  text += ')';
   for (auto step = report.path.rbegin(); step != report.path.rend(); ++step) {
-    text += ", then " + step->kernel +
-            (step->took_part ? " took part with stale bytes of "
-             : step->ran     ? " ran on stale bytes of "
-                             : " was skipped: it needed ") +
-            to_string(step->needed);
+    text += ", then ";
+    text += step->kernel;
+    text += step->took_part ? " took part with stale bytes of "
+            : step->ran     ? " ran on stale bytes of "
+                            : " was skipped: it needed ";
+    append_allocation(text, step->needed);
   }
   if (report.path_may_be_incomplete) {
     text += " (the path may begin earlier)";
@@ -151,9 +187,9 @@ std::string RanksModel::root_line(const Report& report) {
     while (keep > 0 && (static_cast<unsigned char>(text[keep]) & 0xC0u) == 0x80u) {
       --keep;
     }
-    text = text.substr(0, keep) + "...";
+    text.resize(keep);
+    text += "...";
   }
-  return text;
 }
 
 void RanksModel::contribution_of(int rank, const Binding& send, DataType type,
@@ -163,7 +199,6 @@ void RanksModel::contribution_of(int rank, const Binding& send, DataType type,
   out.element = element_size(type);
   out.writer.clear();
   out.value.clear();
-  out.texts.clear();
   out.distinct.clear();
   out.unwritten.clear();
   // The model's bytes and per-byte owners in place (the copies cost two
@@ -226,9 +261,17 @@ void RanksModel::contribution_of(int rank, const Binding& send, DataType type,
     out.slot[piece] =
         std::min<std::size_t>(static_cast<std::size_t>(known - distinct.begin()), kRoots - 1);
   }
-  for (std::size_t entry = 0; entry < distinct.size() && entry < kRoots; ++entry) {
-    out.texts.push_back(
-        RanksModel::root_line(model.report(FailureId::from_raw(distinct[entry]), send.allocation)));
+  // The entries' strings are kept (resize keeps the first ones) and each
+  // is rewritten whole, so their capacity serves the next collective.
+  out.texts.resize(std::min(distinct.size(), kRoots));
+  for (std::size_t entry = 0; entry < out.texts.size(); ++entry) {
+    const FailureId root = FailureId::from_raw(distinct[entry]);
+    if (out.report) {
+      model.report(root, send.allocation, *out.report);
+    } else {
+      out.report.emplace(model.report(root, send.allocation));
+    }
+    RanksModel::root_line(*out.report, out.texts[entry]);
   }
   out.more = distinct.size() > kRoots ? distinct.size() - kRoots : 0;
 }
@@ -238,10 +281,18 @@ void RanksModel::no_contribution(int rank) {
 }
 
 std::vector<RanksModel::Expected> RanksModel::collective(const Collective& collective) {
+  std::vector<Expected> expected;
+  this->collective(collective, expected);
+  return expected;
+}
+
+void RanksModel::collective(const Collective& collective, std::vector<Expected>& expected) {
   const int ranks = size();
   const std::uint64_t width = element_size(collective.type);
   const std::uint64_t block = collective.count * width;
-  std::vector<Expected> expected(collective.calls.size());
+  // Every element made anew (default fields), in the caller's capacity.
+  expected.clear();
+  expected.resize(collective.calls.size());
 
   // 1. Each rank's first steps (C2): poll, and synchronize if its input
   //    awaits a verdict.
@@ -420,7 +471,10 @@ std::vector<RanksModel::Expected> RanksModel::collective(const Collective& colle
         // past eight ranks, only how many more.
         std::sort(cited.begin(), cited.end());
         cited.erase(std::unique(cited.begin(), cited.end()), cited.end());
-        std::string message = "fed stale bytes from ";
+        // Appended in place into a kept buffer (operator+ made a temporary
+        // per piece; issue 13); the Error below copies it.
+        std::string& message = message_;
+        message.assign("fed stale bytes from ");
         int listed = 0;
         int unlisted = 0;
         for (std::size_t at_cited = 0; at_cited < cited.size();) {
@@ -436,19 +490,28 @@ std::vector<RanksModel::Expected> RanksModel::collective(const Collective& colle
             continue;
           }
           const Contribution& contribution = this->contribution(source);
-          message += (listed == 0 ? "rank " : "; and from rank ") + std::to_string(source) + ": ";
+          message += listed == 0 ? "rank " : "; and from rank ";
+          message += std::to_string(source);
+          message += ": ";
           for (std::size_t index = first_entry; index < end; ++index) {
-            message +=
-                (index == first_entry ? "" : "; ") + contribution.texts.at(cited[index].second);
+            if (index != first_entry) {
+              message += "; ";
+            }
+            message += contribution.texts.at(cited[index].second);
           }
           if (cited[end - 1].second + 1 == kRoots && contribution.more != 0) {
-            message += " (and " + std::to_string(contribution.more) + " more failures on rank " +
-                       std::to_string(source) + ")";
+            message += " (and ";
+            message += std::to_string(contribution.more);
+            message += " more failures on rank ";
+            message += std::to_string(source);
+            message += ')';
           }
           ++listed;
         }
         if (unlisted != 0) {
-          message += "; and from " + std::to_string(unlisted) + " more ranks";
+          message += "; and from ";
+          message += std::to_string(unlisted);
+          message += " more ranks";
         }
         plan.fed_error = Error(ErrorKind::Remote, message);
         if (immediate) {
@@ -478,7 +541,6 @@ std::vector<RanksModel::Expected> RanksModel::collective(const Collective& colle
     expected[at].stale_bytes = stale_bytes;
     expected[at].verdict_pending = !immediate;
   }
-  return expected;
 }
 
 } // namespace taintpool::model

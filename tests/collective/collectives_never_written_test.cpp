@@ -192,8 +192,10 @@ TEST(CollectivesNeverWritten, N2_UnderReportAnotherFailureOfTheSameInputIsStillC
 /// The same program on the ranks model (model::RanksModel, which shares no
 /// code with the collective layer), compared call by call and rank by rank:
 /// rank 1's send half never written, and, if `fail_first_half`, its other
-/// half claimed by a failed launch; then an all-reduce.
-void expect_as_the_model(UnwrittenReads reads, bool fail_first_half) {
+/// half claimed by a failed launch; then an all-reduce. With `kept_list`,
+/// the model fills a caller's list left dirty by an earlier use (more
+/// elements than calls, every field set) instead of returning a fresh one.
+void expect_as_the_model(UnwrittenReads reads, bool fail_first_half, bool kept_list = false) {
   SCOPED_TRACE(std::string(reads == UnwrittenReads::Report ? "Report" : "Skip") +
                (fail_first_half ? ", a failed half" : ""));
   World world(kRanks, reads);
@@ -243,9 +245,26 @@ void expect_as_the_model(UnwrittenReads reads, bool fail_first_half) {
     spec.calls.push_back(
         model::RanksModel::Call{rank, CollectiveKind::all_reduce, send[at], recv[at]});
   }
-  const std::vector<model::RanksModel::Expected> expected = ranks.collective(spec);
+  std::vector<model::RanksModel::Expected> expected;
+  if (kept_list) {
+    model::RanksModel::Expected dirty;
+    dirty.rank = 9;
+    dirty.synchronized_first = true;
+    dirty.stale_bytes = 99;
+    dirty.verdict_pending = true;
+    dirty.launch.result.status = LaunchStatus::Skipped;
+    dirty.launch.result.unwritten.push_back(UnwrittenRead{AllocationId::from_raw(77), {}});
+    expected.assign(kRanks + 2, dirty);
+    ranks.collective(spec, expected);
+  } else {
+    expected = ranks.collective(spec);
+  }
+  ASSERT_EQ(expected.size(), static_cast<std::size_t>(kRanks));
   for (int rank = 0; rank < kRanks; ++rank) {
     const auto at = static_cast<std::size_t>(rank);
+    EXPECT_EQ(expected[at].rank, rank);
+    // A host Device reports every launch at once: no input awaits a verdict.
+    EXPECT_FALSE(expected[at].synchronized_first) << "rank " << rank;
     const CollectiveResult result =
         world[rank].collectives.all_reduce(world[rank].device.default_stream(), "grads", send[at],
                                            recv[at], DataType::u8, ReduceOp::sum);
@@ -267,6 +286,80 @@ TEST(CollectivesNeverWritten, N2_C4_EveryRankAgreesWithTheRanksModelUnderBothPol
   expect_as_the_model(UnwrittenReads::Report, false);
   expect_as_the_model(UnwrittenReads::Skip, true);
   expect_as_the_model(UnwrittenReads::Report, true);
+}
+
+TEST(CollectivesNeverWritten, C4_AKeptExpectedListIsRefilledWholeForEveryCall) {
+  expect_as_the_model(UnwrittenReads::Skip, true, true);
+  expect_as_the_model(UnwrittenReads::Report, true, true);
+  expect_as_the_model(UnwrittenReads::Report, false, true);
+}
+
+// The model's summary line, written into a string it keeps between
+// collectives, is rewritten whole — nothing of the last line survives —
+// and says exactly what core's summary carries, cut included.
+TEST(CollectivesNeverWritten, C2_AKeptModelRootLineIsRewrittenWholeInCoresWords) {
+  Report report{
+      FailureId::from_raw(4),
+      Error::launch("boom"),
+      AllocationId::from_raw(9),
+      std::nullopt,
+      {SkipRecord{"late", AllocationId::from_raw(8), {}, true, false},
+       SkipRecord{"sum", AllocationId::from_raw((std::uint64_t{1} << 52) | 3), {}, true, true},
+       SkipRecord{"first", AllocationId::from_raw(2), {}}},
+      AllocationId::from_raw(2),
+      3,
+      true};
+  std::string line(400, '#');
+  model::RanksModel::root_line(report, line);
+  EXPECT_EQ(line, root_text(report));
+  EXPECT_EQ(line, model::RanksModel::root_line(report));
+  report.root = Error(ErrorKind::Generic, "");
+  model::RanksModel::root_line(report, line);
+  EXPECT_EQ(line, root_text(report));
+  // A euro sign (3 bytes) at 216..218: the cut at 217 falls inside it.
+  const std::string prefix = "allocation 2 was left unwritten by failure 4 (launch failed: ";
+  report.root = Error::launch(std::string(216 - prefix.size(), 'y') + "\xe2\x82\xac tail");
+  model::RanksModel::root_line(report, line);
+  EXPECT_EQ(line, root_text(report));
+  EXPECT_EQ(line, prefix + std::string(216 - prefix.size(), 'y') + "...");
+}
+
+// The ranks model words each root from a report it refills in place
+// (DeviceModel::report into a kept Report): every field set again, the
+// path cut to its length, so it equals a fresh report (G8), whatever the
+// kept one held — a longer path, a stale range, another error.
+TEST(CollectivesNeverWritten, G8_AModelReportRefilledInPlaceEqualsAFreshOne) {
+  model::DeviceModel model;
+  const AllocationId a = model.create(16);
+  const AllocationId b = model.create(16);
+  const AllocationId c = model.create(16);
+  model::BodyPlan fail;
+  fail.kind = model::BodyKind::fail;
+  fail.error = Error::out_of_memory("no room for the activations");
+  const std::vector<Binding> none;
+  const std::vector<Binding> into_a{Binding{a, ByteRange::of(0, 16)}};
+  const std::vector<Binding> into_b{Binding{b, ByteRange::of(0, 16)}};
+  const std::vector<Binding> into_c{Binding{c, ByteRange::of(0, 16)}};
+  const std::optional<FailureId> root = model.launch("producer", none, into_a, fail).result.failure;
+  ASSERT_TRUE(root.has_value());
+  (void)model.launch("middle", into_a, into_b, model::BodyPlan{});
+  (void)model.launch("last", into_b, into_c, model::BodyPlan{});
+  const Report fresh = model.report(*root, c);
+  ASSERT_EQ(fresh.path.size(), 2u);
+  Report kept{
+      FailureId::from_raw(99),
+      Error::generic(std::string(64, 'g')),
+      AllocationId::from_raw(77),
+      ByteRange::of(1, 2),
+      {SkipRecord{"x", a, {a, b}, true, true}, SkipRecord{"y", b, {}}, SkipRecord{"z", c, {c}}},
+      AllocationId::from_raw(78),
+      40,
+      true};
+  model.report(*root, c, kept);
+  EXPECT_EQ(kept, fresh);
+  model.report(*root, a, kept); // No path: the kept one's is emptied.
+  EXPECT_EQ(kept, model.report(*root, a));
+  EXPECT_TRUE(kept.path.empty());
 }
 
 TEST(CollectivesNeverWritten, D1_InTheDefaultModeTheUnwrittenHalfIsTrustedAndNothingIsListed) {

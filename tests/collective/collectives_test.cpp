@@ -21,6 +21,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -559,6 +560,42 @@ TEST(Summary, C2_MoreRootsThanTheSummaryHoldsAreCountedAndNamed) {
   EXPECT_EQ(reports_of(world[0].device, recv0.whole()).size(), 6u);
 }
 
+// The fed call's message, byte for byte: each feeding rank in order, its
+// cited root texts (as its summary carries them) joined by "; ", the count
+// of roots past four, and "; and from rank" between ranks (C2, C3).
+TEST(Summary, C2_AFedCallsMessageJoinsEachCitedRootTextExactly) {
+  World world(3);
+  std::vector<Allocation> send;
+  std::vector<Allocation> recv;
+  for (int rank = 0; rank < 3; ++rank) {
+    send.push_back(buffer_of(world[rank].device, 64, 1));
+    recv.push_back(world[rank].device.create_buffer(64));
+  }
+  for (std::uint64_t piece = 0; piece < 6; ++piece) {
+    fail_writing(world[0].device, part(send[0], piece * 8, piece * 8 + 1),
+                 "kernel" + std::to_string(piece));
+  }
+  fail_writing(world[1].device, part(send[1], 40, 41), "loader");
+  const auto text_of = [&](int rank, std::uint64_t byte) {
+    return root_text(
+        reports_of(world[rank].device, part(send[static_cast<std::size_t>(rank)], byte, byte + 1))
+            .at(0));
+  };
+  const std::string expected =
+      "all_reduce(g) on rank 2: fed stale bytes from rank 0: " + text_of(0, 0) + "; " +
+      text_of(0, 8) + "; " + text_of(0, 16) + "; " + text_of(0, 24) +
+      " (and 2 more failures on rank 0); and from rank 1: " + text_of(1, 40);
+  for (int rank = 0; rank < 3; ++rank) {
+    const auto at = static_cast<std::size_t>(rank);
+    world[rank].collectives.all_reduce(world[rank].device.default_stream(), "g", send[at].whole(),
+                                       recv[at].whole(), DataType::u8, ReduceOp::sum);
+  }
+  const std::vector<Report> reports = reports_of(world[2].device, recv[2].whole());
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].root.kind(), ErrorKind::Remote);
+  EXPECT_EQ(reports[0].root.message(), expected);
+}
+
 TEST(Summary, C2_RootTextIsCutAtItsBoundOnACharacterBoundary) {
   Report report{FailureId::from_raw(3),
                 Error::launch(std::string(300, 'x') + "\xc3\xa9"),
@@ -577,6 +614,98 @@ TEST(Summary, C2_RootTextIsCutAtItsBoundOnACharacterBoundary) {
   const std::string cut = root_text(report);
   EXPECT_EQ(cut.size(), 219u);
   EXPECT_EQ(cut.substr(213), "yyy...");
+}
+
+// summarize() writes each root's text straight into the summary's entry
+// (issue 13): pin the bytes, the length field and the cut exactly — a path
+// written whole, a long path cut on an ASCII byte, and a cut that would
+// fall inside a three-byte UTF-8 character (backed off to its lead byte).
+TEST(Summary, C2_ASummaryCarriesExactlyRootTextsWordsWrittenInPlace) {
+  const auto allocation = [](std::uint64_t raw) { return AllocationId::from_raw(raw); };
+  std::vector<Report> reports;
+  // Newest first: "late" produced the read allocation, "allred" is oldest;
+  // the long one below has the skipped steps.
+  reports.push_back(Report{
+      FailureId::from_raw(7),
+      Error::launch("boom"),
+      allocation(6),
+      std::nullopt,
+      {SkipRecord{"late", allocation(5), {}, true, false},
+       SkipRecord{
+           "allred", allocation((std::uint64_t{2} << allocation_number_bits) | 4), {}, true, true}},
+      allocation(3),
+      3,
+      true});
+  Report longest{FailureId::from_raw(9),
+                 Error::out_of_memory("x"),
+                 allocation(30),
+                 std::nullopt,
+                 {},
+                 allocation(8),
+                 0,
+                 false};
+  std::string long_text = "allocation 8 was left unwritten by failure 9 (out of memory: x)";
+  for (std::uint64_t step = 20; step > 10; --step) {
+    longest.path.push_back(SkipRecord{"kernel" + std::to_string(step), allocation(step), {}});
+  }
+  for (std::uint64_t step = 11; step <= 20; ++step) {
+    long_text += ", then kernel" + std::to_string(step) + " was skipped: it needed allocation " +
+                 std::to_string(step);
+  }
+  ASSERT_GT(long_text.size(), TaintSummary::text_bytes + 100);
+  reports.push_back(longest);
+  const std::string prefix = "allocation 10 was left unwritten by failure 11 (launch failed: ";
+  // A euro sign (3 bytes) at 215..217: the cut at 217 falls inside it.
+  const std::string euro = "\xe2\x82\xac";
+  reports.push_back(Report{FailureId::from_raw(11),
+                           Error::launch(std::string(215 - prefix.size(), 'y') + euro + "zzzzzz"),
+                           allocation(10),
+                           std::nullopt,
+                           {},
+                           allocation(10),
+                           0,
+                           false});
+
+  const PieceLayout layout(16, 1);
+  const std::array<StaleInput, 3> stale{
+      StaleInput{0, ByteRange::of(0, 4), FailureId::from_raw(7)},
+      StaleInput{0, ByteRange::of(8, 12), FailureId::from_raw(9)},
+      StaleInput{0, ByteRange::of(12, 14), FailureId::from_raw(11)}};
+  TaintSummary summary;
+  std::memset(&summary, 0x5a, sizeof(summary)); // A reused summary: old bytes everywhere.
+  const auto report_of = [&](FailureId failure) -> const Report& {
+    for (const Report& report : reports) {
+      if (report.failure == failure) {
+        return report;
+      }
+    }
+    throw std::logic_error("no report");
+  };
+  summarize(summary, layout, stale, report_of);
+  ASSERT_EQ(summary.root_count, 3u);
+  EXPECT_EQ(summary.more_roots, 0u);
+  const std::array<std::string, 3> expected{
+      "allocation 3 was left unwritten by failure 7 (launch failed: boom), then allred took part "
+      "with stale bytes of allocation 4 (memory 2), then late ran on stale bytes of allocation 5 "
+      "(the "
+      "path may begin earlier)",
+      long_text.substr(0, TaintSummary::text_bytes - 3) + "...",
+      prefix + std::string(215 - prefix.size(), 'y') + "..."};
+  const std::array<std::uint64_t, 3> failures{7, 9, 11};
+  for (std::size_t entry = 0; entry < 3; ++entry) {
+    SCOPED_TRACE(entry);
+    EXPECT_EQ(summary.root[entry].failure, failures[entry]);
+    EXPECT_EQ(summary.root[entry].length, expected[entry].size());
+    EXPECT_EQ(
+        std::string(summary.root[entry].text,
+                    std::min<std::size_t>(summary.root[entry].length, TaintSummary::text_bytes)),
+        expected[entry]);
+    // root_text() says the same words.
+    EXPECT_EQ(root_text(reports[entry]), expected[entry]);
+  }
+  EXPECT_EQ(expected[0].size(), 208u); // Whole: under the bound.
+  EXPECT_EQ(expected[1].size(), TaintSummary::text_bytes);
+  EXPECT_EQ(expected[2].size(), 218u);
 }
 
 // ------------------------------------------------------------ the exchange itself

@@ -16,10 +16,12 @@
 // executable only.
 #include <taintpool/device/device.hpp>
 #include <taintpool/exception.hpp>
+#include <taintpool/host/deferred_host_backend.hpp>
 #include <taintpool/host/host_backend.hpp>
 #include <taintpool/pool/host_storage.hpp>
 #include <taintpool/pool/memory_manager.hpp>
 #include <taintpool/testing/alloc_faults.hpp>
+#include <taintpool/testing/heap_allocations.hpp>
 
 #include <gtest/gtest.h>
 
@@ -437,6 +439,36 @@ TEST(ManagerOutOfMemory, P3_AnAllocationTheHostCannotRecordIsOutOfMemoryAndChang
   held.clear();
   memory.sweep();
   memory.check_invariants();
+}
+
+// A host copy on DeferredHostBackend queues its work on the stream and runs
+// it (O1); the work is one pointer to the copy's record, so std::function
+// keeps it inline. Only the queue's own blocks (a few items each) allocate:
+// capturing the copy's four operands took a heap block per copy (issue 13).
+TEST(BackendFaultsCopies, O1_AQueuedHostCopyTakesNoHeapBlockForItsWorkAndCopiesEveryByte) {
+  DeferredHostBackend backend;
+  const StreamHandle stream = backend.default_stream();
+  std::vector<std::byte> source(64);
+  std::vector<std::byte> target(64);
+  for (std::size_t at = 0; at < source.size(); ++at) {
+    source[at] = static_cast<std::byte>(at * 7 + 1);
+  }
+  ASSERT_FALSE(backend.copy_in(stream, target.data(), source.data(), source.size()).has_value());
+  constexpr int copies = 64;
+  bool failed = false;
+  const std::uint64_t allocations = testing::allocations_during([&] {
+    for (int copy = 0; copy < copies; ++copy) {
+      const bool in = copy % 2 == 0;
+      const auto size = static_cast<std::size_t>(copy);
+      failed = failed || (in ? backend.copy_in(stream, target.data(), source.data(), size)
+                             : backend.copy_out(stream, target.data(), source.data(), size))
+                             .has_value();
+    }
+  });
+  EXPECT_FALSE(failed);
+  EXPECT_LT(allocations, std::uint64_t{copies / 4});
+  EXPECT_EQ(target, source);
+  EXPECT_EQ(backend.pending(), 0u);
 }
 
 } // namespace

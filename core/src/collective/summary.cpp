@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <charconv>
 #include <cstring>
 #include <stdexcept>
 #include <type_traits>
@@ -93,36 +94,121 @@ std::uint64_t PieceLayout::overlapping(ByteRange bytes) const noexcept {
 
 // ------------------------------------------------------------ the sender
 
-std::string root_text(const Report& report) {
-  std::string text = to_string(report.origin) + " was left unwritten by " +
-                     to_string(report.failure) + " (" + to_string(report.root) + ")";
+namespace {
+
+/// Writes a root's text into a fixed buffer of TaintSummary::text_bytes,
+/// in place: the summary's own Root::text, or root_text()'s scratch. What
+/// does not fit is counted, not kept; finish() then cuts as the text has
+/// always been cut — at text_bytes - 3, backed off over UTF-8 continuation
+/// bytes so no sequence is split, then "..." — and returns the length.
+/// Every byte the cut needs (up to text_bytes - 1) is in the buffer, so
+/// the result is byte for byte what building the whole std::string and
+/// cutting it gave, without that string and its growth (issue 13: a
+/// stale collective built it per root, on every rank).
+class RootTextWriter {
+ public:
+  explicit RootTextWriter(char (&buffer)[TaintSummary::text_bytes]) noexcept
+      : buffer_(buffer) {}
+
+  void put(std::string_view text) noexcept {
+    const std::size_t room = TaintSummary::text_bytes - used_;
+    const std::size_t fits = std::min(room, text.size());
+    std::memcpy(buffer_ + used_, text.data(), fits);
+    used_ += fits;
+    cut_ = cut_ || fits < text.size();
+  }
+  void put(std::uint64_t number) noexcept {
+    char digits[20]; // 2^64 - 1 has 20 digits.
+    char* const end = std::to_chars(digits, digits + sizeof(digits), number).ptr;
+    put(std::string_view(digits, static_cast<std::size_t>(end - digits)));
+  }
+  // As to_string(FailureId), to_string(AllocationId), to_string(Error)
+  // and to_string(ByteRange) spell them.
+  void put(FailureId id) noexcept {
+    put("failure ");
+    put(id.raw());
+  }
+  void put(AllocationId id) noexcept {
+    put("allocation ");
+    put(std::uint64_t{allocation_number(id)});
+    if (allocation_space(id) != 0) {
+      put(" (memory ");
+      put(std::uint64_t{allocation_space(id)});
+      put(")");
+    }
+  }
+  void put(const Error& error) noexcept {
+    put(name(error.kind()));
+    if (!error.message().empty()) {
+      put(": ");
+      put(std::string_view(error.message()));
+    }
+  }
+  void put(ByteRange range) noexcept {
+    put("[");
+    put(range.begin());
+    put(", ");
+    put(range.end());
+    put(")");
+  }
+
+  /// The text's length in the buffer, cut when it did not fit.
+  std::uint32_t finish() noexcept {
+    if (!cut_) {
+      return static_cast<std::uint32_t>(used_);
+    }
+    std::size_t keep = TaintSummary::text_bytes - 3;
+    // Never cut a UTF-8 sequence in two: back off over continuation bytes.
+    while (keep > 0 && (static_cast<unsigned char>(buffer_[keep]) & 0xC0u) == 0x80u) {
+      --keep;
+    }
+    std::memcpy(buffer_ + keep, "...", 3);
+    return static_cast<std::uint32_t>(keep + 3);
+  }
+
+ private:
+  char* buffer_;
+  std::size_t used_ = 0;
+  bool cut_ = false; ///< Some byte did not fit.
+};
+
+/// root_text(report) into `buffer`; returns its length.
+std::uint32_t write_root_text(const Report& report,
+                              char (&buffer)[TaintSummary::text_bytes]) noexcept {
+  RootTextWriter text(buffer);
+  text.put(report.origin);
+  text.put(" was left unwritten by ");
+  text.put(report.failure);
+  text.put(" (");
+  text.put(report.root);
+  text.put(")");
   // Oldest first. (Reverse iterators, not std::views::reverse: clang 14
   // cannot use libstdc++ 12's ranges.)
   for (std::size_t back = report.path.size(); back-- > 0;) {
     const SkipRecord& step = report.path[back];
-    text += ", then " + step.kernel;
+    text.put(", then ");
+    text.put(std::string_view(step.kernel));
     if (step.took_part) {
-      text += " took part with stale bytes of ";
+      text.put(" took part with stale bytes of ");
     } else if (step.ran) {
-      text += " ran on stale bytes of ";
+      text.put(" ran on stale bytes of ");
     } else {
-      text += " was skipped: it needed ";
+      text.put(" was skipped: it needed ");
     }
-    text += to_string(step.needed);
+    text.put(step.needed);
   }
   if (report.path_may_be_incomplete) {
-    text += " (the path may begin earlier)";
+    text.put(" (the path may begin earlier)");
   }
-  if (text.size() > TaintSummary::text_bytes) {
-    std::size_t keep = TaintSummary::text_bytes - 3;
-    // Never cut a UTF-8 sequence in two: back off over continuation bytes.
-    while (keep > 0 && (static_cast<unsigned char>(text[keep]) & 0xC0u) == 0x80u) {
-      --keep;
-    }
-    text.resize(keep);
-    text += "...";
-  }
-  return text;
+  return text.finish();
+}
+
+} // namespace
+
+std::string root_text(const Report& report) {
+  char buffer[TaintSummary::text_bytes];
+  const std::uint32_t length = write_root_text(report, buffer);
+  return std::string(buffer, length);
 }
 
 Summarized summarize(TaintSummary& summary, const PieceLayout& layout,
@@ -158,11 +244,11 @@ Summarized summarize(TaintSummary& summary, const PieceLayout& layout,
       static_cast<std::uint32_t>(std::min<std::size_t>(distinct.size(), TaintSummary::roots));
   summary.more_roots = static_cast<std::uint32_t>(distinct.size() - summary.root_count);
   for (std::uint32_t entry = 0; entry < summary.root_count; ++entry) {
-    const std::string text = root_text(report_of(distinct[entry]));
+    // Written straight into the entry (C2), where a std::string was built
+    // and copied: the same bytes and cut, and no allocation per root.
     TaintSummary::Root& root = summary.root[entry];
     root.failure = distinct[entry].raw();
-    root.length = static_cast<std::uint32_t>(text.size());
-    std::memcpy(root.text, text.data(), text.size());
+    root.length = write_root_text(report_of(distinct[entry]), root.text);
   }
   return out;
 }
@@ -293,19 +379,45 @@ std::vector<CarriedStale> carried_stale(const CollectiveShape& shape, const Tain
 
 namespace {
 
-/// Whether every source other than this rank sent an all-clean mask.
-bool masks_clean(const CollectiveShape& shape, std::span<const std::byte> summaries) noexcept {
+/// The feeders: every source other than this rank that feeds it and whose
+/// summary lies within `summaries`, ascending; calls `fn(source, mask)`
+/// with its stale mask while `fn` returns true. The one statement of that
+/// filter, which masks_clean(), max_fed_pieces() and for_each_fed_piece()
+/// share (the last after checking the size, so it sees every source).
+template <class Fn>
+void for_each_feeder(const CollectiveShape& shape, std::span<const std::byte> summaries, Fn&& fn) {
   for (int source = 0; source < shape.ranks; ++source) {
     if (source == shape.me || !shape.feeds_me(source)) {
       continue;
     }
     const std::size_t index = summary_index(shape, source);
     if ((index + 1) * TaintSummary::bytes <= summaries.size() &&
-        stale_mask(summaries, index) != 0) {
-      return false;
+        !fn(source, stale_mask(summaries, index))) {
+      return;
     }
   }
-  return true;
+}
+
+/// Whether every source other than this rank sent an all-clean mask.
+bool masks_clean(const CollectiveShape& shape, std::span<const std::byte> summaries) noexcept {
+  bool clean = true;
+  for_each_feeder(shape, summaries, [&](int, std::uint64_t mask) {
+    clean = mask == 0;
+    return clean;
+  });
+  return clean;
+}
+
+/// The most pieces for_each_fed_piece() can visit: every stale piece of
+/// every feeder, before the own pieces explain some and empty images drop.
+std::size_t max_fed_pieces(const CollectiveShape& shape,
+                           std::span<const std::byte> summaries) noexcept {
+  std::size_t most = 0;
+  for_each_feeder(shape, summaries, [&](int, std::uint64_t mask) {
+    most += static_cast<std::size_t>(std::popcount(mask));
+    return true;
+  });
+  return most;
 }
 
 /// fed_stale's precondition, also fed_clean's (which used to call it, and
@@ -346,21 +458,18 @@ void for_each_fed_piece(const CollectiveShape& shape, std::span<const std::byte>
     return std::find(own_images.begin(), own_images.begin() + own_count, bytes) !=
            own_images.begin() + own_count;
   };
-  for (int source = 0; source < shape.ranks; ++source) {
-    if (source == shape.me || !shape.feeds_me(source)) {
-      continue;
-    }
-    const std::uint64_t stale = stale_mask(summaries, summary_index(shape, source));
+  for_each_feeder(shape, summaries, [&](int source, std::uint64_t stale) {
     for (std::uint32_t index = 0; index < layout.pieces(); ++index) {
       if ((stale >> index & 1u) == 0) {
         continue;
       }
       const ByteRange bytes = shape.image(source, index, layout);
       if (!bytes.empty() && !own_explains(bytes) && !fn(source, index, bytes)) {
-        return;
+        return false;
       }
     }
-  }
+    return true;
+  });
 }
 
 } // namespace
@@ -394,15 +503,7 @@ FedStale fed_stale(const CollectiveShape& shape, std::span<const std::byte> summ
   std::vector<ByteRange> fed;
   // At most one per stale piece of a feeding rank: reserved once, where
   // growing by doubling took an allocation per doubling of each (issue 13).
-  // (Too few summary bytes are refused by the visit, as ever: unread here.)
-  std::size_t most = 0;
-  for (int source = 0; source < shape.ranks; ++source) {
-    const std::size_t index = summary_index(shape, source);
-    if (source != shape.me && shape.feeds_me(source) &&
-        (index + 1) * TaintSummary::bytes <= summaries.size()) {
-      most += static_cast<std::size_t>(std::popcount(stale_mask(summaries, index)));
-    }
-  }
+  const std::size_t most = max_fed_pieces(shape, summaries);
   fed.reserve(most);
   cited.reserve(most);
   TaintSummary feeder;
@@ -442,7 +543,13 @@ FedStale fed_stale(const CollectiveShape& shape, std::span<const std::byte> summ
     return a.source != b.source ? a.source < b.source : a.entry < b.entry;
   });
   constexpr int listed_sources = 8;
-  std::string message = "fed stale bytes from ";
+  // Appended piece by piece into one buffer sized for every cited text
+  // (operator+ made a temporary string per piece, each a heap block once
+  // past the small-string buffer: a root text always is; issue 13).
+  std::string message;
+  message.reserve(64 + cited.size() * (TaintSummary::text_bytes + 2) +
+                  std::min<std::size_t>(cited.size(), listed_sources) * 64);
+  message += "fed stale bytes from ";
   int sources = 0;
   int unlisted = 0;
   for (std::size_t at = 0; at < cited.size();) {
@@ -457,7 +564,9 @@ FedStale fed_stale(const CollectiveShape& shape, std::span<const std::byte> summ
     TaintSummary summary;
     std::memcpy(&summary, summaries.data() + summary_index(shape, source) * TaintSummary::bytes,
                 sizeof(summary));
-    message += (sources == 0 ? "rank " : "; and from rank ") + std::to_string(source) + ": ";
+    message += sources == 0 ? "rank " : "; and from rank ";
+    message += std::to_string(source);
+    message += ": ";
     bool first = true;
     bool last_entry = false;
     for (; at < cited.size() && cited[at].source == source; ++at) {
@@ -465,7 +574,10 @@ FedStale fed_stale(const CollectiveShape& shape, std::span<const std::byte> summ
       if (entry < summary.root_count) {
         const std::uint32_t length =
             std::min<std::uint32_t>(summary.root[entry].length, TaintSummary::text_bytes);
-        message += (first ? "" : "; ") + std::string(summary.root[entry].text, length);
+        if (!first) {
+          message += "; ";
+        }
+        message.append(summary.root[entry].text, length);
       } else {
         message += first ? "a failure it did not describe" : "";
       }
@@ -473,13 +585,18 @@ FedStale fed_stale(const CollectiveShape& shape, std::span<const std::byte> summ
       first = false;
     }
     if (last_entry && summary.more_roots != 0) {
-      message += " (and " + std::to_string(summary.more_roots) + " more failures on rank " +
-                 std::to_string(source) + ")";
+      message += " (and ";
+      message += std::to_string(summary.more_roots);
+      message += " more failures on rank ";
+      message += std::to_string(source);
+      message += ')';
     }
     ++sources;
   }
   if (unlisted != 0) {
-    message += "; and from " + std::to_string(unlisted) + " more ranks";
+    message += "; and from ";
+    message += std::to_string(unlisted);
+    message += " more ranks";
   }
   out.error = Error::remote(std::move(message));
   return out;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <type_traits>
 #include <utility>
 
 namespace taintpool {
@@ -214,29 +215,42 @@ void DeferredHostBackend::finish(StreamHandle stream) {
   }
 }
 
+void DeferredHostBackend::copy(StreamHandle stream, std::byte* to, const std::byte* from,
+                               std::size_t bytes) {
+  // The copy's record lives on this frame, which blocks until it ran; the
+  // queued work captures only its address. A lambda of one pointer fits
+  // std::function's small buffer (16 bytes in libstdc++, for a trivially
+  // copyable callable), so queueing it allocates nothing; capturing `to`,
+  // `from`, `bytes` and the flag by reference (32 bytes) took a heap block
+  // per host copy, every host read and write (issue 13).
+  struct Copy {
+    std::byte* to;
+    const std::byte* from;
+    std::size_t bytes;
+    bool copied = false;
+  } record{to, from, bytes};
+  Copy* const pending = &record;
+  const auto work = [pending] {
+    if (pending->bytes != 0) {
+      std::memcpy(pending->to, pending->from, pending->bytes);
+    }
+    pending->copied = true;
+  };
+  static_assert(sizeof(work) == sizeof(void*) && std::is_trivially_copyable_v<decltype(work)>,
+                "a host copy's work is one pointer, stored inside std::function");
+  enqueue(stream, work);
+  run_until(record.copied);
+}
+
 std::optional<Error> DeferredHostBackend::copy_in(StreamHandle stream, std::byte* to,
                                                   const std::byte* from, std::size_t bytes) {
-  bool copied = false;
-  enqueue(stream, [&] {
-    if (bytes != 0) {
-      std::memcpy(to, from, bytes);
-    }
-    copied = true;
-  });
-  run_until(copied);
+  copy(stream, to, from, bytes);
   return std::nullopt;
 }
 
 std::optional<Error> DeferredHostBackend::copy_out(StreamHandle stream, std::byte* to,
                                                    const std::byte* from, std::size_t bytes) {
-  bool copied = false;
-  enqueue(stream, [&] {
-    if (bytes != 0) {
-      std::memcpy(to, from, bytes);
-    }
-    copied = true;
-  });
-  run_until(copied);
+  copy(stream, to, from, bytes);
   return std::nullopt;
 }
 

@@ -24,8 +24,10 @@
 // adaptor in front of the pages that runs every queued item before a page
 // goes back — as cudaFree waits for the device.
 //
-// For tests and fuzzers: bookkeeping allocates (std::function per item,
-// one marker per recorded event), which the real CUDA path avoids.
+// For tests and fuzzers: bookkeeping allocates (a body's std::function
+// when its capture is large, the queues' blocks, one marker per recorded
+// event), which the real CUDA path avoids; a host copy's own work fits
+// std::function's small buffer.
 #pragma once
 
 #include <taintpool/host/host_backend.hpp>
@@ -160,6 +162,9 @@ class DeferredHostBackend final : public HostBackend {
   [[nodiscard]] Queue& queue(StreamHandle stream);
   [[nodiscard]] static bool runnable(const Queue& queue) noexcept;
   void run_until(const bool& flag);
+  /// copy_in and copy_out: queues the copy on `stream` and runs items until
+  /// it ran; queueing it allocates nothing (see the .cpp).
+  void copy(StreamHandle stream, std::byte* to, const std::byte* from, std::size_t bytes);
   std::uint64_t next_random() noexcept;
 
   FinishingStorage pages_{HostBackend::storage(), *this};

@@ -344,6 +344,9 @@ class DeviceModel {
   [[nodiscard]] std::vector<SkipRecord> skip_records(FailureId failure) const;
   /// G8, as DESIGN.md words it.
   [[nodiscard]] Report report(FailureId failure, AllocationId read) const;
+  /// The same report into `out`, every field set again (its strings and
+  /// lists keep their capacity).
+  void report(FailureId failure, AllocationId read, Report& out) const;
   [[nodiscard]] FailureId next_failure() const { return FailureId::from_raw(next_failure_); }
   /// The number the next launch will get (KernelContext::launch()).
   [[nodiscard]] std::uint64_t next_launch() const { return next_launch_; }

@@ -90,9 +90,15 @@ class RanksModel {
   /// Runs the collective on the models (see above). Bindings must be valid
   /// and sized as the collective needs (the harness makes them so).
   std::vector<Expected> collective(const Collective& collective);
+  /// As above, into `expected` (cleared first, then one element per call):
+  /// a harness that keeps the vector pays for its buffer once, not once per
+  /// collective (issue 13).
+  void collective(const Collective& collective, std::vector<Expected>& expected);
 
   /// The summary's root line for a report, as the model words it (C2).
   [[nodiscard]] static std::string root_line(const Report& report);
+  /// The same line into `text` (replacing what it held; its capacity kept).
+  static void root_line(const Report& report, std::string& text);
 
  private:
   /// What one rank's contribution looked like when it called
@@ -105,9 +111,11 @@ class RanksModel {
     std::vector<std::uint64_t> piece_root; ///< Per piece: 0 (clean) or its root.
     std::vector<std::size_t> slot;         ///< Per stale piece: its root entry.
     std::vector<std::uint64_t> distinct;   ///< The distinct roots, in piece order.
-    std::vector<std::string> texts;        ///< Root entries' texts (at most four).
+    std::vector<std::string> texts;        ///< Root entries' texts (at most four; strings kept).
     std::uint64_t more = 0;                ///< Distinct roots past four.
-    std::vector<std::uint64_t> piece_at;   ///< Per byte: the piece holding it.
+    /// Scratch: each root's report, refilled in place for its text.
+    std::optional<Report> report;
+    std::vector<std::uint64_t> piece_at; ///< Per byte: the piece holding it.
     /// N2 under Report: the never-written runs read (allocation-relative),
     /// which count as clean here (writer 0).
     std::vector<UnwrittenRead> unwritten;
@@ -146,6 +154,7 @@ class RanksModel {
   std::vector<std::pair<int, std::uint64_t>> from_; ///< One byte's sources.
   std::vector<std::pair<int, std::size_t>> cited_;  ///< (source, root entry).
   std::string kernel_;
+  std::string message_; ///< A fed call's message, before its Error copies it.
 };
 
 } // namespace taintpool::model
