@@ -708,6 +708,51 @@ TEST(Summary, C2_ASummaryCarriesExactlyRootTextsWordsWrittenInPlace) {
   EXPECT_EQ(expected[2].size(), 218u);
 }
 
+// The summary's writer spells ids, errors and steps itself, so that no
+// string is built per root (issue 13); to_string() is the project's own
+// spelling of each. Pin the two together on every shape a piece takes — an
+// id of another manager's memory, an error with and without a message,
+// each kind of step, an incomplete path — so a change to either is caught
+// here, not as a summary whose words differ from every other report's (C2).
+TEST(Summary, C2_ARootTextSpellsEveryPieceAsToStringDoes) {
+  const AllocationId spaced =
+      AllocationId::from_raw((std::uint64_t{5} << allocation_number_bits) | 12345);
+  const std::array<Error, 3> roots{Error::launch("kernel k failed"), Error::out_of_memory(""),
+                                   Error::launch("")};
+  // A step of each kind: skipped, ran on stale bytes, took part (a collective).
+  const std::array<SkipRecord, 3> steps{
+      SkipRecord{"skipped", spaced, {}, false, false},
+      SkipRecord{"ran", AllocationId::from_raw(1), {}, true, false},
+      SkipRecord{"joined", spaced, {}, true, true}};
+  const std::array<const char*, 3> says{" was skipped: it needed ", " ran on stale bytes of ",
+                                        " took part with stale bytes of "};
+  for (const Error& root : roots) {
+    for (std::size_t kind = 0; kind < steps.size(); ++kind) {
+      for (const bool incomplete : {false, true}) {
+        SCOPED_TRACE(to_string(root) + ", " + steps[kind].kernel +
+                     (incomplete ? ", incomplete" : ""));
+        const Report report{FailureId::from_raw(18446744073709551615ull),
+                            root,
+                            AllocationId::from_raw(77),
+                            std::nullopt,
+                            {steps[kind]},
+                            spaced,
+                            3,
+                            incomplete};
+        std::string expected = to_string(report.origin) + " was left unwritten by " +
+                               to_string(report.failure) + " (" + to_string(report.root) + ")" +
+                               ", then " + steps[kind].kernel + says[kind] +
+                               to_string(steps[kind].needed);
+        if (incomplete) {
+          expected += " (the path may begin earlier)";
+        }
+        ASSERT_LE(expected.size(), TaintSummary::text_bytes);
+        EXPECT_EQ(root_text(report), expected);
+      }
+    }
+  }
+}
+
 // ------------------------------------------------------------ the exchange itself
 
 TEST(Exchange, C1_AnExchangeRunsOnStaleInputsAndIsToldWhy) {
