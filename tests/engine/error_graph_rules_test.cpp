@@ -537,6 +537,47 @@ TEST(ErrorGraph, G8_AReportFollowsTheBranchThatProducedTheRead) {
   graph.prune(f);
 }
 
+TEST(ErrorGraph, G8_AReportRefilledInPlaceEqualsAFreshOneWhateverItHeldBefore) {
+  // report_into reuses a kept Report (an exchange's, per stale input): every
+  // field must be set again. Kept reports with a longer path, a shorter one,
+  // a stale range, another failure's root and flags are refilled for each
+  // read of a chain with a wrapped ring (incomplete) and of a short one.
+  ErrorGraph graph;
+  const FailureId wrapped = graph.insert(Error::launch("wrapped root with a long message"));
+  for (std::uint64_t at = 1; at <= 21; ++at) {
+    graph.skipped(wrapped, skip("kernel number " + std::to_string(at), at, {at + 1, 100 + at}));
+  }
+  const FailureId short_chain = graph.insert(Error::out_of_memory("oom"));
+  graph.skipped(short_chain, skip("linear", 7, {12}));
+  graph.skipped(short_chain, skip("softmax", 12, {15}));
+  const FailureId bare = graph.insert(Error::remote("no skip at all"));
+
+  const std::vector<std::pair<FailureId, AllocationId>> reads{
+      {wrapped, alloc(22)}, {short_chain, alloc(15)}, {wrapped, alloc(10)},
+      {bare, alloc(3)},     {short_chain, alloc(12)}, {wrapped, alloc(22)}};
+  for (const auto& [kept_failure, kept_read] : reads) {
+    for (const auto& [failure, read] : reads) {
+      Report kept = graph.report(kept_failure, kept_read);
+      kept.stale = r(4, 8);
+      kept.skips_recorded = 999;
+      kept.path_may_be_incomplete = !kept.path_may_be_incomplete;
+      graph.report_into(failure, read, kept);
+      EXPECT_EQ(kept, graph.report(failure, read))
+          << "kept " << kept_failure.raw() << "@" << kept_read.raw() << ", refilled "
+          << failure.raw() << "@" << read.raw();
+    }
+  }
+
+  // A report of a failure that is gone throws and leaves the kept one as it was.
+  Report kept = graph.report(short_chain, alloc(15));
+  const Report before = kept;
+  graph.prune(bare);
+  EXPECT_THROW(graph.report_into(bare, alloc(3), kept), std::logic_error);
+  EXPECT_EQ(kept, before);
+  graph.prune(wrapped);
+  graph.prune(short_chain);
+}
+
 // ---- G9 reports ----------------------------------------------------------------
 
 TEST(ErrorGraph, G9_ReportsGivesOneReportPerDistinctFailureInFirstSeenOrder) {

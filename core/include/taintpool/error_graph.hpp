@@ -352,6 +352,17 @@ class ErrorGraph {
   /// number at most kept_skip_records.
   [[nodiscard]] Report report(FailureId failure, AllocationId read) const;
 
+  /// report(failure, read), written into `out`: every field is set again
+  /// (`stale` emptied), the path's records assigned in place and the path
+  /// cut to its length, so a kept Report refilled equals a fresh one and
+  /// reuses its root message's, records' names' and produced lists'
+  /// capacity. For callers that report per operation (an exchange reports
+  /// every stale input; issue 13: a fresh Report there was 7% of a
+  /// collective's allocations). Throws std::logic_error, leaving `out`
+  /// untouched, if `failure` is gone; on std::bad_alloc `out` holds some
+  /// valid report, not necessarily this one.
+  void report_into(FailureId failure, AllocationId read, Report& out) const;
+
   /// G9: one report per distinct failure among `claims` (failure, allocation
   /// read), in first-seen order; a repeated failure keeps its first
   /// allocation. Throws as report() does for a failure that is gone.

@@ -112,53 +112,72 @@ std::vector<SkipRecord> ErrorGraph::skip_records(FailureId failure) const {
 }
 
 Report ErrorGraph::report(FailureId failure, AllocationId read) const {
+  // A placeholder root (no allocation) that report_into replaces, so the
+  // walk is written once.
+  Report report{failure, Error::torn_down(), read, std::nullopt, {}, read, 0, false};
+  report_into(failure, read, report);
+  return report;
+}
+
+void ErrorGraph::report_into(FailureId failure, AllocationId read, Report& out) const {
   const detail::FailureNode* node = find(failure.raw());
   if (node == nullptr) {
     throw std::logic_error("ErrorGraph::report: " + to_string(failure) +
                            " has no node; only a live failure can explain a read (G8)");
   }
-  Report report{failure, node->error, read, std::nullopt, {}, read, skips_recorded(failure), false};
-  if (node->skips == nullptr) {
-    return report; // No skip: the read allocation is the origin.
-  }
-  // The kept records in place, oldest first at logical index 0 (as
-  // skip_records() orders its copy; no copy here: the walk reads a few).
-  const detail::SkipLog& log = *node->skips;
-  const std::size_t kept = log.ring.size();
-  const std::size_t oldest =
-      log.recorded > kept_skip_records ? static_cast<std::size_t>(log.recorded % kept) : 0;
-  const auto record_at = [&](std::size_t at) -> const SkipRecord& {
-    return log.ring[(oldest + at) % kept];
-  };
-  // Walk backwards: each step is the newest record, strictly older than the
-  // last step, that produced the allocation we are explaining. Reads at most
-  // kept_skip_records records.
-  std::size_t older_than = kept;
-  while (older_than > 0) {
-    std::size_t found = older_than;
-    for (std::size_t at = older_than; at-- > 0;) {
-      const auto& produced = record_at(at).produced;
-      if (std::find(produced.begin(), produced.end(), report.origin) != produced.end()) {
-        found = at;
+  out.failure = failure;
+  out.root = node->error; // Assigned: the message keeps out's capacity.
+  out.read = read;
+  out.stale.reset();
+  out.origin = read;
+  out.skips_recorded = skips_recorded(failure);
+  out.path_may_be_incomplete = out.skips_recorded > kept_skip_records;
+  std::size_t steps = 0;
+  if (node->skips != nullptr) {
+    // The kept records in place, oldest first at logical index 0 (as
+    // skip_records() orders its copy; no copy here: the walk reads a few).
+    const detail::SkipLog& log = *node->skips;
+    const std::size_t kept = log.ring.size();
+    const std::size_t oldest =
+        log.recorded > kept_skip_records ? static_cast<std::size_t>(log.recorded % kept) : 0;
+    const auto record_at = [&](std::size_t at) -> const SkipRecord& {
+      return log.ring[(oldest + at) % kept];
+    };
+    // Walk backwards: each step is the newest record, strictly older than
+    // the last step, that produced the allocation we are explaining. Reads
+    // at most kept_skip_records records.
+    std::size_t older_than = kept;
+    while (older_than > 0) {
+      std::size_t found = older_than;
+      for (std::size_t at = older_than; at-- > 0;) {
+        const auto& produced = record_at(at).produced;
+        if (std::find(produced.begin(), produced.end(), out.origin) != produced.end()) {
+          found = at;
+          break;
+        }
+      }
+      if (found == older_than) {
         break;
       }
+      if (steps < out.path.size()) {
+        out.path[steps] = record_at(found); // In place: name and list keep capacity.
+      } else {
+        if (steps == 0) {
+          // Every later step is strictly older than this one: the path
+          // holds at most found + 1 records, so a fresh path is allocated
+          // once here rather than regrown (1, 2, 4, 8, 16: up to five
+          // allocations per report). No step, no allocation.
+          out.path.reserve(found + 1);
+        }
+        out.path.push_back(record_at(found));
+      }
+      ++steps;
+      out.origin = record_at(found).needed;
+      older_than = found;
     }
-    if (found == older_than) {
-      break;
-    }
-    if (report.path.empty()) {
-      // Every later step is strictly older than this one: the path holds at
-      // most found + 1 records, so it is allocated once here rather than
-      // regrown (1, 2, 4, 8, 16: up to five allocations per report; G8
-      // reports are built on every stale read). No step, no allocation.
-      report.path.reserve(found + 1);
-    }
-    report.path.push_back(record_at(found));
-    report.origin = record_at(found).needed;
-    older_than = found;
   }
-  report.path_may_be_incomplete = report.skips_recorded > kept_skip_records;
-  return report;
+  // Cut to the walk's length; a longer path left by an earlier report goes.
+  out.path.erase(out.path.begin() + static_cast<std::ptrdiff_t>(steps), out.path.end());
 }
 
 std::vector<Report>
