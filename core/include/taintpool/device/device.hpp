@@ -142,6 +142,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace taintpool {
@@ -653,6 +654,14 @@ class Device {
   // C2: the current exchange's stale inputs, their reports, the failures held.
   std::vector<StaleInput> stale_inputs_;
   std::vector<Report> input_reports_;
+  /// The first input_reports_used_ are this exchange's; the rest are kept
+  /// for their capacity and refilled by later exchanges.
+  std::size_t input_reports_used_ = 0;
+  // enter_exchange's lists (the carried (failure, input) pairs recorded, an
+  // output's stale and clean ranges), emptied per use and kept for capacity.
+  std::vector<std::pair<FailureId, std::uint32_t>> exchange_recorded_;
+  std::vector<ByteRange> exchange_stale_;
+  std::vector<ByteRange> exchange_clean_;
   std::vector<FailureId> input_held_;
   /// awaits_verdict's replay of the log: the bytes that may still turn out
   /// stale. Cleared per call and kept for its capacity (issue 13: a list
