@@ -140,14 +140,10 @@ void DeviceModel::bury(std::span<const std::uint64_t> keep) {
   }
   std::sort(named.begin(), named.end());
   named.erase(std::unique(named.begin(), named.end()), named.end());
-  for (auto it = failures_.begin(); it != failures_.end();) {
-    if (!std::binary_search(named.begin(), named.end(), it->first) &&
-        std::find(keep.begin(), keep.end(), it->first) == keep.end()) {
-      it = failures_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  failures_.erase_if([&](std::uint64_t id, const Failure&) {
+    return !std::binary_search(named.begin(), named.end(), id) &&
+           std::find(keep.begin(), keep.end(), id) == keep.end();
+  });
 }
 
 void DeviceModel::derive_owners(const Allocation& allocation, std::vector<std::uint64_t>& out) {

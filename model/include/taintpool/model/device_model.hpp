@@ -88,6 +88,7 @@
 #include <taintpool/device/launch.hpp>
 #include <taintpool/error.hpp>
 #include <taintpool/failure_id.hpp>
+#include <taintpool/model/id_table.hpp>
 #include <taintpool/model/stream_model.hpp>
 #include <taintpool/pool/allocation.hpp>
 #include <taintpool/pool/fresh_bytes.hpp>
@@ -476,8 +477,8 @@ class DeviceModel {
   ModelRead reports_for(const Binding& from, bool copy, std::uint64_t into_size);
   [[nodiscard]] static std::vector<AllocationId> distinct_writes(std::span<const Binding> writes);
 
-  std::vector<Allocation> allocations_;       ///< Index = id - 1.
-  std::map<std::uint64_t, Failure> failures_; ///< Live failures by raw id.
+  std::vector<Allocation> allocations_; ///< Index = id - 1.
+  IdTable<Failure> failures_; ///< Live failures by raw id, ascending (a map was a node each).
   std::uint64_t next_failure_ = 1;
   std::uint64_t next_launch_ = 1;
   std::vector<Logged> log_; ///< Every launch since the last synchronize.
