@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -135,6 +136,54 @@ TEST_F(PoolTest, P3_OutOfMemoryAfterTheGiveBackSaysWhatWasGivenBack) {
         << "the breakdown is taken after the give-back: " << message;
   }
   memory->check_invariants();
+}
+
+// The out-of-memory message and the injected fault's are appended into one
+// buffer (issue 13, twenty-first round), not built by operator+: every
+// word, figure and separator must be what they always were, whole.
+TEST_F(PoolTest, P3_TheOutOfMemoryMessageIsWordForWordTheBreakdownAndTheRefusal) {
+  Allocation held = memory->allocate(3000); // one 64 KiB page, in use
+  storage.limit_capacity(storage.live_bytes() + (16 << 10));
+  try {
+    (void)memory->allocate(100 << 10); // a 128 KiB chunk, nothing cached to give back
+    FAIL() << "expected OutOfMemory";
+  } catch (const Exception& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "out of memory: cannot allocate 102400 bytes from " + storage.name() +
+                  ": in use 3000 bytes, reserved 65536 bytes in 1 pages, largest free block "
+                  "62464 bytes; gave back 0 bytes in 0 pages of cached free memory first (" +
+                  host.name() +
+                  ": injected fault: the capacity limit of 81920 bytes (65536 live) refused a "
+                  "map of 131072 bytes)");
+  }
+  storage.limit_capacity(std::nullopt);
+  storage.fail_next(1);
+  EXPECT_THROW(
+      {
+        try {
+          (void)storage.allocate(4096);
+        } catch (const StorageExhausted& refused) {
+          EXPECT_EQ(std::string(refused.what()),
+                    host.name() + ": injected fault: a scheduled failure refused a page of "
+                                  "4096 bytes");
+          throw;
+        }
+      },
+      StorageExhausted);
+  storage.fail_randomly(7, 1);
+  EXPECT_THROW(
+      {
+        try {
+          (void)storage.reserve(64 << 10);
+        } catch (const StorageExhausted& refused) {
+          EXPECT_EQ(std::string(refused.what()),
+                    host.name() + ": injected fault: a random failure (1 in 1) refused a "
+                                  "reservation of 65536 bytes");
+          throw;
+        }
+      },
+      StorageExhausted);
+  storage.stop_failing_randomly();
 }
 
 TEST_F(PoolTest, P3_OutOfMemoryGivesBackEveryLanesFreeMemory) {

@@ -570,5 +570,47 @@ TEST(PoolModel, P1_P2_P4_ARestartedModelAnswersExactlyAsAFreshOne) {
   EXPECT_EQ(kept.next_id(), fresh.next_id());
 }
 
+// largest_free_block() works in two lists the model keeps between calls
+// (issue 13, twenty-first round): each block must be measured on its own
+// runs and extents only, the chunks of a reservation merged however they
+// were mapped, and a second call must answer as the first — as a model
+// that never asked before does.
+TEST(PoolModel, P2_TheLargestFreeBlockIsMeasuredPerBlockAndAnsweredAlikeEveryTime) {
+  const std::uint64_t kib = 1024;
+  const std::uint64_t full = std::uint64_t{1} << 20; // a page wholly taken
+  const std::uint64_t space = std::uint64_t{8} << 20;
+  const std::uint64_t reservation = std::uint64_t{16} << 20;
+  const auto build = [&](model::PoolModel& pool) {
+    pool.page_allocated(full, 512 * kib);
+    pool.allocated(pool.next_id(), 512 * kib, full, pool.aligned_extent(512 * kib),
+                   pool.pool_for(512 * kib), 0);
+    pool.space_reserved(reservation, space);
+    // Two adjacent chunks, the higher one first: one run of 256 KiB.
+    pool.chunk_mapped(reservation + 128 * kib, 128 * kib);
+    pool.chunk_mapped(reservation, 128 * kib);
+  };
+  model::PoolModel kept{MemoryConfig{}};
+  build(kept);
+  // The wholly taken page comes first: its run must not count in the
+  // reservation's measure.
+  EXPECT_EQ(kept.largest_free_block(), 256 * kib);
+  EXPECT_EQ(kept.largest_free_block(), 256 * kib) << "asked again";
+  // 100 KiB 32 KiB into the run split it: 32 KiB before, 124 KiB after.
+  const auto split = [&](model::PoolModel& pool) {
+    pool.allocated(pool.next_id(), 100 * kib, reservation + 32 * kib,
+                   pool.aligned_extent(100 * kib), pool.pool_for(100 * kib), 0);
+  };
+  split(kept);
+  EXPECT_EQ(kept.largest_free_block(), 124 * kib);
+  model::PoolModel fresh{MemoryConfig{}};
+  build(fresh);
+  split(fresh);
+  EXPECT_EQ(fresh.largest_free_block(), kept.largest_free_block()) << "never asked before";
+  // The whole page's allocation ends: the page is the largest again.
+  kept.handle_dropped(AllocationId::from_raw(1));
+  kept.manager_called();
+  EXPECT_EQ(kept.largest_free_block(), 512 * kib);
+}
+
 } // namespace
 } // namespace taintpool

@@ -4,9 +4,12 @@
 
 #include <array>
 #include <bit>
+#include <charconv>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "pools.hpp"
 
@@ -245,15 +248,44 @@ detail::Released MemoryManager::release_free_memory() {
   return total;
 }
 
-void MemoryManager::throw_out_of_memory(std::uint64_t size, const std::string& cause,
+void MemoryManager::throw_out_of_memory(std::uint64_t size, std::string_view cause,
                                         const detail::Released& released) {
   const MemoryStats now = stats();
-  throw Exception(Error::out_of_memory(
-      "cannot allocate " + bytes(size) + " from " + storage_.name() + ": in use " +
-      bytes(now.in_use) + ", reserved " + bytes(now.reserved) + " in " + std::to_string(now.pages) +
-      " pages, largest free block " + bytes(now.largest_free_block) + "; gave back " +
-      bytes(released.bytes) + " in " + std::to_string(released.blocks) +
-      " pages of cached free memory first (" + cause + ")"));
+  // The same words as ever, appended into one buffer reserved once: an
+  // operator+ chain reallocated the message as it grew, and took `cause` as
+  // a string copy. A fuzzer provokes this on purpose (issue 13).
+  std::string text;
+  const std::string storage = storage_.name();
+  text.reserve(256 + storage.size() + cause.size());
+  const auto number = [&text](std::uint64_t value) {
+    std::array<char, 24> digits{};
+    text.append(digits.data(),
+                std::to_chars(digits.data(), digits.data() + digits.size(), value).ptr);
+  };
+  const auto count_of_bytes = [&](std::uint64_t value) {
+    number(value);
+    text += " bytes";
+  };
+  text += "cannot allocate ";
+  count_of_bytes(size);
+  text += " from ";
+  text += storage;
+  text += ": in use ";
+  count_of_bytes(now.in_use);
+  text += ", reserved ";
+  count_of_bytes(now.reserved);
+  text += " in ";
+  number(now.pages);
+  text += " pages, largest free block ";
+  count_of_bytes(now.largest_free_block);
+  text += "; gave back ";
+  count_of_bytes(released.bytes);
+  text += " in ";
+  number(released.blocks);
+  text += " pages of cached free memory first (";
+  text += cause;
+  text += ")";
+  throw Exception(Error::out_of_memory(std::move(text)));
 }
 
 Slice* MemoryManager::reserve_or_throw(detail::Pool& pool, std::uint64_t size,

@@ -2,6 +2,8 @@
 #include <taintpool/pool/fault_injecting_storage.hpp>
 
 #include <algorithm>
+#include <array>
+#include <charconv>
 #include <string>
 
 namespace taintpool {
@@ -24,21 +26,56 @@ bool FaultInjectingStorage::roll() noexcept {
 }
 
 void FaultInjectingStorage::admit(const char* what, std::uint64_t size, bool memory) {
-  std::string why;
+  // Which trigger refuses, if any; the message is built only then, in one
+  // buffer reserved once (an operator+ chain reallocated it as it grew:
+  // tests and fuzzers refuse on purpose, issue 13).
+  enum class Why { None, Scheduled, Random, Capacity } why = Why::None;
   if (fail_next_ > 0) {
     --fail_next_;
-    why = "a scheduled failure";
+    why = Why::Scheduled;
   } else if (one_in_ != 0 && roll()) {
-    why = "a random failure (1 in " + std::to_string(one_in_) + ")";
+    why = Why::Random;
   } else if (memory && capacity_ && size > *capacity_ - std::min(*capacity_, live_)) {
-    why = "the capacity limit of " + std::to_string(*capacity_) + " bytes (" +
-          std::to_string(live_) + " live)";
+    why = Why::Capacity;
   }
-  if (!why.empty()) {
-    ++injected_;
-    throw StorageExhausted(inner_.name() + ": injected fault: " + why + " refused " + what +
-                           " of " + std::to_string(size) + " bytes");
+  if (why == Why::None) {
+    return;
   }
+  ++injected_;
+  std::string text;
+  const std::string inner = inner_.name();
+  text.reserve(160 + inner.size());
+  const auto number = [&text](std::uint64_t value) {
+    std::array<char, 24> digits{};
+    text.append(digits.data(),
+                std::to_chars(digits.data(), digits.data() + digits.size(), value).ptr);
+  };
+  text += inner;
+  text += ": injected fault: ";
+  switch (why) {
+  case Why::Scheduled:
+    text += "a scheduled failure";
+    break;
+  case Why::Random:
+    text += "a random failure (1 in ";
+    number(one_in_);
+    text += ")";
+    break;
+  case Why::Capacity:
+  case Why::None: // Not reached: returned above.
+    text += "the capacity limit of ";
+    number(*capacity_);
+    text += " bytes (";
+    number(live_);
+    text += " live)";
+    break;
+  }
+  text += " refused ";
+  text += what;
+  text += " of ";
+  number(size);
+  text += " bytes";
+  throw StorageExhausted(text);
 }
 
 StorageHandle FaultInjectingStorage::allocate(std::uint64_t size) {

@@ -72,6 +72,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -310,7 +311,7 @@ class MemoryManager {
   void tombstone_all() noexcept;
   [[nodiscard]] static AllocationInfo describe(const detail::Slice* slice) noexcept;
   [[noreturn]] static void throw_not_found(AllocationId allocation);
-  [[noreturn]] void throw_out_of_memory(std::uint64_t size, const std::string& cause,
+  [[noreturn]] void throw_out_of_memory(std::uint64_t size, std::string_view cause,
                                         const detail::Released& released);
 
   Storage& storage_;

@@ -44,6 +44,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace taintpool::model {
@@ -158,7 +159,8 @@ class PoolModel {
   /// Pages plus mapped chunks held.
   [[nodiscard]] std::uint64_t pages() const;
   /// The longest run of memory, within one page or reservation, that no
-  /// live or pending allocation occupies (0 when none).
+  /// live or pending allocation occupies (0 when none). Works in two lists
+  /// the model keeps (so, like every call here, one thread at a time).
   [[nodiscard]] std::uint64_t largest_free_block() const;
 
  private:
@@ -209,6 +211,12 @@ class PoolModel {
   /// forget_released()'s rebuild, swapped with released_: empty between
   /// calls, its capacity kept, so a cut allocates nothing once it has grown.
   std::vector<Released> kept_;
+  /// largest_free_block()'s scratch, [begin, end) each: one block's memory
+  /// as merged runs and its occupied extents. Meaningless between calls;
+  /// kept only for their capacity, so a warm model asks without allocating.
+  using Span = std::pair<std::uint64_t, std::uint64_t>;
+  mutable std::vector<Span> free_runs_;
+  mutable std::vector<Span> used_runs_;
   std::uint64_t peak_in_use_ = 0;
   std::uint64_t peak_reserved_ = 0;
   std::uint64_t never_written_ = 0; ///< The NeverWritten failure last minted (N1).
