@@ -19,6 +19,9 @@
 //   host-submit, streams-submit
 //            host and streams through Device::submit() (issue 11, item 7):
 //            the answer is a one-pointer LaunchVerdict, not a LaunchResult.
+//   host-plan, host-plan-submit, async-plan, streams-plan, streams-plan-submit
+//            the same launches through a LaunchPlan made once before the
+//            loop (device/launch_plan.hpp): no binding resolved per launch.
 //   fresh-trusted, fresh-never
 //            issue 15's cycle (bench/fresh_bytes_bench.cpp): create a 4 KiB
 //            buffer, launch once writing all of it (empty body), drop it;
@@ -162,6 +165,42 @@ run_launches_via_submit(Device& device, StreamId stream, const Binding (&reads)[
   return ran;
 }
 
+/// The plan the -plan shapes launch through (made once, before the loops).
+const LaunchPlan* current_plan = nullptr;
+
+/// run_launches through current_plan: the bindings are the plan's (the
+/// arguments only keep one signature for every loop).
+template <bool Evicting>
+[[gnu::noinline]] std::uint64_t
+run_launches_planned(Device& device, StreamId /*stream*/, const Binding (&/*reads*/)[2],
+                     const Binding (&/*writes*/)[1], std::uint64_t launches) {
+  std::uint64_t ran = 0;
+  const LaunchPlan& plan = *current_plan;
+  for (std::uint64_t at = 0; at < launches; ++at) {
+    ran += device.launch(plan, "k", empty_body).ran() ? 1u : 0u;
+    if constexpr (Evicting) {
+      evict.pass();
+    }
+  }
+  return ran;
+}
+
+/// run_launches_planned through Device::submit().
+template <bool Evicting>
+[[gnu::noinline]] std::uint64_t
+run_launches_planned_via_submit(Device& device, StreamId /*stream*/, const Binding (&/*reads*/)[2],
+                                const Binding (&/*writes*/)[1], std::uint64_t launches) {
+  std::uint64_t ran = 0;
+  const LaunchPlan& plan = *current_plan;
+  for (std::uint64_t at = 0; at < launches; ++at) {
+    ran += device.submit(plan, "k", empty_body).ran() ? 1u : 0u;
+    if constexpr (Evicting) {
+      evict.pass();
+    }
+  }
+  return ran;
+}
+
 /// The fresh shapes' loop: allocate, first full write, drop (N1).
 [[gnu::noinline]] std::uint64_t run_fresh_cycles(Device& device, std::uint64_t cycles) {
   std::uint64_t ran = 0;
@@ -253,7 +292,8 @@ int usage() {
   std::fprintf(
       stderr,
       "usage: launch_profile host|host-submit|async|streams|streams-submit|cross|fresh-trusted|"
-      "fresh-never|manager-trusted|manager-never [LAUNCHES]\n");
+      "fresh-never|manager-trusted|manager-never [LAUNCHES]\n"
+      "       (host, async and streams also as NAME-plan and NAME-plan-submit)\n");
   return 2;
 }
 
@@ -268,11 +308,24 @@ int main(int argc, char** argv) {
   constexpr std::uint64_t kBytes = 4096;
 
   const bool via_submit = shape.ends_with("-submit");
-  const RunLaunches run = via_submit ? run_launches_via_submit<false> : run_launches<false>;
-  const RunLaunches run_evicting = via_submit ? run_launches_via_submit<true> : run_launches<true>;
   if (via_submit) {
     shape.resize(shape.size() - std::strlen("-submit"));
   }
+  const bool planned = shape.ends_with("-plan");
+  if (planned) {
+    shape.resize(shape.size() - std::strlen("-plan"));
+  }
+  const RunLaunches run =
+      planned ? (via_submit ? run_launches_planned_via_submit<false> : run_launches_planned<false>)
+              : (via_submit ? run_launches_via_submit<false> : run_launches<false>);
+  const RunLaunches run_evicting =
+      planned ? (via_submit ? run_launches_planned_via_submit<true> : run_launches_planned<true>)
+              : (via_submit ? run_launches_via_submit<true> : run_launches<true>);
+  const char* suffix = planned      ? (via_submit ? "-plan-submit" : "-plan")
+                       : via_submit ? "-submit"
+                                    : "";
+  LaunchPlan plan;
+  current_plan = &plan;
   if (shape == "host") {
     HostBackend backend;
     Device device(backend);
@@ -281,11 +334,12 @@ int main(int argc, char** argv) {
     const Allocation c = device.create_buffer(kBytes);
     const Binding reads[] = {a.whole(), b.whole()};
     const Binding writes[] = {c.whole()};
+    plan = device.plan(reads, writes);
     static_cast<void>(run(device, device.default_stream(), reads, writes, 64));
     const Timer start;
     const std::uint64_t ran = run(device, device.default_stream(), reads, writes, launches);
-    std::printf("host%s: %.1f CPU ns per launch (%llu launches)\n", via_submit ? "-submit" : "",
-                start.per(launches), static_cast<unsigned long long>(ran));
+    std::printf("host%s: %.1f CPU ns per launch (%llu launches)\n", suffix, start.per(launches),
+                static_cast<unsigned long long>(ran));
     report_evicted(run_evicting, device, device.default_stream(), reads, writes, launches);
     return ran == launches && device.graph().empty() ? 0 : 1;
   }
@@ -302,12 +356,12 @@ int main(int argc, char** argv) {
     const Allocation c = device.create_buffer(kBytes, stream);
     const Binding reads[] = {a.whole(), b.whole()};
     const Binding writes[] = {c.whole()};
+    plan = device.plan(stream, reads, writes);
     static_cast<void>(run(device, stream, reads, writes, 64));
     const Timer start;
     const std::uint64_t ran = run(device, stream, reads, writes, launches);
     std::printf("%s%s: %.1f CPU ns per launch (%llu launches, %llu records, %llu waits)\n",
-                shape.c_str(), via_submit ? "-submit" : "", start.per(launches),
-                static_cast<unsigned long long>(ran),
+                shape.c_str(), suffix, start.per(launches), static_cast<unsigned long long>(ran),
                 static_cast<unsigned long long>(backend.records),
                 static_cast<unsigned long long>(backend.waits));
     report_evicted(run_evicting, device, stream, reads, writes, launches);

@@ -23,11 +23,13 @@ set -eu
 binary="${1:-build/release/bench/launch_profile}"
 launches=20000
 if [ "${EVICT:-0}" = 1 ]; then
-  for shape in ${SHAPES:-host host-submit async streams streams-submit}; do
+  for shape in ${SHAPES:-host host-submit host-plan host-plan-submit async streams streams-submit streams-plan}; do
     out="$(mktemp)"
     LAUNCH_PROFILE_EVICT=1 valgrind --tool=callgrind --cache-sim=yes --I1=32768,8,64 \
       --D1=49152,12,64 --LL=2097152,16,64 --callgrind-out-file="$out" \
       --toggle-collect='*run_launches<true>*' --toggle-collect='*run_launches_via_submit<true>*' \
+      --toggle-collect='*run_launches_planned<true>*' \
+      --toggle-collect='*run_launches_planned_via_submit<true>*' \
       "$binary" "$shape" "$launches" >/dev/null 2>&1
     # Only the evicting loops are collected: the 20 rounds of launches / 20.
     counted=$((launches / 20 * 20))
@@ -40,7 +42,7 @@ if [ "${EVICT:-0}" = 1 ]; then
   done
   exit 0
 fi
-for shape in ${SHAPES:-host host-submit async streams streams-submit cross fresh-trusted fresh-never manager-trusted manager-never}; do
+for shape in ${SHAPES:-host host-submit host-plan host-plan-submit async streams streams-submit streams-plan streams-plan-submit cross fresh-trusted fresh-never manager-trusted manager-never}; do
   out="$(mktemp)"
   valgrind --tool=callgrind --callgrind-out-file="$out" --toggle-collect='*run_launches*' \
     --toggle-collect='*run_cross_launches*' --toggle-collect='*run_fresh_cycles*' --toggle-collect='*run_manager_cycles*' \

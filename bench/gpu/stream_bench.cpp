@@ -15,7 +15,9 @@
 //        (CudaBackend::launched) without making one: the whole scope but
 //        the launch, on one stream and on three; and the same through
 //        Device::submit(), whose answer is a one-pointer LaunchVerdict
-//        instead of a LaunchResult (the new path's headline);
+//        instead of a LaunchResult (the new path's headline); and the
+//        same through a LaunchPlan made once (device/launch_plan.hpp: no
+//        binding resolved per launch), with and without the launch;
 //      a crossing binding — launches alternate between two streams, each
 //        reading what the other wrote last: bare is cudaEventRecord +
 //        cudaStreamWaitEvent + the launch; scoped is Device::launch, which
@@ -171,6 +173,8 @@ struct ScopeFigures {
   double lock = 0;
   double biased_lock = 0;
   double last_errors = 0;
+  double plan_submit_alone_one = 0;
+  double plan_submit_one = 0;
   std::uint64_t waits_per_cross = 0; ///< Waits the Device queued per crossing launch (x1000).
   std::size_t events_grown = 0;      ///< Events created after warm-up (must be 0).
 };
@@ -189,6 +193,7 @@ ScopeFigures scope_cost() {
   const Allocation c1 = one.create_buffer(kBytes);
   const Binding reads1[] = {a1.whole(), b1.whole()};
   const Binding writes1[] = {c1.whole()};
+  const LaunchPlan plan1 = one.plan(reads1, writes1);
 
   CudaBackend three_backend;
   Device three(three_backend);
@@ -344,6 +349,16 @@ ScopeFigures scope_cost() {
           std::fprintf(stderr, "a runtime error was pending\n");
         }
       },
+      [&] {
+        for (int at = 0; at < kBatch; ++at) {
+          static_cast<void>(one.submit(plan1, "nothing", report_only_body));
+        }
+      },
+      [&] {
+        for (int at = 0; at < kBatch; ++at) {
+          static_cast<void>(one.submit(plan1, "empty", launch_empty_body));
+        }
+      },
   };
   std::vector<std::vector<double>> samples(variants.size());
   std::size_t events_after_warmup = 0;
@@ -363,14 +378,24 @@ ScopeFigures scope_cost() {
       }
     }
   }
-  double* fields[] = {&figures.bare_chevrons,    &figures.bare_ex,
-                      &figures.scoped_one,       &figures.scoped_three,
-                      &figures.alone_one,        &figures.alone_three,
-                      &figures.submit_alone_one, &figures.submit_alone_three,
-                      &figures.submit_one,       &figures.bare_cross,
-                      &figures.scoped_cross,     &figures.alone_cross,
-                      &figures.host_scope,       &figures.lock,
-                      &figures.biased_lock,      &figures.last_errors};
+  double* fields[] = {&figures.bare_chevrons,
+                      &figures.bare_ex,
+                      &figures.scoped_one,
+                      &figures.scoped_three,
+                      &figures.alone_one,
+                      &figures.alone_three,
+                      &figures.submit_alone_one,
+                      &figures.submit_alone_three,
+                      &figures.submit_one,
+                      &figures.bare_cross,
+                      &figures.scoped_cross,
+                      &figures.alone_cross,
+                      &figures.host_scope,
+                      &figures.lock,
+                      &figures.biased_lock,
+                      &figures.last_errors,
+                      &figures.plan_submit_alone_one,
+                      &figures.plan_submit_one};
   for (std::size_t variant = 0; variant < variants.size(); ++variant) {
     *fields[variant] = median(samples[variant]);
   }
@@ -794,6 +819,12 @@ int main(int argc, char** argv) {
        fixed(scope.submit_alone_one, 1) + " | **" + percent(scope.submit_alone_one, bare) + "** |");
   emit("| the scope alone through Device::submit, 3 streams, nothing crosses | " +
        fixed(scope.submit_alone_three, 1) + " | " + percent(scope.submit_alone_three, bare) + " |");
+  emit("| Device::submit through a LaunchPlan + cuda::launch, one stream | " +
+       fixed(scope.plan_submit_one, 1) + " | +" + fixed(scope.plan_submit_one - bare, 1) + " ns (" +
+       percent(scope.plan_submit_one - bare, bare) + ") |");
+  emit("| **the scope alone through a LaunchPlan (submit)**, one stream | " +
+       fixed(scope.plan_submit_alone_one, 1) + " | **" +
+       percent(scope.plan_submit_alone_one, bare) + "** |");
   emit("| crossing: bare event record + wait + launch, alternating streams | " +
        fixed(scope.bare_cross, 1) + " | - |");
   emit("| crossing: Device::launch (it queues the record and the wait) | " +

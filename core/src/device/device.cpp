@@ -271,6 +271,28 @@ void Device::cleanup() {
 }
 
 template <bool Reading>
+[[gnu::always_inline]] inline void Device::note_taint(Resolved& found, const Taint& taint,
+                                                      ByteRange range) const {
+  // A read is dirty when it would skip (S1); an output when it holds a
+  // claim the scope must remember (S6) or take over. Called only for a
+  // taint that is not clean: a clean one (no claim at all) answers in two
+  // loads, which the callers ask inline in their loops (with the test in
+  // here, the plain launch ran 6 instructions more). A read's claims are
+  // asked out of line (cold: a stale read skips, the rare case); an
+  // output's inline, since a fresh buffer's first write (N1) is common
+  // under FreshBytes::NeverWritten.
+  if constexpr (Reading) {
+    found.dirty = found.dirty || claims_failure(taint, range);
+  } else {
+    found.dirty = true;
+    // N1: the flat path's fresh check, here where the taint is in hand.
+    const std::optional<FailureId> never_written = memory_.never_written_failure();
+    found.fresh = found.fresh && Taint::inline_claims && never_written &&
+                  taint.claims_only(*never_written, range);
+  }
+}
+
+template <bool Reading>
 [[gnu::always_inline]] inline Device::Resolved
 Device::resolve_side(std::span<const Binding> bindings, std::uint32_t slot, bool ordering) {
   constexpr bool reading = Reading;
@@ -291,22 +313,8 @@ Device::resolve_side(std::span<const Binding> bindings, std::uint32_t slot, bool
     std::construct_at(bound + index, BoundBuffer{binding.allocation, binding.range,
                                                  bytes.data + binding.range.begin()});
     taints[index] = bytes.taint;
-    // A read is dirty when it would skip (S1); an output when it holds a
-    // claim the scope must remember (S6) or take over.
-    // A clean taint (no claim at all) answers in two loads. A read's claims
-    // are asked out of line (cold: a stale read skips, the rare case); an
-    // output's inline, since a fresh buffer's first write (N1) is common
-    // under FreshBytes::NeverWritten.
     if (!bytes.taint->is_clean()) [[unlikely]] {
-      if constexpr (reading) {
-        found.dirty = found.dirty || claims_failure(*bytes.taint, binding.range);
-      } else {
-        found.dirty = true;
-        // N1: the flat path's fresh check, here where the taint is in hand.
-        const std::optional<FailureId> never_written = memory_.never_written_failure();
-        found.fresh = found.fresh && Taint::inline_claims && never_written &&
-                      bytes.taint->claims_only(*never_written, binding.range);
-      }
+      note_taint<Reading>(found, *bytes.taint, binding.range);
     }
     if (ordering) {
       std::construct_at(accesses + index,
@@ -322,6 +330,41 @@ Device::resolve_side(std::span<const Binding> bindings, std::uint32_t slot, bool
     writes_ = {bound, count};
     write_taints_ = {taints, count};
     write_accesses_ = {accesses, ordering ? count : 0};
+  }
+  return found;
+}
+
+template <bool Reading>
+[[gnu::always_inline]] inline Device::Resolved Device::planned_side(const LaunchPlan& plan,
+                                                                    bool ordering, bool clean) {
+  // What resolve_side() finds, from the plan: the bound buffers, taints and
+  // accesses are the plan's (fixed while it holds its allocations), so only
+  // the taints are read — the same checks (note_taint), in the same order,
+  // and only when some taint of the plan is not clean (`clean`: none is).
+  const std::size_t first = Reading ? 0 : plan.reads_;
+  const std::size_t count = Reading ? plan.reads_ : plan.bindings_.size() - plan.reads_;
+  Taint* const* taints = plan.taints_.data() + first;
+  Resolved found;
+  if (!clean) [[unlikely]] {
+    const Binding* bindings = plan.bindings_.data() + first;
+    for (std::size_t index = 0; index < count; ++index) {
+      if (!taints[index]->is_clean()) {
+        note_taint<Reading>(found, *taints[index], bindings[index].range);
+      }
+    }
+  }
+  found.crosses = ordering && (Reading ? plan.reads_cross_ : plan.writes_cross_);
+  const std::span<const BoundBuffer> bound(plan.bound_.data() + first, count);
+  const std::span<Taint* const> taint_view(taints, count);
+  const std::span<const StreamAccess> accesses(plan.accesses_.data() + first, ordering ? count : 0);
+  if constexpr (Reading) {
+    reads_ = bound;
+    read_taints_ = taint_view;
+    read_accesses_ = accesses;
+  } else {
+    writes_ = bound;
+    write_taints_ = taint_view;
+    write_accesses_ = accesses;
   }
   return found;
 }
@@ -480,7 +523,11 @@ Device::run_flat(std::uint32_t slot, std::string_view kernel, std::span<const Bi
       abandon_plain(slot, launch, kernel, reads, writes, std::nullopt);
     }
   }
-  const LaunchOutcome outcome = [&] {
+  // Inline by force: the plain and the planned launch() and submit() all
+  // reach this, and with four callers g++ 12 made it a call, whose
+  // by-reference captures then pinned this frame's locals to the stack
+  // (59 instructions more per plain launch: bench/RESULTS.md, launch8).
+  const auto run = [&]() __attribute__((always_inline)) {
     try {
       return run_body(body, context);
     } catch (...) {
@@ -489,7 +536,8 @@ Device::run_flat(std::uint32_t slot, std::string_view kernel, std::span<const Bi
       }
       abandon_plain(slot, launch, kernel, reads, writes, provisional); // S3; rethrows
     }
-  }();
+  };
+  const LaunchOutcome outcome = run();
   if (!outcome.whole_success()) [[unlikely]] {
     return cold_call([=, this, answer = &outcome] {
       if (deferred) {
@@ -516,13 +564,30 @@ Device::run_flat(std::uint32_t slot, std::string_view kernel, std::span<const Bi
 
 [[gnu::always_inline]] inline Device::PlainEnd
 Device::launch_plain(std::uint32_t slot, std::string_view kernel, std::span<const Binding> reads,
-                     std::span<const Binding> writes, KernelBody body, Resolved& in,
-                     Resolved& out) {
+                     std::span<const Binding> writes, KernelBody body, Resolved& in, Resolved& out,
+                     const LaunchPlan* plan) {
   memory_.sweep();
   const bool ordering = ordering_active();
-  // Every binding is checked before anything is claimed (P3, S1).
-  in = resolve_side<true>(reads, slot, ordering);
-  out = resolve_side<false>(writes, slot, ordering);
+  // Every binding is checked before anything is claimed (P3, S1); a plan's
+  // were checked when it was made, and cannot have changed since (it holds
+  // them: launch_plan.hpp).
+  if (plan != nullptr) {
+    // The common case in one pass over every taint, reads and writes
+    // alike: all clean. `&`, not `&&`, so no branch per binding (spelled
+    // with casts for clang-tidy; g++ 12 gives 332 instructions per
+    // host-plan launch so, 338 with `&&`, 334-335 with an unsigned
+    // accumulator).
+    bool clean = true;
+    for (const Taint* taint : plan->taints_) {
+      clean = static_cast<bool>(static_cast<unsigned>(clean) &
+                                static_cast<unsigned>(taint->is_clean()));
+    }
+    in = planned_side<true>(*plan, ordering, clean);
+    out = planned_side<false>(*plan, ordering, clean);
+  } else {
+    in = resolve_side<true>(reads, slot, ordering);
+    out = resolve_side<false>(writes, slot, ordering);
+  }
   // O2 plain: no binding crosses streams and no cross-stream record exists
   // (detect mode never is: O4 needs every access recorded).
   const bool plain = !ordering || (!streams_.order().tracks_every_allocation() && !in.crosses &&
@@ -645,13 +710,13 @@ template <class Answer>
 template <class Answer>
 [[gnu::always_inline]] inline Answer
 Device::launch_as(const char* call, StreamId stream, std::string_view kernel,
-                  std::span<const Binding> reads, std::span<const Binding> writes,
-                  KernelBody body) {
+                  std::span<const Binding> reads, std::span<const Binding> writes, KernelBody body,
+                  const LaunchPlan* plan) {
   const Lock lock(*this, call);
   const std::uint32_t slot = streams_.slot(stream);
   Resolved in;
   Resolved out;
-  const PlainEnd end = launch_plain(slot, kernel, reads, writes, body, in, out);
+  const PlainEnd end = launch_plain(slot, kernel, reads, writes, body, in, out, plan);
   if (end == PlainEnd::Ran) [[likely]] {
     return Answer{};
   }
@@ -669,13 +734,82 @@ Device::launch_as(const char* call, StreamId stream, std::string_view kernel,
 LaunchResult Device::launch(StreamId stream, std::string_view kernel,
                             std::span<const Binding> reads, std::span<const Binding> writes,
                             KernelBody body) {
-  return launch_as<LaunchResult>("launch", stream, kernel, reads, writes, body);
+  return launch_as<LaunchResult>("launch", stream, kernel, reads, writes, body, nullptr);
 }
 
 LaunchVerdict Device::submit(StreamId stream, std::string_view kernel,
                              std::span<const Binding> reads, std::span<const Binding> writes,
                              KernelBody body) {
-  return launch_as<LaunchVerdict>("submit", stream, kernel, reads, writes, body);
+  return launch_as<LaunchVerdict>("submit", stream, kernel, reads, writes, body, nullptr);
+}
+
+// ------------------------------------------------------------ plans
+
+LaunchPlan Device::plan(StreamId stream, std::span<const Binding> reads,
+                        std::span<const Binding> writes) {
+  const Lock lock(*this, "plan");
+  const std::uint32_t slot = streams_.slot(stream);
+  memory_.sweep();
+  LaunchPlan made;
+  made.stream_ = stream;
+  made.reads_ = reads.size();
+  const std::size_t count = reads.size() + writes.size();
+  made.bindings_.reserve(count);
+  made.bindings_.insert(made.bindings_.end(), reads.begin(), reads.end());
+  made.bindings_.insert(made.bindings_.end(), writes.begin(), writes.end());
+  made.bound_.reserve(count);
+  made.taints_.reserve(count);
+  made.accesses_.reserve(count);
+  made.held_.reserve(count);
+  for (std::size_t index = 0; index < count; ++index) {
+    const Binding& binding = made.bindings_[index];
+    // P3, as a launch checks it: NotFound or InvalidBinding, nothing held
+    // (`made` and its handles go with the exception).
+    const BoundBytes bytes = memory_.resolve_swept(binding);
+    made.bound_.push_back(
+        BoundBuffer{binding.allocation, binding.range, bytes.data + binding.range.begin()});
+    made.taints_.push_back(bytes.taint);
+    made.accesses_.push_back(
+        StreamAccess{binding.allocation, binding.range, bytes.size, bytes.lane});
+    (index < made.reads_ ? made.reads_cross_ : made.writes_cross_) |= bytes.lane != slot;
+    // Empty only when the last handle went (on another thread) since the
+    // sweep: the allocation is ending, as a launch a moment later would
+    // have found it.
+    Allocation held = memory_.share(binding.allocation);
+    if (!held) [[unlikely]] {
+      throw Exception(Error::not_found(to_string(binding.allocation) +
+                                       " no longer exists: its last handle was dropped"));
+    }
+    made.held_.push_back(std::move(held));
+  }
+  return made;
+}
+
+namespace {
+
+/// Out of line: the refusal's message is built only when it is thrown.
+[[noreturn]] void throw_foreign_plan(const char* call) {
+  throw std::invalid_argument(std::string("Device::") + call +
+                              " was given a launch plan this device did not make (or a moved-from "
+                              "or default-constructed one)");
+}
+
+} // namespace
+
+LaunchResult Device::launch(const LaunchPlan& plan, std::string_view kernel, KernelBody body) {
+  if (plan.stream_.device() != serial_) [[unlikely]] {
+    throw_foreign_plan("launch");
+  }
+  return launch_as<LaunchResult>("launch", plan.stream_, kernel, plan.reads(), plan.writes(), body,
+                                 &plan);
+}
+
+LaunchVerdict Device::submit(const LaunchPlan& plan, std::string_view kernel, KernelBody body) {
+  if (plan.stream_.device() != serial_) [[unlikely]] {
+    throw_foreign_plan("submit");
+  }
+  return launch_as<LaunchVerdict>("submit", plan.stream_, kernel, plan.reads(), plan.writes(), body,
+                                  &plan);
 }
 
 // Inline into launch_locked, its one caller: a call's prologue and epilogue

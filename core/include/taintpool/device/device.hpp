@@ -115,6 +115,13 @@
 // path where it is first known, for the general scope, through a cold
 // trampoline (device.cpp, cold_call), so its code is not among the plain
 // path's lines.
+// A launch through a LaunchPlan (plan(), device/launch_plan.hpp) takes the
+// same path with its bindings resolved once, when the plan was made: per
+// launch only the taints are read (one pass, planned_side in device.cpp),
+// so the look-up, range check and pointer of every binding are gone from
+// it: 332 instructions per launch() and 313 per submit() in the shape
+// above (issue 11, item 7; 355 and 336 with three streams, from 529 and
+// 510).
 // bench/launch_profile.cpp counts the instructions (bench/RESULTS.md). With
 // a binding that crosses streams: a probe per binding, plus one event and
 // one wait per stream it must wait for. The skip and failure paths allocate
@@ -126,6 +133,7 @@
 #include <taintpool/device/backend.hpp>
 #include <taintpool/device/exchange.hpp>
 #include <taintpool/device/launch.hpp>
+#include <taintpool/device/launch_plan.hpp>
 #include <taintpool/device/unwritten_reads.hpp>
 #include <taintpool/error_graph.hpp>
 #include <taintpool/exception.hpp>
@@ -321,6 +329,35 @@ class Device {
                   std::span<const Binding>(writes.begin(), writes.size()), body);
   }
 
+  // ---------------------------------------------------------------- plans
+
+  /// A launch plan (device/launch_plan.hpp): the bindings checked and
+  /// resolved once, for launches on `stream` through launch(plan, ...) and
+  /// submit(plan, ...). Throws as launch() does for a bad stream or binding
+  /// (NotFound, InvalidBinding; nothing held). The plan holds a handle per
+  /// binding, so its buffers live as long as it does.
+  [[nodiscard]] LaunchPlan plan(StreamId stream, std::span<const Binding> reads,
+                                std::span<const Binding> writes);
+  /// As above, on the default stream.
+  [[nodiscard]] LaunchPlan plan(std::span<const Binding> reads, std::span<const Binding> writes) {
+    return plan(default_stream(), reads, writes);
+  }
+  /// As above, with the bindings listed inline.
+  [[nodiscard]] LaunchPlan plan(StreamId stream, std::initializer_list<Binding> reads,
+                                std::initializer_list<Binding> writes) {
+    return plan(stream, std::span<const Binding>(reads.begin(), reads.size()),
+                std::span<const Binding>(writes.begin(), writes.size()));
+  }
+  /// launch(plan.stream(), kernel, plan.reads(), plan.writes(), body), with
+  /// the bindings' look-ups, range checks and pointers taken from the plan:
+  /// the same rules, answers, errors and state after (S1-S6, O1-O5,
+  /// N1-N2), only cheaper. std::invalid_argument for a plan this Device did
+  /// not make (or a moved-from one); NotFound once its stream is destroyed.
+  LaunchResult launch(const LaunchPlan& plan, std::string_view kernel, KernelBody body);
+  /// submit() through a plan: as launch(plan, ...), answered as a
+  /// LaunchVerdict.
+  LaunchVerdict submit(const LaunchPlan& plan, std::string_view kernel, KernelBody body);
+
   // ---------------------------------------------------------------- exchanges
 
   /// C1-C5: an exchange on `stream` (device/exchange.hpp) — the Device's
@@ -458,9 +495,11 @@ class Device {
   /// (a fresh buffer's first write, N1) and nothing crosses streams, runs
   /// the body with no frame of its own and builds no LaunchResult; hands
   /// anything else to the general path at the point it is known.
+  /// With `plan` (not null), the bindings come resolved from it
+  /// (planned_side) instead of the id table (resolve_side).
   PlainEnd launch_plain(std::uint32_t slot, std::string_view kernel, std::span<const Binding> reads,
                         std::span<const Binding> writes, KernelBody body, Resolved& in,
-                        Resolved& out);
+                        Resolved& out, const LaunchPlan* plan);
   /// The flat path from the launch's id on: plain (queued only) or, out
   /// of line through launch_not_plain(), ordered (planned, waited, pinned and
   /// committed, O1-O3) in ordering mode. `ordering`: ordering_active(),
@@ -501,8 +540,8 @@ class Device {
   /// answered as `Answer` (LaunchResult or LaunchVerdict).
   template <class Answer>
   Answer launch_as(const char* call, StreamId stream, std::string_view kernel,
-                   std::span<const Binding> reads, std::span<const Binding> writes,
-                   KernelBody body);
+                   std::span<const Binding> reads, std::span<const Binding> writes, KernelBody body,
+                   const LaunchPlan* plan);
   /// The general scope from resolved bindings on (every case).
   LaunchResult launch_resolved(std::uint32_t slot, std::string_view kernel,
                                std::span<const Binding> reads, std::span<const Binding> writes,
@@ -554,6 +593,17 @@ class Device {
   /// InvalidBinding for a bad one, nothing claimed.
   template <bool Reading>
   Resolved resolve_side(std::span<const Binding> bindings, std::uint32_t slot, bool ordering);
+  /// resolve_side() from a plan: points the views at the plan's arrays and
+  /// checks only the taints (the look-ups and range checks were the plan's);
+  /// `clean`: every taint of the plan is, so there is nothing to note.
+  template <bool Reading>
+  Resolved planned_side(const LaunchPlan& plan, bool ordering, bool clean);
+  /// One binding's taint that is not clean, as resolve_side() and
+  /// planned_side() note it: a read is dirty when a claim lies in its range
+  /// (S1); an output when it holds any claim (S6), fresh while every such
+  /// claim is N1's.
+  template <bool Reading>
+  void note_taint(Resolved& found, const Taint& taint, ByteRange range) const;
   LaunchResult skip(std::string_view kernel, FailureId root, AllocationId needed);
   /// The scope from the claim on (S1-S3, S6); `outputs_clean`: no output
   /// holds a claim (the fast path may defer the provisional one).
