@@ -446,8 +446,14 @@ class Harness {
       id = ids_[in.below(ids_.size())]; // Maybe dropped: NotFound (P3).
     }
     if (!id) {
-      id = AllocationId::from_raw(model_.allocations().empty() ? 1 + in.below(4)
-                                                               : 100 + in.below(4));
+      // Never minted, in this Device's id space: a describing re-run's
+      // Device (space 1) would otherwise see an id of another manager's
+      // space (InvalidBinding, not the NotFound the quiet run saw).
+      const std::uint64_t number =
+          model_.allocations().empty() ? 1 + in.below(4) : 100 + in.below(4);
+      id = AllocationId::from_raw(
+          (std::uint64_t{device_.memory().id_space()} << taintpool::allocation_number_bits) |
+          number);
     }
     touched_.push_back(*id);
     const std::uint64_t size = model_.size(*id);
