@@ -36,7 +36,11 @@
 // A core bug that changes an allocation the op did not name is so caught
 // within kWholeEvery ops; one in what it named, at once.
 // Per operation:
-//   * launch: returned / threw a binding error before anything was claimed
+//   * launch, plainly or through a LaunchPlan (the same checks: a plan's
+//     launch must answer as a plain launch of its bindings does; the plan's
+//     handles are the model's handle copies; making one is checked as a
+//     launch's bindings are, P3): returned / threw a binding error before
+//     anything was claimed
 //     (P3: the state is compared unchanged, and no launch number was used:
 //     every body checks the number it sees against the model's) /
 //     rethrew the body's exception (S3); the status, failure, needed and
@@ -79,6 +83,13 @@
 //   plan         kind byte (succeed, fail, partial, throw, check, fail late),
 //                error byte, seed byte, written ranges (output index may be
 //                out of range, ranges may reach past their output)
+//   plan ops     one launch entry of the table with high bits 12..15
+//                (op bytes 0xC9..0xF9): a plan slot byte (of kPlanSlots
+//                LaunchPlans kept across ops), then 12: make a plan (counts
+//                byte and bindings, as a launch); 13, 14: launch through
+//                the plan (kernel byte, plan; an empty or moved-from plan
+//                is refused); 15: a byte: drop it, or copy or move it to
+//                another slot
 //   host write   binding, seed, and a size-mismatch flag
 //   read         binding, and a wrong-size flag
 //   synchronize  nothing more (its high bits pick the allocation to fail)
@@ -119,6 +130,7 @@ using taintpool::ErrorKind;
 using taintpool::FailureId;
 using taintpool::KernelContext;
 using taintpool::LaunchOutcome;
+using taintpool::LaunchPlan;
 using taintpool::LaunchResult;
 using taintpool::LaunchStatus;
 using taintpool::MemoryConfig;
@@ -171,6 +183,13 @@ constexpr std::array<Kind, 16> kOpTable = {
     Kind::launch, Kind::launch,        Kind::launch,       Kind::launch, Kind::write, Kind::read,
     Kind::read,   Kind::stale_reports, Kind::synchronize,  Kind::sweep,
 };
+
+/// The launch entry of kOpTable whose high bits 12..15 are plan ops.
+constexpr unsigned kPlanOp = 9;
+static_assert(kOpTable[kPlanOp] == Kind::launch);
+/// LaunchPlans kept across ops (so drops under a plan and taint arriving
+/// after it was made happen).
+constexpr std::size_t kPlanSlots = 3;
 
 std::string show_binding(const Binding& binding) {
   return "A" + std::to_string(binding.allocation.raw()) + to_string(binding.range);
@@ -305,6 +324,7 @@ struct Kept {
   std::vector<Binding> writes;    ///< launch()'s.
   std::vector<std::byte> written; ///< create()'s and host_write()'s bytes.
   std::vector<std::byte> read;    ///< read()'s buffer.
+  std::vector<ErrorKind> errors;  ///< make_plan()'s expected binding errors.
 };
 
 Kept& kept_between_inputs() {
@@ -446,8 +466,14 @@ class Harness {
       id = ids_[in.below(ids_.size())]; // Maybe dropped: NotFound (P3).
     }
     if (!id) {
-      id = AllocationId::from_raw(model_.allocations().empty() ? 1 + in.below(4)
-                                                               : 100 + in.below(4));
+      // Never minted, in this Device's id space: a describing re-run's
+      // Device (space 1) would otherwise see an id of another manager's
+      // space (InvalidBinding, not the NotFound the quiet run saw).
+      const std::uint64_t number =
+          model_.allocations().empty() ? 1 + in.below(4) : 100 + in.below(4);
+      id = AllocationId::from_raw(
+          (std::uint64_t{device_.memory().id_space()} << taintpool::allocation_number_bits) |
+          number);
     }
     touched_.push_back(*id);
     const std::uint64_t size = model_.size(*id);
@@ -495,7 +521,14 @@ class Harness {
       drop(slot);
       break;
     case Kind::launch:
-      launch(in);
+      // One launch entry of five, with its (otherwise unused) high bits
+      // 12..15, works a LaunchPlan instead: make, launch through (twice
+      // the weight), or drop/copy/move one.
+      if ((op & 15u) == kPlanOp && op >> 4 >= 12) {
+        planned(in, static_cast<std::uint8_t>(op >> 4));
+      } else {
+        launch(in);
+      }
       break;
     case Kind::write:
       host_write(in);
@@ -661,7 +694,14 @@ class Harness {
     // are cleared here, the model and core copy what they keep, and the
     // op's text is built before the next op (OpLog calls it at once).
     const std::string_view kernel = kKernels[in.byte() % kKernels.size()];
-    const std::uint8_t counts = in.byte();
+    decode_bindings(in, in.byte());
+    launch_bindings(in, kernel, nullptr);
+  }
+
+  /// A launch's bindings: `counts` says how many reads and writes (0..3
+  /// each) and whether a read is also written (in place); into
+  /// launch_reads_ and launch_writes_.
+  void decode_bindings(ByteReader& in, std::uint8_t counts) {
     std::vector<Binding>& reads = launch_reads_;
     std::vector<Binding>& writes = launch_writes_;
     reads.clear();
@@ -675,12 +715,22 @@ class Harness {
     if ((counts & 0x10u) != 0 && !reads.empty()) {
       writes.push_back(reads[in.below(reads.size())]); // In place: read-write (S5).
     }
+  }
+
+  /// Launches launch_reads_ and launch_writes_ with a body decoded from
+  /// `in`: plainly, or (`through` given) through that plan, whose bindings
+  /// they are. Either is compared with the model's launch of the same
+  /// bindings, with the same checks: a plan resolves its bindings once, and
+  /// must answer as a plain launch does (launch_plan.hpp).
+  void launch_bindings(ByteReader& in, std::string_view kernel, const LaunchPlan* through) {
+    const std::vector<Binding>& reads = launch_reads_;
+    const std::vector<Binding>& writes = launch_writes_;
     const BodyPlan plan = taintpool::testing::decode_plan(in, writes, kPlans);
     const std::uint64_t number = model_.next_launch();
     const auto text = [&] {
-      return "launch " + std::string(kernel) + " reads " + show_bindings(reads) + " writes " +
-             show_bindings(writes) + " body " + show_plan(plan) + " [launch #" +
-             std::to_string(number) + "]";
+      return "launch " + std::string(kernel) + (through != nullptr ? " through a plan" : "") +
+             " reads " + show_bindings(reads) + " writes " + show_bindings(writes) + " body " +
+             show_plan(plan) + " [launch #" + std::to_string(number) + "]";
     };
     ops_.add(text);
 
@@ -690,7 +740,10 @@ class Harness {
       return taintpool::testing::run_planned_body(plan, context, backend_);
     };
     LaunchResult result;
-    const Ending ending = call([&] { result = device_.launch(kernel, reads, writes, body); });
+    const Ending ending = call([&] {
+      result = through != nullptr ? device_.launch(*through, kernel, body)
+                                  : device_.launch(kernel, reads, writes, body);
+    });
     std::optional<std::pair<FailureId, AllocationId>> choice;
     if (ending.how == Ending::How::returned && result.status == LaunchStatus::Skipped &&
         result.failure && result.needed) {
@@ -705,6 +758,143 @@ class Harness {
       // binding must not use one (P3), every other launch uses the next.
       fail("P3/S1", text() + ": the body saw launch number " + std::to_string(*numbered) +
                         ", the model " + std::to_string(number));
+    }
+  }
+
+  // ---- launch plans (device/launch_plan.hpp)
+  //
+  // A plan holds one handle per binding, as an Allocation copy does: the
+  // model is told so (copy_handle per binding when it is made or copied,
+  // drop_handle when it goes), so an allocation whose slots are all
+  // dropped lives on under a plan and ends (P1) when the plan goes. Taint
+  // arriving after a plan was made, drops under it and a plan moved from
+  // are what kPlanSlots plans kept across ops make happen.
+
+  /// Op high bits 12..15 of the plan launch entry; a plan slot byte, then
+  /// 12: make a plan (counts byte, bindings, as a launch); 13, 14: launch
+  /// through one (kernel byte, body plan, as a launch); 15: drop, copy or
+  /// move one (a byte: the other slot, and which).
+  void planned(ByteReader& in, std::uint8_t high) {
+    const std::size_t at = in.byte() % kPlanSlots;
+    if (high == 12) {
+      make_plan(in, at);
+    } else if (high != 15) {
+      launch_planned(in, at);
+    } else {
+      const std::uint8_t how = in.byte();
+      const std::size_t to = how % kPlanSlots;
+      const std::size_t what = (how / kPlanSlots) % 3;
+      ops_.add([&] {
+        return std::string(what == 0   ? "drop plan "
+                           : what == 1 ? "copy plan "
+                                       : "move plan ") +
+               std::to_string(at) + (what == 0 ? "" : " -> plan " + std::to_string(to));
+      });
+      if (what == 0 || to == at) {
+        drop_plan(at);
+      } else if (what == 1) {
+        drop_plan(to);
+        plans_[to] = plans_[at];
+        for_each_planned(plans_[to], [&](AllocationId id) { model_.copy_handle(id); });
+      } else {
+        drop_plan(to);
+        plans_[to] = std::move(plans_[at]);
+        // NOLINTNEXTLINE(bugprone-use-after-move): a moved-from plan binds nothing.
+        if (plans_[at].valid() || !plans_[at].reads().empty() || !plans_[at].writes().empty()) {
+          fail("P3", "a moved-from plan must bind nothing");
+        }
+      }
+    }
+  }
+
+  template <class Each>
+  static void for_each_planned(const LaunchPlan& plan, const Each& each) {
+    for (const Binding& binding : plan.reads()) {
+      each(binding.allocation);
+    }
+    for (const Binding& binding : plan.writes()) {
+      each(binding.allocation);
+    }
+  }
+
+  void drop_plan(std::size_t at) {
+    for_each_planned(plans_[at], [&](AllocationId id) { model_.drop_handle(id); });
+    plans_[at] = LaunchPlan();
+  }
+
+  /// Device::plan: sweeps, then checks every binding as a launch does
+  /// (NotFound, InvalidBinding, nothing held, P3), takes no launch number.
+  void make_plan(ByteReader& in, std::size_t at) {
+    decode_bindings(in, in.byte());
+    const std::vector<Binding>& reads = launch_reads_;
+    const std::vector<Binding>& writes = launch_writes_;
+    const auto text = [&] {
+      return "plan " + std::to_string(at) + " = plan(reads " + show_bindings(reads) + " writes " +
+             show_bindings(writes) + ")";
+    };
+    ops_.add(text);
+    drop_plan(at);
+    LaunchPlan made;
+    const Ending ending = call([&] { made = device_.plan(reads, writes); });
+    trace_.called(device_);
+    model_.sweep();
+    std::vector<ErrorKind>& errors = kept_.errors;
+    errors.clear();
+    for (const auto* set : {&reads, &writes}) {
+      for (const Binding& binding : *set) {
+        const std::optional<ErrorKind> kind =
+            !model_.live(binding.allocation) ? std::optional(ErrorKind::NotFound)
+            : binding.range.end() > model_.size(binding.allocation)
+                ? std::optional(ErrorKind::InvalidBinding)
+                : std::nullopt;
+        if (kind && std::find(errors.begin(), errors.end(), *kind) == errors.end()) {
+          errors.push_back(*kind);
+        }
+      }
+    }
+    if (!errors.empty()) {
+      expect_binding_error(ending, errors, text);
+      return;
+    }
+    expect_returned(ending, text);
+    if (!made.valid() || made.stream() != device_.default_stream() ||
+        !std::equal(reads.begin(), reads.end(), made.reads().begin(), made.reads().end()) ||
+        !std::equal(writes.begin(), writes.end(), made.writes().begin(), made.writes().end())) {
+      fail("P3", text() + ": the plan does not bind what it was given, on the default stream");
+    }
+    plans_[at] = std::move(made);
+    for_each_planned(plans_[at], [&](AllocationId id) { model_.copy_handle(id); });
+  }
+
+  /// Device::launch(plan, ...): a plan that binds nothing (never made,
+  /// dropped, moved from) is std::invalid_argument before anything happens
+  /// (no launch number, no body); a made one launches its bindings.
+  void launch_planned(ByteReader& in, std::size_t at) {
+    const std::string_view kernel = kKernels[in.byte() % kKernels.size()];
+    const LaunchPlan& plan = plans_[at];
+    if (plan.valid()) {
+      launch_reads_.assign(plan.reads().begin(), plan.reads().end());
+      launch_writes_.assign(plan.writes().begin(), plan.writes().end());
+      for_each_planned(plan, [&](AllocationId id) { touched_.push_back(id); });
+      launch_bindings(in, kernel, &plan);
+      return;
+    }
+    const auto text = [&] {
+      return "launch " + std::string(kernel) + " through empty plan " + std::to_string(at);
+    };
+    ops_.add(text);
+    bool ran = false;
+    const Ending ending = call([&] {
+      device_.launch(plan, kernel, [&](const KernelContext&) {
+        ran = true;
+        return LaunchOutcome::success();
+      });
+    });
+    if (ran || ending.how != Ending::How::other) {
+      fail("P3", text() + " must throw std::invalid_argument before anything runs; core " +
+                     (ran                                   ? "ran the body"
+                      : ending.how == Ending::How::returned ? "returned"
+                                                            : "threw: " + ending.what));
     }
   }
 
@@ -850,6 +1040,9 @@ class Harness {
   void finish() {
     if (ids_diverged_) {
       ops_.add("end of input: drop every handle, sweep (R4)");
+      for (std::size_t at = 0; at < kPlanSlots; ++at) {
+        drop_plan(at);
+      }
       for (std::size_t slot = 0; slot < kSlots; ++slot) {
         drop(slot);
       }
@@ -860,8 +1053,11 @@ class Harness {
       }
       return;
     }
-    ops_.add("end of input: synchronize, drop every handle, sweep (R4)");
+    ops_.add("end of input: synchronize, drop every handle and plan, sweep (R4)");
     synchronize();
+    for (std::size_t at = 0; at < kPlanSlots; ++at) {
+      drop_plan(at);
+    }
     for (std::size_t slot = 0; slot < kSlots; ++slot) {
       drop(slot);
     }
@@ -905,6 +1101,8 @@ class Harness {
   /// launch()'s reads and writes, kept between launches and inputs (scratch only).
   std::vector<Binding>& launch_reads_;
   std::vector<Binding>& launch_writes_;
+  /// Plans kept across ops; after device_, so they go first.
+  std::array<taintpool::LaunchPlan, kPlanSlots> plans_;
   bool ids_diverged_ = false;       ///< See synchronize(): the rest of the input is not run.
   taintpool::fuzz::FreshMode mode_; ///< N1, N2: named in every failure's context.
 };
