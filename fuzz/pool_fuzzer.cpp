@@ -52,7 +52,9 @@
 // rendered only when a check fails. Nor, once warm, does it build vectors:
 // the handle lists, the comparison scratch and the model (restarted per
 // input) are kept across inputs (Kept, below), and claims are compared in
-// place with the model's runs (issue 13, eighteenth round).
+// place with the model's runs (issue 13, eighteenth round); so are the
+// manager, its graph and storage chain, one per setup and mode, restarted
+// per input (Rig, below; twenty-second round).
 #include <taintpool/exception.hpp>
 #include <taintpool/model/observed_storage.hpp>
 #include <taintpool/model/pool_configs.hpp>
@@ -166,12 +168,10 @@ Kept& kept() {
   return lists;
 }
 
-/// The kept model, as PoolModel(config) would build it.
-model::PoolModel& restarted_model(const MemoryConfig& config) {
+/// The kept model (built on the first input; each input restarts it).
+model::PoolModel& kept_model(const MemoryConfig& config) {
   std::optional<model::PoolModel>& model = kept().model;
-  if (model) {
-    model->restart(config);
-  } else {
+  if (!model) {
     model.emplace(config);
   }
   return *model;
@@ -207,6 +207,51 @@ testing::RecyclingStorage& storage_for(std::size_t index) {
   return *all[index];
 }
 
+MemoryConfig with_mode(MemoryConfig config, const FreshMode& mode) {
+  config.fresh_bytes = mode.fresh; // N1
+  return config;
+}
+
+/// One setup and mode's manager with what it holds references to — the
+/// fault injector over the setup's storage, the model's mirror of it, the
+/// graph — kept for the process. A manager built per input was a third of
+/// a warm input's heap allocations (its inbox, slice records, allocation
+/// table, lane list; issue 13, twenty-second round); now each input ends
+/// with MemoryManager::restart (every page back, no lane open, every figure
+/// 0, the ids from its space's first again: what destroying it and building
+/// a new one gave) and ErrorGraph::clear (empty, as R4 checks, and the
+/// failure ids from 1 again), so the next input starts from what a fresh
+/// manager and graph are. The fault injector's triggers are disarmed at
+/// each input's end, as before. Each live manager holds an id space of its
+/// own, so the ids here carry the space in their top bits; the model is
+/// restarted with the manager's first id, and forged ids are drawn in that
+/// space as they were in space 0.
+struct Rig {
+  Rig(testing::RecyclingStorage& host, model::PoolModel& model, const MemoryConfig& config)
+      : faults(host)
+      , observed(faults, model)
+      , memory(observed, graph, config) {}
+  FaultInjectingStorage faults;
+  ErrorGraph graph;
+  model::ObservedStorage observed;
+  MemoryManager memory;
+};
+
+/// Setup `setup`'s rig for `mode`, built on its first input.
+Rig& rig_for(std::size_t setup, const FreshMode& mode, model::PoolModel& model) {
+  static std::vector<std::unique_ptr<Rig>> all(setups().size() * 2);
+  std::unique_ptr<Rig>& rig = all[setup * 2 + (mode.fresh == FreshBytes::NeverWritten ? 1 : 0)];
+  if (!rig) {
+    rig = std::make_unique<Rig>(storage_for(setup), model, with_mode(setups()[setup].config, mode));
+  }
+  return *rig;
+}
+
+/// The id a fresh manager in `memory`'s space mints first.
+AllocationId first_id(const MemoryManager& memory) {
+  return AllocationId::from_raw((std::uint64_t{memory.id_space()} << allocation_number_bits) + 1);
+}
+
 class Harness {
  public:
   Harness(std::size_t setup, FreshMode mode)
@@ -214,18 +259,20 @@ class Harness {
       , mode_(mode)
       , checker_("pool_fuzzer")
       , host_(storage_for(setup))
-      , faults_(host_)
-      , model_(restarted_model(with_mode(setup_.config, mode)))
-      , observed_(faults_, model_)
-      , memory_(
-            std::make_unique<MemoryManager>(observed_, graph_, with_mode(setup_.config, mode))) {
+      , model_(kept_model(setup_.config))
+      , rig_(rig_for(setup, mode, model_))
+      , faults_(rig_.faults)
+      , graph_(rig_.graph)
+      , memory_(&rig_.memory) {
+    model_.restart(with_mode(setup_.config, mode), first_id(*memory_));
     kept_.clear(); // Empty already: the last input's harness cleared it.
     checker_.set_context([this] { return context(); });
   }
 
   Harness(const Harness&) = delete;
   Harness& operator=(const Harness&) = delete;
-  /// Hands the kept lists back empty, handles first (before memory_ goes).
+  /// Hands the kept lists back empty, handles first (finish() restarted
+  /// the manager with none left).
   ~Harness() { kept_.clear(); }
 
   void run(ByteReader& in) {
@@ -470,7 +517,11 @@ class Harness {
       }
       break;
     case kForged: {
-      const AllocationId id = AllocationId::from_raw(in.in(1, model_.next_id().raw() + 2));
+      // In the manager's space, as ids 1 to two past the next were in
+      // space 0: the base is 0 there.
+      const std::uint64_t base = model_.first_id().raw() - 1;
+      const AllocationId id =
+          AllocationId::from_raw(base + in.in(1, model_.next_id().raw() - base + 2));
       const Binding bytes{id, ByteRange::sized(in.below(300), in.below(300))};
       logged.a = id.raw();
       binding_op(bytes, [&] { (void)memory_->failure(bytes); });
@@ -687,7 +738,11 @@ class Harness {
     compare_figures();
     checker_.expect_equal("P1", "bytes held after cleanup", model_.reserved(), std::uint64_t{0});
     model_.reset();
-    memory_.reset(); // Gives back what is left (address space): the mirror must agree.
+    // Gives back what is left (address space), as destroying it did: the
+    // mirror must agree. The graph is empty (R4 above): cleared, its ids
+    // start at 1 again for the next input.
+    memory_->restart();
+    graph_.clear();
     checker_.expect_equal("P1", "storage bytes left", faults_.live_bytes(), std::uint64_t{0});
     checker_.expect(host_.outstanding() == 0 && host_.outstanding_reservations() == 0 &&
                         host_.outstanding_chunks() == 0,
@@ -711,20 +766,15 @@ class Harness {
     return text;
   }
 
-  static MemoryConfig with_mode(MemoryConfig config, const FreshMode& mode) {
-    config.fresh_bytes = mode.fresh; // N1
-    return config;
-  }
-
   const model::PoolSetup& setup_;
   FreshMode mode_; ///< N1: the input's trailer (common/fresh_mode.hpp).
   Checker checker_;
   testing::RecyclingStorage& host_; ///< Kept for the process (storage_for).
-  FaultInjectingStorage faults_;
-  ErrorGraph graph_;
-  model::PoolModel& model_; ///< Kept across inputs, restarted for this one.
-  model::ObservedStorage observed_;
-  std::unique_ptr<MemoryManager> memory_;
+  model::PoolModel& model_;         ///< Kept across inputs, restarted for this one.
+  Rig& rig_;                        ///< Kept for the process (rig_for), restarted per input.
+  FaultInjectingStorage& faults_;
+  ErrorGraph& graph_;
+  MemoryManager* memory_;
   Kept& kept_ = kept();
   std::vector<Allocation>& core_handles_ = kept_.core_handles;
   std::vector<AllocationId>& model_handles_ = kept_.model_handles;

@@ -12,12 +12,14 @@ namespace {
 }
 } // namespace
 
-PoolModel::PoolModel(MemoryConfig config)
-    : config_(std::move(config)) {
+PoolModel::PoolModel(MemoryConfig config, AllocationId first)
+    : config_(std::move(config))
+    , first_(first) {
 }
 
-void PoolModel::restart(const MemoryConfig& config) {
-  config_ = config;  // Copy-assigned: the sliced list keeps its capacity.
+void PoolModel::restart(const MemoryConfig& config, AllocationId first) {
+  config_ = config; // Copy-assigned: the sliced list keeps its capacity.
+  first_ = first;
   engine_.restart(); // No allocation, the next failure id 1; maps kept as spares.
   records_.clear();
   blocks_.clear();
@@ -280,7 +282,7 @@ void PoolModel::allocated_unplaced(AllocationId id, std::uint64_t size, std::uin
 }
 
 AllocationId PoolModel::next_id() const {
-  return AllocationId::from_raw(records_.empty() ? 1 : records_.back().id.raw() + 1);
+  return records_.empty() ? first_ : AllocationId::from_raw(records_.back().id.raw() + 1);
 }
 
 void PoolModel::handle_copied(AllocationId id) {

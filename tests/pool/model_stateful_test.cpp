@@ -570,6 +570,28 @@ TEST(PoolModel, P1_P2_P4_ARestartedModelAnswersExactlyAsAFreshOne) {
   EXPECT_EQ(kept.next_id(), fresh.next_id());
 }
 
+TEST(PoolModel, G1_TheFirstIdIsTheManagersSpacesFirstAndIdsCountUpFromItAfterARestart) {
+  // A manager in id space 3 mints (3 << 52) + 1 first: a harness keeping
+  // several managers alive at once tells its model so (pool_fuzzer).
+  const AllocationId third =
+      AllocationId::from_raw((std::uint64_t{3} << allocation_number_bits) + 1);
+  model::PoolModel pool{MemoryConfig{}, third};
+  EXPECT_EQ(pool.first_id(), third);
+  EXPECT_EQ(pool.next_id(), third);
+  pool.allocated_unplaced(third, 100);
+  EXPECT_EQ(pool.next_id(), AllocationId::from_raw(third.raw() + 1));
+  // Any other id is refused: ids count up by one from the first.
+  EXPECT_THROW(pool.allocated_unplaced(AllocationId::from_raw(2), 100), std::logic_error);
+  // Restarted without a first id: space 0's, 1, as a fresh model's.
+  pool.restart(MemoryConfig{});
+  EXPECT_EQ(pool.first_id(), AllocationId::from_raw(1));
+  EXPECT_EQ(pool.next_id(), AllocationId::from_raw(1));
+  pool.restart(MemoryConfig{}, third);
+  EXPECT_EQ(pool.next_id(), third);
+  EXPECT_EQ(pool.check(Binding{third, ByteRange::of(0, 1)}),
+            model::PoolModel::BindingCheck::NotFound); // the last input's record is gone
+}
+
 // largest_free_block() works in two lists the model keeps between calls
 // (issue 13, twenty-first round): each block must be measured on its own
 // runs and extents only, the chunks of a reservation merged however they

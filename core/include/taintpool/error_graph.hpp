@@ -425,6 +425,16 @@ class ErrorGraph {
     return FailureId::from_raw(never_written_.id);
   }
 
+  /// The live node of `failure` for a report (G8); throws std::logic_error
+  /// naming it when it is gone.
+  [[nodiscard]] const detail::FailureNode& reported_node(FailureId failure) const;
+  /// The G8 walk of report() and report_into(): from out.origin (the read)
+  /// back through `node`'s kept skip records, into out.path (records
+  /// assigned in place, the path cut to the walk's length), with
+  /// skips_recorded, path_may_be_incomplete and the origin set. The other
+  /// fields are the caller's.
+  void walk_into(FailureId failure, const detail::FailureNode& node, Report& out) const;
+
   [[nodiscard]] bool in_table(const detail::FailureNode* node) const noexcept {
     return node != &hot_ && node != &resident_ && node != &never_written_;
   }

@@ -111,32 +111,43 @@ std::vector<SkipRecord> ErrorGraph::skip_records(FailureId failure) const {
   return oldest_first;
 }
 
-Report ErrorGraph::report(FailureId failure, AllocationId read) const {
-  // A placeholder root (no allocation) that report_into replaces, so the
-  // walk is written once.
-  Report report{failure, Error::torn_down(), read, std::nullopt, {}, read, 0, false};
-  report_into(failure, read, report);
-  return report;
-}
-
-void ErrorGraph::report_into(FailureId failure, AllocationId read, Report& out) const {
+const detail::FailureNode& ErrorGraph::reported_node(FailureId failure) const {
   const detail::FailureNode* node = find(failure.raw());
   if (node == nullptr) {
     throw std::logic_error("ErrorGraph::report: " + to_string(failure) +
                            " has no node; only a live failure can explain a read (G8)");
   }
+  return *node;
+}
+
+Report ErrorGraph::report(FailureId failure, AllocationId read) const {
+  const detail::FailureNode& node = reported_node(failure);
+  // The root copied once, from the node: a placeholder root that the walk
+  // then overwrote was one more Error built per fresh report (its message
+  // an allocation; issue 13, twenty-second round).
+  Report report{failure, node.error, read, std::nullopt, {}, read, 0, false};
+  walk_into(failure, node, report);
+  return report;
+}
+
+void ErrorGraph::report_into(FailureId failure, AllocationId read, Report& out) const {
+  const detail::FailureNode& node = reported_node(failure);
   out.failure = failure;
-  out.root = node->error; // Assigned: the message keeps out's capacity.
+  out.root = node.error; // Assigned: the message keeps out's capacity.
   out.read = read;
   out.stale.reset();
   out.origin = read;
+  walk_into(failure, node, out);
+}
+
+void ErrorGraph::walk_into(FailureId failure, const detail::FailureNode& node, Report& out) const {
   out.skips_recorded = skips_recorded(failure);
   out.path_may_be_incomplete = out.skips_recorded > kept_skip_records;
   std::size_t steps = 0;
-  if (node->skips != nullptr) {
+  if (node.skips != nullptr) {
     // The kept records in place, oldest first at logical index 0 (as
     // skip_records() orders its copy; no copy here: the walk reads a few).
-    const detail::SkipLog& log = *node->skips;
+    const detail::SkipLog& log = *node.skips;
     const std::size_t kept = log.ring.size();
     const std::size_t oldest =
         log.recorded > kept_skip_records ? static_cast<std::size_t>(log.recorded % kept) : 0;

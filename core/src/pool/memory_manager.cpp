@@ -56,6 +56,21 @@ class IdSpaces {
     taken_[space / 64] &= ~(std::uint64_t{1} << (space % 64));
   }
 
+  /// give(space), then take(), as one step under the lock: what a manager
+  /// destroyed and built again would hold (MemoryManager::restart). Cannot
+  /// fail: the space just given back is free, so some space is.
+  std::uint32_t retake(std::uint32_t space) noexcept {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    taken_[space / 64] &= ~(std::uint64_t{1} << (space % 64));
+    for (std::size_t word = 0;; ++word) {
+      if (taken_[word] != ~std::uint64_t{0}) {
+        const auto bit = static_cast<unsigned>(std::countr_one(taken_[word]));
+        taken_[word] |= std::uint64_t{1} << bit;
+        return static_cast<std::uint32_t>(word * 64 + bit);
+      }
+    }
+  }
+
  private:
   std::mutex mutex_;
   std::array<std::uint64_t, allocation_spaces / 64> taken_{};
@@ -122,6 +137,9 @@ MemoryManager::~MemoryManager() {
   }
   tombstoned_ = nullptr;
   lanes_.clear();
+  for (auto& closed : closed_lanes_) {
+    closed.clear();
+  }
   cache_.reset();
   inbox_->release();
   id_spaces().give(space_);
@@ -212,6 +230,12 @@ std::vector<std::unique_ptr<detail::Pool>>& MemoryManager::open_lane(std::uint32
                                 " is not one of the " + std::to_string(max_lanes) +
                                 " lanes a manager serves (0 to " + std::to_string(max_lanes - 1) +
                                 ")");
+  }
+  if (!closed_lanes_[lane].empty()) {
+    // Closed by restart(), emptied as reset() empties a lane that goes on
+    // serving: built from the same config, placed at the same lane.
+    lanes_[lane].swap(closed_lanes_[lane]);
+    return lanes_[lane];
   }
   Storage& pages = observed_ ? static_cast<Storage&>(*observed_) : storage_;
   std::vector<std::unique_ptr<detail::Pool>> pools;
@@ -517,17 +541,42 @@ void MemoryManager::tombstone_all() noexcept {
     }
     tombstoned_ = slice;
   });
-  live_ = detail::IdTable<detail::LiveAllocation>();
+  live_.clear();
 }
 
 void MemoryManager::reset() {
   discover_released();
   tombstone_all();
+  // A device whose memory is lost may never be this big again: the
+  // table's slots go too (restart() keeps them).
+  live_ = detail::IdTable<detail::LiveAllocation>();
   for (auto& lane : lanes_) {
     for (auto& pool : lane) {
       pool->release_all_pages();
     }
   }
+}
+
+void MemoryManager::restart() noexcept {
+  discover_released();
+  tombstone_all();
+  // Every page back (release_all_pages recycles each Free slice's record
+  // into cache_, detaches the tombstoned ones, and forgets what the pool
+  // learned: the state reset() leaves a lane serving in), then the lane is
+  // closed, its pools set aside for open_lane.
+  for (std::uint32_t lane = 0; lane < lanes_.size(); ++lane) {
+    for (auto& pool : lanes_[lane]) {
+      pool->release_all_pages();
+    }
+    if (!lanes_[lane].empty()) { // An open lane's closed slot is empty.
+      closed_lanes_[lane].swap(lanes_[lane]);
+    }
+  }
+  erase_later_count_ = 0;
+  stats_ = MemoryStats{};
+  never_written_ = NeverWrittenClaim{};
+  space_ = id_spaces().retake(space_);
+  next_allocation_ = (std::uint64_t{space_} << allocation_number_bits) + 1;
 }
 
 MemoryStats MemoryManager::stats() {

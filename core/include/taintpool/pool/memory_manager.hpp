@@ -210,6 +210,29 @@ class MemoryManager {
   /// NotFound) and gives every page back (P1).
   void reset();
 
+  /// What MemoryManager(storage(), graph(), config()) would be if this one
+  /// were destroyed and it built in its place, without freeing what the
+  /// manager allocated for itself: every live allocation is ended as
+  /// reset() ends it and every page given back; every lane is closed (as
+  /// in a fresh manager, lane_count() is 0 and a lane opens on its first
+  /// allocation); every figure and peak is 0; the NeverWritten claim is
+  /// forgotten; and the id space is handed back and taken again — the
+  /// lowest free one, as a new manager takes — so the next id is that
+  /// space's first, exactly as a fresh manager's. Kept: the release inbox,
+  /// the slice records (spares), the allocation table's slots, the lane
+  /// list, and each closed lane's pools, emptied as reset() empties them
+  /// (no page, empty free indexes and recent lists, the arena's learned
+  /// holes and growth forgotten: what reset() already relies on to keep
+  /// serving), handed back when the lane opens again. Why: a fuzzer that
+  /// built a manager per input paid a third of its heap allocations for it,
+  /// most of them the lanes' pools (issue 13, twenty-second round).
+  /// Handles from before still see NotFound (their slices stay tombstoned
+  /// until they go, as after reset()); like a destroyed manager's, an old
+  /// handle's id may name a new allocation once the space is taken again.
+  /// Call it with the graph the manager tags still alive; clearing the
+  /// graph too (ErrorGraph::clear) is the caller's choice. Never throws.
+  void restart() noexcept;
+
   /// Exact figures (P2). Discovers releases first and merges any free space
   /// a pool parks unmerged, so largest_free_block is what merging gives.
   [[nodiscard]] MemoryStats stats();
@@ -308,6 +331,8 @@ class MemoryManager {
       }
     }
   }
+  /// Ends every live allocation (P1) onto the tombstone list and empties
+  /// the table, keeping its slots.
   void tombstone_all() noexcept;
   [[nodiscard]] static AllocationInfo describe(const detail::Slice* slice) noexcept;
   [[noreturn]] static void throw_not_found(AllocationId allocation);
@@ -328,6 +353,10 @@ class MemoryManager {
   /// lanes_[lane]: the lane's pools (the ladder, then the arena); empty until
   /// the lane's first allocation.
   std::vector<std::vector<std::unique_ptr<detail::Pool>>> lanes_;
+  /// closed_lanes_[lane]: the pools of a lane restart() closed, emptied,
+  /// until open_lane takes them back (a fresh build's equal, without its
+  /// allocations). An array, so closing a lane is a swap that cannot throw.
+  std::array<std::vector<std::unique_ptr<detail::Pool>>, max_lanes> closed_lanes_;
   detail::IdTable<detail::LiveAllocation> live_;
   detail::Slice* tombstoned_ = nullptr; ///< Ended while handles remain; linked via bin links.
   /// Ids of allocations ended by this allocate() whose table entries it

@@ -51,14 +51,18 @@ namespace taintpool::model {
 
 class PoolModel {
  public:
-  explicit PoolModel(MemoryConfig config);
+  /// `first`: the id the first allocation gets — 1 for a manager in id
+  /// space 0 (the only one alive), else its space's first
+  /// (MemoryManager::id_space; failure_id.hpp): a harness that keeps
+  /// several managers alive at once has each mint in its own space.
+  explicit PoolModel(MemoryConfig config, AllocationId first = AllocationId::from_raw(1));
 
   /// Back to what PoolModel(config) builds — no allocation, no storage, no
   /// failure ever minted, both peaks 0 — keeping every buffer's capacity and
   /// the engine's per-allocation maps as spares (EngineModel::restart),
   /// which new allocations take again. A fuzzer that runs millions of inputs through one model
   /// then grows none of it again once warm (issue 13, eighteenth round).
-  void restart(const MemoryConfig& config);
+  void restart(const MemoryConfig& config, AllocationId first = AllocationId::from_raw(1));
 
   // ---------------------------------------------------------------- routing
 
@@ -98,8 +102,11 @@ class PoolModel {
   /// aligned extent and no address, and takes no part in placement checks.
   void allocated_unplaced(AllocationId id, std::uint64_t size, std::uint32_t lane = 0);
 
-  /// The id the next successful allocation gets: one more than the last.
+  /// The id the next successful allocation gets: one more than the last
+  /// (the first: as built or restarted).
   [[nodiscard]] AllocationId next_id() const;
+  /// The id the first allocation got or gets (as built or restarted).
+  [[nodiscard]] AllocationId first_id() const noexcept { return first_; }
 
   /// The caller copied / dropped a handle of `id` (live or not).
   void handle_copied(AllocationId id);
@@ -204,6 +211,7 @@ class PoolModel {
   void claim_never_written(const Record& record);
 
   MemoryConfig config_;
+  AllocationId first_; ///< The first allocation's id (the manager's id space).
   EngineModel engine_;
   std::vector<Record> records_; ///< Every allocation ever made, in id order.
   std::vector<Block> blocks_;   ///< What the storage holds for the manager now.
