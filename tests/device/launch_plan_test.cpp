@@ -20,6 +20,7 @@
 #include <taintpool/host/deferred_host_backend.hpp>
 #include <taintpool/host/host_backend.hpp>
 #include <taintpool/testing/heap_allocations.hpp>
+#include <taintpool/testing/launch_answer_text.hpp>
 
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
@@ -50,19 +51,7 @@ LaunchOutcome succeed(const KernelContext&) {
   return LaunchOutcome::success();
 }
 
-/// Everything a user sees of one launch's answer, as text.
-std::string describe(const LaunchResult& result) {
-  std::string text = "status " + std::to_string(static_cast<int>(result.status));
-  text += " failure " + (result.failure ? to_string(*result.failure) : std::string("-"));
-  text += " needed " + (result.needed ? to_string(*result.needed) : std::string("-"));
-  text += " error " + (result.error
-                           ? std::string(name(result.error->kind())) + ":" + result.error->message()
-                           : std::string("-"));
-  for (const UnwrittenRead& read : result.unwritten) {
-    text += " unwritten " + to_string(read.allocation) + " " + to_string(read.bytes);
-  }
-  return text;
-}
+using testing::describe;
 
 std::string describe(const StreamStats& stats) {
   return "streams " + std::to_string(stats.streams_created) + " waits " +

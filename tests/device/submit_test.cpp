@@ -18,6 +18,7 @@
 #include <taintpool/host/deferred_host_backend.hpp>
 #include <taintpool/host/host_backend.hpp>
 #include <taintpool/testing/heap_allocations.hpp>
+#include <taintpool/testing/launch_answer_text.hpp>
 
 #include <gtest/gtest.h>
 
@@ -66,19 +67,7 @@ LaunchResult via_submit(Device& device, StreamId stream, std::string_view kernel
   return result;
 }
 
-/// Everything a user sees of one launch's answer, as text.
-std::string describe(const LaunchResult& result) {
-  std::string text = "status " + std::to_string(static_cast<int>(result.status));
-  text += " failure " + (result.failure ? to_string(*result.failure) : std::string("-"));
-  text += " needed " + (result.needed ? to_string(*result.needed) : std::string("-"));
-  text += " error " + (result.error
-                           ? std::string(name(result.error->kind())) + ":" + result.error->message()
-                           : std::string("-"));
-  for (const UnwrittenRead& read : result.unwritten) {
-    text += " unwritten " + to_string(read.allocation) + " " + to_string(read.bytes);
-  }
-  return text;
-}
+using testing::describe;
 
 /// Every buffer's bytes or reports, and the graph's size.
 std::string observe(Device& device, const std::vector<Allocation>& buffers) {
