@@ -21,6 +21,7 @@
 #include <taintpool/host/host_backend.hpp>
 #include <taintpool/testing/heap_allocations.hpp>
 #include <taintpool/testing/launch_answer_text.hpp>
+#include <taintpool/testing/scope_shape.hpp>
 
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
@@ -685,12 +686,8 @@ TEST(LaunchPlan, APlanThatOutlivedItsDeviceIsRefusedByTheNextOneEvenAtTheSameAdd
 TEST(LaunchPlan, G10_ALaunchThroughAPlanAllocatesNothingOnceWarm) {
   HostBackend backend;
   Device device(backend);
-  const Allocation a = device.create_buffer(4096);
-  const Allocation b = device.create_buffer(4096);
-  const Allocation out = device.create_buffer(4096);
-  const Binding reads[] = {a.whole(), b.whole()};
-  const Binding writes[] = {out.whole()};
-  const LaunchPlan plan = device.plan(reads, writes);
+  const testing::ScopeShape shape(device);
+  const LaunchPlan plan = device.plan(shape.reads, shape.writes);
   for (int warm = 0; warm < 16; ++warm) {
     static_cast<void>(device.launch(plan, "k", succeed));
     static_cast<void>(device.submit(plan, "k", succeed));

@@ -19,6 +19,7 @@
 #include <taintpool/host/host_backend.hpp>
 #include <taintpool/testing/heap_allocations.hpp>
 #include <taintpool/testing/launch_answer_text.hpp>
+#include <taintpool/testing/scope_shape.hpp>
 
 #include <gtest/gtest.h>
 
@@ -156,21 +157,17 @@ TEST(Submit, G10_APlainLaunchRanAndTheVerdictCarriesNothing) {
 
 TEST(Submit, G10_APlainLaunchThroughEitherEntryPointAllocatesNothingOnceWarm) {
   HostRig rig;
-  const Allocation a = rig.device.create_buffer(4096);
-  const Allocation b = rig.device.create_buffer(4096);
-  const Allocation out = rig.device.create_buffer(4096);
-  const Binding reads[] = {a.whole(), b.whole()};
-  const Binding writes[] = {out.whole()};
+  const testing::ScopeShape shape(rig.device);
   const auto body = [](const KernelContext&) { return LaunchOutcome::success(); };
   for (int warm = 0; warm < 16; ++warm) {
-    static_cast<void>(rig.device.launch("k", reads, writes, body));
-    static_cast<void>(rig.device.submit("k", reads, writes, body));
+    static_cast<void>(rig.device.launch("k", shape.reads, shape.writes, body));
+    static_cast<void>(rig.device.submit("k", shape.reads, shape.writes, body));
   }
   std::uint64_t ran = 0;
   const std::uint64_t allocations = testing::allocations_during([&] {
     for (int at = 0; at < 1000; ++at) {
-      ran += rig.device.launch("k", reads, writes, body).ran() ? 1u : 0u;
-      ran += rig.device.submit("k", reads, writes, body).ran() ? 1u : 0u;
+      ran += rig.device.launch("k", shape.reads, shape.writes, body).ran() ? 1u : 0u;
+      ran += rig.device.submit("k", shape.reads, shape.writes, body).ran() ? 1u : 0u;
     }
   });
   EXPECT_EQ(allocations, 0u);
