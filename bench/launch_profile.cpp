@@ -132,6 +132,23 @@ struct Evictor {
 
 Evictor evict;
 
+/// Every measured loop's body: `launches` calls of `launch` (one launch,
+/// answering whether it ran), with an Evictor pass after each when Evicting; returns
+/// how many ran. Inline by force, the launch too, so that each named loop
+/// below is one frame around the Device's calls, as it was when each spelled
+/// its loop out (the counts stay comparable with earlier rounds).
+template <bool Evicting, class Launch>
+[[gnu::always_inline]] inline std::uint64_t count_ran(std::uint64_t launches, Launch launch) {
+  std::uint64_t ran = 0;
+  for (std::uint64_t at = 0; at < launches; ++at) {
+    ran += launch() ? 1u : 0u;
+    if constexpr (Evicting) {
+      evict.pass();
+    }
+  }
+  return ran;
+}
+
 /// The measured loop, kept out of line so callgrind can collect it alone
 /// (--toggle-collect=*run_launches*; the evicting instantiation alone:
 /// *run_launches<true>*). Evicting: an Evictor pass after each launch.
@@ -139,14 +156,10 @@ template <bool Evicting>
 [[gnu::noinline]] std::uint64_t run_launches(Device& device, StreamId stream,
                                              const Binding (&reads)[2], const Binding (&writes)[1],
                                              std::uint64_t launches) {
-  std::uint64_t ran = 0;
-  for (std::uint64_t at = 0; at < launches; ++at) {
-    ran += device.launch(stream, "k", reads, writes, empty_body).ran() ? 1u : 0u;
-    if constexpr (Evicting) {
-      evict.pass();
-    }
-  }
-  return ran;
+  return count_ran<Evicting>(
+      launches, [&]() __attribute__((always_inline)) {
+        return device.launch(stream, "k", reads, writes, empty_body).ran();
+      });
 }
 
 /// run_launches through Device::submit() (the name keeps callgrind's
@@ -155,14 +168,10 @@ template <bool Evicting>
 [[gnu::noinline]] std::uint64_t
 run_launches_via_submit(Device& device, StreamId stream, const Binding (&reads)[2],
                         const Binding (&writes)[1], std::uint64_t launches) {
-  std::uint64_t ran = 0;
-  for (std::uint64_t at = 0; at < launches; ++at) {
-    ran += device.submit(stream, "k", reads, writes, empty_body).ran() ? 1u : 0u;
-    if constexpr (Evicting) {
-      evict.pass();
-    }
-  }
-  return ran;
+  return count_ran<Evicting>(
+      launches, [&]() __attribute__((always_inline)) {
+        return device.submit(stream, "k", reads, writes, empty_body).ran();
+      });
 }
 
 /// The plan the -plan shapes launch through (made once, before the loops).
@@ -174,15 +183,11 @@ template <bool Evicting>
 [[gnu::noinline]] std::uint64_t
 run_launches_planned(Device& device, StreamId /*stream*/, const Binding (&/*reads*/)[2],
                      const Binding (&/*writes*/)[1], std::uint64_t launches) {
-  std::uint64_t ran = 0;
   const LaunchPlan& plan = *current_plan;
-  for (std::uint64_t at = 0; at < launches; ++at) {
-    ran += device.launch(plan, "k", empty_body).ran() ? 1u : 0u;
-    if constexpr (Evicting) {
-      evict.pass();
-    }
-  }
-  return ran;
+  return count_ran<Evicting>(
+      launches, [&]() __attribute__((always_inline)) {
+        return device.launch(plan, "k", empty_body).ran();
+      });
 }
 
 /// run_launches_planned through Device::submit().
@@ -190,15 +195,11 @@ template <bool Evicting>
 [[gnu::noinline]] std::uint64_t
 run_launches_planned_via_submit(Device& device, StreamId /*stream*/, const Binding (&/*reads*/)[2],
                                 const Binding (&/*writes*/)[1], std::uint64_t launches) {
-  std::uint64_t ran = 0;
   const LaunchPlan& plan = *current_plan;
-  for (std::uint64_t at = 0; at < launches; ++at) {
-    ran += device.submit(plan, "k", empty_body).ran() ? 1u : 0u;
-    if constexpr (Evicting) {
-      evict.pass();
-    }
-  }
-  return ran;
+  return count_ran<Evicting>(
+      launches, [&]() __attribute__((always_inline)) {
+        return device.submit(plan, "k", empty_body).ran();
+      });
 }
 
 /// The fresh shapes' loop: allocate, first full write, drop (N1).

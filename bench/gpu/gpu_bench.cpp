@@ -37,6 +37,7 @@
 #include <taintpool/error_graph.hpp>
 #include <taintpool/host/host_backend.hpp>
 #include <taintpool/pool/memory_manager.hpp>
+#include <taintpool/testing/scope_shape.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -51,6 +52,7 @@
 #include <iostream>
 #include <limits>
 #include <random>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -388,11 +390,9 @@ void scope_parts(ScopeRow& row, int rounds) {
   using namespace taintpool;
   HostBackend backend;
   Device device(backend);
-  const Allocation a = device.create_buffer(4096);
-  const Allocation b = device.create_buffer(4096);
-  const Allocation c = device.create_buffer(4096);
-  const Binding reads[] = {a.whole(), b.whole()};
-  const Binding writes[] = {c.whole()};
+  const testing::ScopeShape shape(device);
+  const std::span<const Binding> reads = shape.reads;
+  const std::span<const Binding> writes = shape.writes;
   constexpr int batch = 256;
   std::vector<double> host;
   std::vector<double> errors;
@@ -425,11 +425,9 @@ ScopeRow launch_scope() {
   CudaBackend backend;
   Device device(backend);
   const Stream stream = backend.stream();
-  const Allocation a = device.create_buffer(4096);
-  const Allocation b = device.create_buffer(4096);
-  const Allocation c = device.create_buffer(4096);
-  const Binding reads[] = {a.whole(), b.whole()};
-  const Binding writes[] = {c.whole()};
+  const testing::ScopeShape shape(device);
+  const std::span<const Binding> reads = shape.reads;
+  const std::span<const Binding> writes = shape.writes;
   constexpr int batch = 256;
   const int rounds = quick ? 5 : 400;
 

@@ -20,14 +20,18 @@
 #include <taintpool/host/deferred_host_backend.hpp>
 #include <taintpool/host/host_backend.hpp>
 #include <taintpool/testing/heap_allocations.hpp>
+#include <taintpool/testing/launch_answer_text.hpp>
+#include <taintpool/testing/scope_shape.hpp>
 
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -50,19 +54,7 @@ LaunchOutcome succeed(const KernelContext&) {
   return LaunchOutcome::success();
 }
 
-/// Everything a user sees of one launch's answer, as text.
-std::string describe(const LaunchResult& result) {
-  std::string text = "status " + std::to_string(static_cast<int>(result.status));
-  text += " failure " + (result.failure ? to_string(*result.failure) : std::string("-"));
-  text += " needed " + (result.needed ? to_string(*result.needed) : std::string("-"));
-  text += " error " + (result.error
-                           ? std::string(name(result.error->kind())) + ":" + result.error->message()
-                           : std::string("-"));
-  for (const UnwrittenRead& read : result.unwritten) {
-    text += " unwritten " + to_string(read.allocation) + " " + to_string(read.bytes);
-  }
-  return text;
-}
+using testing::describe;
 
 std::string describe(const StreamStats& stats) {
   return "streams " + std::to_string(stats.streams_created) + " waits " +
@@ -442,6 +434,22 @@ RC_GTEST_PROP(LaunchPlan, S1_S6_P3_O1_O4_N1_ALaunchThroughAPlanAnswersAsThePlain
 
 // ------------------------------------------------------------ the edges
 
+/// One plan's edge-test rig: a Device on HostBackend, an 8-byte input
+/// written with 1s and an output of `out_size` bytes, bound whole.
+struct InToOut {
+  explicit InToOut(std::uint64_t out_size)
+      : out(device.create_buffer(out_size)) {
+    device.write(in.whole(), std::vector<std::byte>(8, std::byte{1}));
+  }
+
+  HostBackend backend;
+  Device device{backend};
+  Allocation in = device.create_buffer(8);
+  Allocation out;
+  std::array<Binding, 1> reads{in.whole()};
+  std::array<Binding, 1> writes{out.whole()};
+};
+
 TEST(LaunchPlan, P3_APlanOfABadBindingThrowsAsALaunchWouldAndHoldsNothing) {
   HostBackend backend;
   Device device(backend);
@@ -545,6 +553,31 @@ TEST(LaunchPlan, S3_ABodyThatThrowsThroughAPlanLeavesItsOutputsTornDown) {
   const ReadOutcome stale = device.read(out.whole(), into);
   ASSERT_EQ(stale.reports.size(), 1u);
   EXPECT_NE(to_string(stale).find("boom"), std::string::npos);
+  device.check_invariants();
+}
+
+TEST(LaunchPlan, S2_AFailedBodyThroughACleanPlanClaimsAllButTheBytesItReportsWritten) {
+  // The clean plan's views are adopted only where a launch leaves the plain
+  // path (device.cpp, adopt_views): a failed body is such a place, and the
+  // claim it makes must land on the plan's outputs, bytes it names excepted.
+  InToOut rig(16);
+  Device& device = rig.device;
+  const Allocation& out = rig.out;
+  const LaunchPlan plan = device.plan(rig.reads, rig.writes);
+  ASSERT_TRUE(
+      device.launch(plan, "fill", [](const KernelContext& context) { return fill_all(context, 7); })
+          .ran());
+  const LaunchResult failed = device.launch(plan, "half", [](const KernelContext& context) {
+    static_cast<void>(fill_all(context, 9));
+    return LaunchOutcome::partial(Error::launch("half done"), {{0, ByteRange::of(0, 4)}});
+  });
+  EXPECT_EQ(failed.status, LaunchStatus::Failed);
+  ASSERT_TRUE(failed.failure.has_value());
+  EXPECT_EQ(device.read_bytes(out.bind(0, 4)), std::vector<std::byte>(4, std::byte{9}));
+  std::vector<std::byte> rest(12);
+  const ReadOutcome stale = device.read(out.bind(4, 12), rest);
+  ASSERT_EQ(stale.reports.size(), 1u);
+  EXPECT_NE(to_string(stale).find("half done"), std::string::npos);
   device.check_invariants();
 }
 
@@ -677,6 +710,36 @@ TEST(LaunchPlan, AnotherDevicesOrAnEmptyPlanIsRefusedBeforeAnythingHappens) {
   EXPECT_EQ(taken.reads().size(), 0u);
 }
 
+TEST(LaunchPlan, ACopyOrAMoveOfAPlanBindsItsOwnArraysAfterTheOriginalGoes) {
+  // A plan's context and views point into its own arrays (LaunchPlan::derive):
+  // a copy must make its own, a move take them along, or a launch through
+  // either would read freed memory once the original went (ASan sees it).
+  InToOut rig(8);
+  Device& device = rig.device;
+  const Allocation& out = rig.out;
+  std::optional<LaunchPlan> original(device.plan(rig.reads, rig.writes));
+  const LaunchPlan copy = *original;
+  LaunchPlan assigned;
+  assigned = *original;
+  LaunchPlan moved(std::move(*original));
+  original.reset();
+  std::uint8_t value = 1;
+  for (const LaunchPlan* plan :
+       std::initializer_list<const LaunchPlan*>{&copy, &assigned, &moved}) {
+    EXPECT_EQ(plan->reads().size(), 1u);
+    EXPECT_EQ(plan->writes().size(), 1u);
+    EXPECT_EQ(plan->writes()[0].allocation, out.id());
+    const LaunchResult result = device.launch(*plan, "copy", [&](const KernelContext& context) {
+      EXPECT_EQ(context.read(0)[0], std::byte{1});
+      return fill_all(context, value);
+    });
+    EXPECT_TRUE(result.ran());
+    EXPECT_EQ(device.read_bytes(out.whole()), std::vector<std::byte>(8, std::byte{value}));
+    ++value;
+  }
+  device.check_invariants();
+}
+
 TEST(LaunchPlan, APlanThatOutlivedItsDeviceIsRefusedByTheNextOneEvenAtTheSameAddress) {
   HostBackend backend;
   std::optional<Device> device;
@@ -696,12 +759,8 @@ TEST(LaunchPlan, APlanThatOutlivedItsDeviceIsRefusedByTheNextOneEvenAtTheSameAdd
 TEST(LaunchPlan, G10_ALaunchThroughAPlanAllocatesNothingOnceWarm) {
   HostBackend backend;
   Device device(backend);
-  const Allocation a = device.create_buffer(4096);
-  const Allocation b = device.create_buffer(4096);
-  const Allocation out = device.create_buffer(4096);
-  const Binding reads[] = {a.whole(), b.whole()};
-  const Binding writes[] = {out.whole()};
-  const LaunchPlan plan = device.plan(reads, writes);
+  const testing::ScopeShape shape(device);
+  const LaunchPlan plan = device.plan(shape.reads, shape.writes);
   for (int warm = 0; warm < 16; ++warm) {
     static_cast<void>(device.launch(plan, "k", succeed));
     static_cast<void>(device.submit(plan, "k", succeed));

@@ -18,6 +18,8 @@
 #include <taintpool/host/deferred_host_backend.hpp>
 #include <taintpool/host/host_backend.hpp>
 #include <taintpool/testing/heap_allocations.hpp>
+#include <taintpool/testing/launch_answer_text.hpp>
+#include <taintpool/testing/scope_shape.hpp>
 
 #include <gtest/gtest.h>
 
@@ -66,19 +68,7 @@ LaunchResult via_submit(Device& device, StreamId stream, std::string_view kernel
   return result;
 }
 
-/// Everything a user sees of one launch's answer, as text.
-std::string describe(const LaunchResult& result) {
-  std::string text = "status " + std::to_string(static_cast<int>(result.status));
-  text += " failure " + (result.failure ? to_string(*result.failure) : std::string("-"));
-  text += " needed " + (result.needed ? to_string(*result.needed) : std::string("-"));
-  text += " error " + (result.error
-                           ? std::string(name(result.error->kind())) + ":" + result.error->message()
-                           : std::string("-"));
-  for (const UnwrittenRead& read : result.unwritten) {
-    text += " unwritten " + to_string(read.allocation) + " " + to_string(read.bytes);
-  }
-  return text;
-}
+using testing::describe;
 
 /// Every buffer's bytes or reports, and the graph's size.
 std::string observe(Device& device, const std::vector<Allocation>& buffers) {
@@ -167,21 +157,17 @@ TEST(Submit, G10_APlainLaunchRanAndTheVerdictCarriesNothing) {
 
 TEST(Submit, G10_APlainLaunchThroughEitherEntryPointAllocatesNothingOnceWarm) {
   HostRig rig;
-  const Allocation a = rig.device.create_buffer(4096);
-  const Allocation b = rig.device.create_buffer(4096);
-  const Allocation out = rig.device.create_buffer(4096);
-  const Binding reads[] = {a.whole(), b.whole()};
-  const Binding writes[] = {out.whole()};
+  const testing::ScopeShape shape(rig.device);
   const auto body = [](const KernelContext&) { return LaunchOutcome::success(); };
   for (int warm = 0; warm < 16; ++warm) {
-    static_cast<void>(rig.device.launch("k", reads, writes, body));
-    static_cast<void>(rig.device.submit("k", reads, writes, body));
+    static_cast<void>(rig.device.launch("k", shape.reads, shape.writes, body));
+    static_cast<void>(rig.device.submit("k", shape.reads, shape.writes, body));
   }
   std::uint64_t ran = 0;
   const std::uint64_t allocations = testing::allocations_during([&] {
     for (int at = 0; at < 1000; ++at) {
-      ran += rig.device.launch("k", reads, writes, body).ran() ? 1u : 0u;
-      ran += rig.device.submit("k", reads, writes, body).ran() ? 1u : 0u;
+      ran += rig.device.launch("k", shape.reads, shape.writes, body).ran() ? 1u : 0u;
+      ran += rig.device.submit("k", shape.reads, shape.writes, body).ran() ? 1u : 0u;
     }
   });
   EXPECT_EQ(allocations, 0u);

@@ -341,32 +341,36 @@ template <bool Reading>
   // accesses are the plan's (fixed while it holds its allocations), so only
   // the taints are read — the same checks (note_taint), in the same order,
   // and only when some taint of the plan is not clean (`clean`: none is).
-  const std::size_t first = Reading ? 0 : plan.reads_;
-  const std::size_t count = Reading ? plan.reads_ : plan.bindings_.size() - plan.reads_;
-  Taint* const* taints = plan.taints_.data() + first;
+  // The views resolve_side() fills are the plan's too, adopted where they
+  // are needed (adopt_views).
   Resolved found;
   if (!clean) [[unlikely]] {
-    const Binding* bindings = plan.bindings_.data() + first;
-    for (std::size_t index = 0; index < count; ++index) {
+    const std::span<Taint* const> taints = Reading ? plan.read_taints_ : plan.write_taints_;
+    const std::span<const Binding> bindings = Reading ? plan.read_bindings_ : plan.write_bindings_;
+    for (std::size_t index = 0; index < taints.size(); ++index) {
       if (!taints[index]->is_clean()) {
         note_taint<Reading>(found, *taints[index], bindings[index].range);
       }
     }
   }
   found.crosses = ordering && (Reading ? plan.reads_cross_ : plan.writes_cross_);
-  const std::span<const BoundBuffer> bound(plan.bound_.data() + first, count);
-  const std::span<Taint* const> taint_view(taints, count);
-  const std::span<const StreamAccess> accesses(plan.accesses_.data() + first, ordering ? count : 0);
-  if constexpr (Reading) {
-    reads_ = bound;
-    read_taints_ = taint_view;
-    read_accesses_ = accesses;
-  } else {
-    writes_ = bound;
-    write_taints_ = taint_view;
-    write_accesses_ = accesses;
-  }
   return found;
+}
+
+void Device::adopt_views(const LaunchPlan* plan, bool ordering) noexcept {
+  // The plan's views, made with it (LaunchPlan::derive): what resolve_side()
+  // would have filled the scratch with. Null: a plain launch's own, filled
+  // already. Out of line: only a plan launch leaving the clean plain path,
+  // or a dirty one, gets here.
+  if (plan == nullptr) {
+    return;
+  }
+  reads_ = plan->context_.reads_;
+  writes_ = plan->context_.writes_;
+  read_taints_ = plan->read_taints_;
+  write_taints_ = plan->write_taints_;
+  read_accesses_ = ordering ? plan->read_accesses_ : std::span<const StreamAccess>();
+  write_accesses_ = ordering ? plan->write_accesses_ : std::span<const StreamAccess>();
 }
 
 void Device::resolve_bindings(std::span<const Binding> reads, std::span<const Binding> writes,
@@ -491,7 +495,8 @@ LaunchResult Device::launch_resolved(std::uint32_t slot, std::string_view kernel
 template <bool Plain>
 [[gnu::always_inline]] inline Device::PlainEnd
 Device::run_flat(std::uint32_t slot, std::string_view kernel, std::span<const Binding> reads,
-                 std::span<const Binding> writes, KernelBody body, bool ordering, bool fresh) {
+                 std::span<const Binding> writes, KernelBody body, bool ordering, bool fresh,
+                 const LaunchPlan* plan) {
   released_.clear();
   named_only_ = false;
   named_.clear();
@@ -499,8 +504,13 @@ Device::run_flat(std::uint32_t slot, std::string_view kernel, std::span<const Bi
   if constexpr (!Plain) {
     order(slot, launch); // Waits queued before the work is, as launch_resolved() does.
   }
-  const KernelContext context(launch, kernel, reads_, writes_, backend_.backend_data(),
-                              streams_.id(slot), streams_.handle(slot));
+  // A plan's context is this one built in advance (its views are the plan's
+  // bound buffers, its stream is `slot`'s: the lock found it live): a copy
+  // and two stores instead of two table loads and a virtual call.
+  const KernelContext context =
+      plan != nullptr ? plan->context_.relaunched(launch, kernel)
+                      : KernelContext(launch, kernel, reads_, writes_, backend_.backend_data(),
+                                      streams_.id(slot), streams_.handle(slot));
   // G1: a scope with outputs mints its provisional id; with every output
   // clean it claims nothing unless the body fails or throws (see enter()).
   // So the id is minted now and its node made only when the scope claims
@@ -509,7 +519,7 @@ Device::run_flat(std::uint32_t slot, std::string_view kernel, std::span<const Bi
   // nothing inserts into the graph while the body runs (the lock, and O5).
   std::optional<FailureId> provisional;
   bool deferred = false;
-  if (!writes_.empty()) {
+  if (!writes.empty()) { // Not writes_: a clean plan's views are not adopted.
     try {
       provisional = graph_.reserve_provisional();
       deferred = provisional.has_value();
@@ -520,6 +530,7 @@ Device::run_flat(std::uint32_t slot, std::string_view kernel, std::span<const Bi
     } catch (...) {
       // Ids exhausted (never, in practice): as the general scope, the
       // launch is queued and logged as failed, and the error propagates.
+      adopt_views(plan, ordering);
       abandon_plain(slot, launch, kernel, reads, writes, std::nullopt);
     }
   }
@@ -534,6 +545,7 @@ Device::run_flat(std::uint32_t slot, std::string_view kernel, std::span<const Bi
       if (deferred) {
         graph_.materialize_provisional(*provisional);
       }
+      adopt_views(plan, ordering);
       abandon_plain(slot, launch, kernel, reads, writes, provisional); // S3; rethrows
     }
   };
@@ -543,12 +555,15 @@ Device::run_flat(std::uint32_t slot, std::string_view kernel, std::span<const Bi
       if (deferred) {
         graph_.materialize_provisional(*provisional);
       }
+      adopt_views(plan, ordering);
       finished_ = finish_plain(slot, launch, kernel, reads, writes, provisional, *answer, fresh);
       return PlainEnd::Finished;
     });
   }
   if (fresh) [[unlikely]] {
-    release_fresh_outputs(outcome); // N1: a whole write; cannot fail (see there).
+    // N1: a whole write; cannot fail (see there). Fresh outputs are not
+    // clean, so a plan's views were adopted before the body (launch_plain).
+    release_fresh_outputs(outcome);
   }
   if (provisional && !deferred) [[unlikely]] {
     // G5: it claimed nothing, so it goes.
@@ -584,6 +599,14 @@ Device::launch_plain(std::uint32_t slot, std::string_view kernel, std::span<cons
     }
     in = planned_side<true>(*plan, ordering, clean);
     out = planned_side<false>(*plan, ordering, clean);
+    // The views (reads_, writes_, their taints and accesses) are read only
+    // off the clean plain path: the dirty checks and fresh outputs below,
+    // the general scope, and run_flat's cold ends. So a clean plan's are
+    // adopted only where it leaves that path (adopt_views), and a clean
+    // plain launch writes none of them (issue 11, item 7).
+    if (!clean) [[unlikely]] {
+      adopt_views(plan, ordering);
+    }
   } else {
     in = resolve_side<true>(reads, slot, ordering);
     out = resolve_side<false>(writes, slot, ordering);
@@ -599,9 +622,10 @@ Device::launch_plain(std::uint32_t slot, std::string_view kernel, std::span<cons
   // the general one, and the mode cost ~15 ns more than its budget.
   const bool fresh = out.dirty && out.fresh && !in.dirty && plain && Taint::inline_claims;
   if (in.dirty || (out.dirty && !fresh) || !plain || !Taint::inline_claims) [[unlikely]] {
-    return PlainEnd::General; // Nothing done yet: launch_not_plain() decides.
+    adopt_views(plan, ordering); // Read from here on (launch_not_plain).
+    return PlainEnd::General;    // Nothing done yet: launch_not_plain() decides.
   }
-  return run_flat<true>(slot, kernel, reads, writes, body, ordering, fresh);
+  return run_flat<true>(slot, kernel, reads, writes, body, ordering, fresh, plan);
 }
 
 // The plain path's ends off the hot path (abandon_plain, release_plain_fresh,
@@ -699,7 +723,7 @@ template <class Answer>
     ~PlainAgain() { plain = true; }
   } const plain_again(plain_work_);
   plain_work_ = false;
-  if (run_flat<false>(slot, kernel, reads, writes, body, true, false) == PlainEnd::Ran) {
+  if (run_flat<false>(slot, kernel, reads, writes, body, true, false, nullptr) == PlainEnd::Ran) {
     return Answer{};
   }
   return Answer(std::move(finished_));
@@ -782,6 +806,8 @@ LaunchPlan Device::plan(StreamId stream, std::span<const Binding> reads,
     }
     made.held_.push_back(std::move(held));
   }
+  made.derive(KernelContext(0, {}, {}, {}, backend_.backend_data(), streams_.id(slot),
+                            streams_.handle(slot)));
   return made;
 }
 

@@ -119,9 +119,11 @@
 // same path with its bindings resolved once, when the plan was made: per
 // launch only the taints are read (one pass, planned_side in device.cpp),
 // so the look-up, range check and pointer of every binding are gone from
-// it: 332 instructions per launch() and 313 per submit() in the shape
-// above (issue 11, item 7; 355 and 336 with three streams, from 529 and
-// 510).
+// it, the body's context is the plan's copied, and the views the general
+// scope reads are pointed at the plan's only off the clean plain path
+// (adopt_views): 268 instructions per launch() and 249 per submit() in the
+// shape above (issue 11, item 7; 304 and 285 with three streams, from 531
+// and 512 plainly).
 // bench/launch_profile.cpp counts the instructions (bench/RESULTS.md). With
 // a binding that crosses streams: a probe per binding, plus one event and
 // one wait per stream it must wait for. The skip and failure paths allocate
@@ -503,10 +505,13 @@ class Device {
   /// The flat path from the launch's id on: plain (queued only) or, out
   /// of line through launch_not_plain(), ordered (planned, waited, pinned and
   /// committed, O1-O3) in ordering mode. `ordering`: ordering_active(),
-  /// as the caller found it; `fresh`: plain only (N1).
+  /// as the caller found it; `fresh`: plain only (N1); `plan`: the plan the
+  /// launch goes through, whose context it copies and whose views it adopts
+  /// at its cold ends (adopt_views), or null.
   template <bool Plain>
   PlainEnd run_flat(std::uint32_t slot, std::string_view kernel, std::span<const Binding> reads,
-                    std::span<const Binding> writes, KernelBody body, bool ordering, bool fresh);
+                    std::span<const Binding> writes, KernelBody body, bool ordering, bool fresh,
+                    const LaunchPlan* plan);
   /// Where launch_plain() found the launch not plain: run_flat<false> for
   /// clean bindings in ordering mode (they cross streams, or meet
   /// cross-stream records), else launch_resolved(). Out of line, so the
@@ -593,11 +598,14 @@ class Device {
   /// InvalidBinding for a bad one, nothing claimed.
   template <bool Reading>
   Resolved resolve_side(std::span<const Binding> bindings, std::uint32_t slot, bool ordering);
-  /// resolve_side() from a plan: points the views at the plan's arrays and
-  /// checks only the taints (the look-ups and range checks were the plan's);
-  /// `clean`: every taint of the plan is, so there is nothing to note.
+  /// resolve_side() from a plan: checks only the taints (the look-ups and range checks were the
+  /// plan's); `clean`: every taint of the plan is, so there is nothing to note.
   template <bool Reading>
   Resolved planned_side(const LaunchPlan& plan, bool ordering, bool clean);
+  /// Points the views (reads_, writes_, their taints and accesses) at
+  /// `plan`'s, as resolve_side() would fill them; nothing for null. A plan
+  /// launch does so only where it leaves the clean plain path.
+  void adopt_views(const LaunchPlan* plan, bool ordering) noexcept;
   /// One binding's taint that is not clean, as resolve_side() and
   /// planned_side() note it: a read is dirty when a claim lies in its range
   /// (S1); an output when it holds any claim (S6), fresh while every such

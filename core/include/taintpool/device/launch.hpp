@@ -267,6 +267,18 @@ class KernelContext {
   [[nodiscard]] void* stream_handle() const noexcept { return stream_handle_; }
 
  private:
+  // The Device copies a launch plan's prebuilt context (launch_plan.hpp)
+  // with a launch's number and name: a copy and two stores, not a context
+  // built anew.
+  friend class Device;
+  [[nodiscard]] KernelContext relaunched(std::uint64_t launch,
+                                         std::string_view kernel) const noexcept {
+    KernelContext copy = *this;
+    copy.launch_ = launch;
+    copy.kernel_ = kernel;
+    return copy;
+  }
+
   static const BoundBuffer& at(std::span<const BoundBuffer> buffers, std::size_t index,
                                const char* what);
   static void check_fits(const void* data, std::size_t bytes, std::size_t size,
