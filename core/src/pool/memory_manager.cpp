@@ -25,6 +25,12 @@ std::uint64_t round_up(std::uint64_t size, std::uint64_t unit) noexcept {
   return (size + unit - 1) & ~(unit - 1);
 }
 
+/// The raw id of the first allocation a manager in `space` mints
+/// (failure_id.hpp: the space in the top bits, numbers from 1).
+constexpr std::uint64_t first_raw_id(std::uint32_t space) noexcept {
+  return (std::uint64_t{space} << allocation_number_bits) + 1;
+}
+
 std::string bytes(std::uint64_t count) {
   return std::to_string(count) + " bytes";
 }
@@ -39,21 +45,18 @@ class IdSpaces {
  public:
   std::uint32_t take() {
     const std::lock_guard<std::mutex> lock(mutex_);
-    for (std::size_t word = 0; word < taken_.size(); ++word) {
-      if (taken_[word] != ~std::uint64_t{0}) {
-        const auto bit = static_cast<unsigned>(std::countr_one(taken_[word]));
-        taken_[word] |= std::uint64_t{1} << bit;
-        return static_cast<std::uint32_t>(word * 64 + bit);
-      }
+    const std::uint32_t space = take_lowest_free();
+    if (space == allocation_spaces) {
+      throw std::length_error("MemoryManager: " + std::to_string(allocation_spaces) +
+                              " managers are alive already, and each mints its allocation ids "
+                              "in a space of its own");
     }
-    throw std::length_error("MemoryManager: " + std::to_string(allocation_spaces) +
-                            " managers are alive already, and each mints its allocation ids "
-                            "in a space of its own");
+    return space;
   }
 
   void give(std::uint32_t space) noexcept {
     const std::lock_guard<std::mutex> lock(mutex_);
-    taken_[space / 64] &= ~(std::uint64_t{1} << (space % 64));
+    clear(space);
   }
 
   /// give(space), then take(), as one step under the lock: what a manager
@@ -61,17 +64,27 @@ class IdSpaces {
   /// fail: the space just given back is free, so some space is.
   std::uint32_t retake(std::uint32_t space) noexcept {
     const std::lock_guard<std::mutex> lock(mutex_);
+    clear(space);
+    return take_lowest_free();
+  }
+
+ private:
+  void clear(std::uint32_t space) noexcept {
     taken_[space / 64] &= ~(std::uint64_t{1} << (space % 64));
-    for (std::size_t word = 0;; ++word) {
+  }
+  /// Marks the lowest free space taken and returns it; allocation_spaces
+  /// when every one is taken. The caller holds the lock.
+  std::uint32_t take_lowest_free() noexcept {
+    for (std::size_t word = 0; word < taken_.size(); ++word) {
       if (taken_[word] != ~std::uint64_t{0}) {
         const auto bit = static_cast<unsigned>(std::countr_one(taken_[word]));
         taken_[word] |= std::uint64_t{1} << bit;
         return static_cast<std::uint32_t>(word * 64 + bit);
       }
     }
+    return allocation_spaces;
   }
 
- private:
   std::mutex mutex_;
   std::array<std::uint64_t, allocation_spaces / 64> taken_{};
 };
@@ -98,7 +111,7 @@ MemoryManager::MemoryManager(Storage& storage, ErrorGraph& graph, MemoryConfig c
   // Both follow take(), which must come after validate(): not initializers.
   space_ = id_spaces().take(); // NOLINT(cppcoreguidelines-prefer-member-initializer)
   // NOLINTNEXTLINE(cppcoreguidelines-prefer-member-initializer)
-  next_allocation_ = (std::uint64_t{space_} << allocation_number_bits) + 1;
+  next_allocation_ = first_raw_id(space_);
   try {
     inbox_ = new detail::ReleaseInbox();
   } catch (...) {
@@ -544,12 +557,12 @@ void MemoryManager::tombstone_all() noexcept {
   live_.clear();
 }
 
-void MemoryManager::reset() {
+void MemoryManager::end_all_and_give_back_pages() noexcept {
   discover_released();
   tombstone_all();
-  // A device whose memory is lost may never be this big again: the
-  // table's slots go too (restart() keeps them).
-  live_ = detail::IdTable<detail::LiveAllocation>();
+  // release_all_pages recycles each Free slice's record into cache_,
+  // detaches the tombstoned ones, and forgets what the pool learned: the
+  // state a lane goes on serving in.
   for (auto& lane : lanes_) {
     for (auto& pool : lane) {
       pool->release_all_pages();
@@ -557,17 +570,18 @@ void MemoryManager::reset() {
   }
 }
 
+void MemoryManager::reset() {
+  end_all_and_give_back_pages();
+  // A device whose memory is lost may never be this big again: the
+  // table's slots go too (restart() keeps them).
+  live_ = detail::IdTable<detail::LiveAllocation>();
+}
+
 void MemoryManager::restart() noexcept {
-  discover_released();
-  tombstone_all();
-  // Every page back (release_all_pages recycles each Free slice's record
-  // into cache_, detaches the tombstoned ones, and forgets what the pool
-  // learned: the state reset() leaves a lane serving in), then the lane is
-  // closed, its pools set aside for open_lane.
+  end_all_and_give_back_pages();
+  // Then every open lane is closed, its emptied pools set aside for
+  // open_lane.
   for (std::uint32_t lane = 0; lane < lanes_.size(); ++lane) {
-    for (auto& pool : lanes_[lane]) {
-      pool->release_all_pages();
-    }
     if (!lanes_[lane].empty()) { // An open lane's closed slot is empty.
       closed_lanes_[lane].swap(lanes_[lane]);
     }
@@ -576,7 +590,7 @@ void MemoryManager::restart() noexcept {
   stats_ = MemoryStats{};
   never_written_ = NeverWrittenClaim{};
   space_ = id_spaces().retake(space_);
-  next_allocation_ = (std::uint64_t{space_} << allocation_number_bits) + 1;
+  next_allocation_ = first_raw_id(space_);
 }
 
 MemoryStats MemoryManager::stats() {

@@ -334,6 +334,9 @@ class MemoryManager {
   /// Ends every live allocation (P1) onto the tombstone list and empties
   /// the table, keeping its slots.
   void tombstone_all() noexcept;
+  /// Sweeps, tombstones every live allocation and gives every lane's pages
+  /// back: what reset() and restart() share.
+  void end_all_and_give_back_pages() noexcept;
   [[nodiscard]] static AllocationInfo describe(const detail::Slice* slice) noexcept;
   [[noreturn]] static void throw_not_found(AllocationId allocation);
   [[noreturn]] void throw_out_of_memory(std::uint64_t size, std::string_view cause,
