@@ -29,7 +29,8 @@
 // a slot, a step count, which stream to destroy) and its operands:
 //   create       size byte, stream byte
 //   launch       kernel byte, stream byte, counts byte (reads 0-2, writes
-//                0-2, in-place flag), bindings, plan (kind byte, seed byte,
+//                0-2, in-place flag, bit 7: through a LaunchPlan made for
+//                it), bindings, plan (kind byte, seed byte,
 //                written ranges for a partial failure, wrote_only or late
 //                failure)
 //   binding      target byte (a slot, else an id made before: maybe
@@ -192,7 +193,9 @@ void one_op(ByteReader& in, StreamRig& rig) {
     if ((counts & 0x10u) != 0 && !reads.empty()) {
       writes.push_back(reads[in.below(reads.size())]); // In place (S5).
     }
-    rig.launch(kernel, stream, reads, writes, decode_plan(in, writes));
+    // Bit 7 of the counts byte: the same launch through a LaunchPlan made
+    // for it (issue 11, item 7), whose answers must be the plain launch's.
+    rig.launch(kernel, stream, reads, writes, decode_plan(in, writes), (counts & 0x80u) != 0);
     break;
   }
   case Op::write: {

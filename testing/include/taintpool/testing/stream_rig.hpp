@@ -34,6 +34,7 @@
 #pragma once
 
 #include <taintpool/device/device.hpp>
+#include <taintpool/device/launch_plan.hpp>
 #include <taintpool/host/deferred_host_backend.hpp>
 #include <taintpool/model/device_model.hpp>
 #include <taintpool/model/stream_model.hpp>
@@ -76,6 +77,7 @@ class StreamRig {
     destroy_stream,
     synchronize,
     sweep,
+    launch_planned,
   };
 
   /// One op as decoded, kept for the failure report.
@@ -287,11 +289,16 @@ class StreamRig {
   }
 
   /// launch(stream, kernel, reads, writes) with a body doing `plan`, its
-  /// device work queued as items (enqueue_work).
+  /// device work queued as items (enqueue_work). With `through_plan`, the
+  /// same launch made as Device::plan(stream, reads, writes) and one
+  /// launch through it, the plan let go at once: its handles come and go
+  /// within the op, so every answer, wait, pin and race must be the plain
+  /// launch's (launch_plan.hpp: "from there the launch is the plain launch").
   void launch(const std::string& kernel, StreamId stream, const std::vector<Binding>& reads,
-              const std::vector<Binding>& writes, const BodyPlan& plan) {
-    log_.push_back(Logged{Op::launch, stream.number(), model_.next_launch(),
-                          static_cast<std::uint64_t>(plan.kind), reads, writes});
+              const std::vector<Binding>& writes, const BodyPlan& plan, bool through_plan = false) {
+    log_.push_back(Logged{through_plan ? Op::launch_planned : Op::launch, stream.number(),
+                          model_.next_launch(), static_cast<std::uint64_t>(plan.kind), reads,
+                          writes});
     const bool ok = live(stream) && valid(reads, writes);
     std::vector<RaceFinding> races;
     if (ok) {
@@ -323,8 +330,14 @@ class StreamRig {
       return LaunchOutcome::success();
     };
     LaunchResult result;
-    const Ending ending =
-        call([&] { result = device_.launch(stream, kernel, reads, writes, body); });
+    const Ending ending = call([&] {
+      if (through_plan) {
+        const LaunchPlan made = device_.plan(stream, reads, writes);
+        result = device_.launch(made, kernel, body);
+      } else {
+        result = device_.launch(stream, kernel, reads, writes, body);
+      }
+    });
     if (!live(stream)) {
       expect_not_found(ending, "launch");
       expect(!numbered.has_value(), "P3", "a launch on a bad stream ran its body");
@@ -759,9 +772,17 @@ class StreamRig {
 };
 
 inline std::string StreamRig::show(const Logged& op) const {
-  static constexpr std::array<const char*, 10> names = {
-      "create", "drop",          "launch",         "host write",  "read",
-      "step",   "create_stream", "destroy_stream", "synchronize", "sweep/cleanup"};
+  static constexpr std::array<const char*, 11> names = {"create",
+                                                        "drop",
+                                                        "launch",
+                                                        "host write",
+                                                        "read",
+                                                        "step",
+                                                        "create_stream",
+                                                        "destroy_stream",
+                                                        "synchronize",
+                                                        "sweep/cleanup",
+                                                        "launch through a plan"};
   std::string text = names[static_cast<std::size_t>(op.op)];
   text += " stream " + std::to_string(op.stream) + " value " + std::to_string(op.value);
   if (op.launch != 0) {
