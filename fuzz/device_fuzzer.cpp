@@ -471,9 +471,7 @@ class Harness {
       // space (InvalidBinding, not the NotFound the quiet run saw).
       const std::uint64_t number =
           model_.allocations().empty() ? 1 + in.below(4) : 100 + in.below(4);
-      id = AllocationId::from_raw(
-          (std::uint64_t{device_.memory().id_space()} << taintpool::allocation_number_bits) |
-          number);
+      id = taintpool::allocation_id(device_.memory().id_space(), number);
     }
     touched_.push_back(*id);
     const std::uint64_t size = model_.size(*id);

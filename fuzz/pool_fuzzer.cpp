@@ -249,7 +249,7 @@ Rig& rig_for(std::size_t setup, const FreshMode& mode, model::PoolModel& model) 
 
 /// The id a fresh manager in `memory`'s space mints first.
 AllocationId first_id(const MemoryManager& memory) {
-  return AllocationId::from_raw((std::uint64_t{memory.id_space()} << allocation_number_bits) + 1);
+  return taintpool::allocation_id(memory.id_space(), 1);
 }
 
 class Harness {

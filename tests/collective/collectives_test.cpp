@@ -625,17 +625,15 @@ TEST(Summary, C2_ASummaryCarriesExactlyRootTextsWordsWrittenInPlace) {
   std::vector<Report> reports;
   // Newest first: "late" produced the read allocation, "allred" is oldest;
   // the long one below has the skipped steps.
-  reports.push_back(Report{
-      FailureId::from_raw(7),
-      Error::launch("boom"),
-      allocation(6),
-      std::nullopt,
-      {SkipRecord{"late", allocation(5), {}, true, false},
-       SkipRecord{
-           "allred", allocation((std::uint64_t{2} << allocation_number_bits) | 4), {}, true, true}},
-      allocation(3),
-      3,
-      true});
+  reports.push_back(Report{FailureId::from_raw(7),
+                           Error::launch("boom"),
+                           allocation(6),
+                           std::nullopt,
+                           {SkipRecord{"late", allocation(5), {}, true, false},
+                            SkipRecord{"allred", allocation_id(2, 4), {}, true, true}},
+                           allocation(3),
+                           3,
+                           true});
   Report longest{FailureId::from_raw(9),
                  Error::out_of_memory("x"),
                  allocation(30),
@@ -715,8 +713,7 @@ TEST(Summary, C2_ASummaryCarriesExactlyRootTextsWordsWrittenInPlace) {
 // each kind of step, an incomplete path — so a change to either is caught
 // here, not as a summary whose words differ from every other report's (C2).
 TEST(Summary, C2_ARootTextSpellsEveryPieceAsToStringDoes) {
-  const AllocationId spaced =
-      AllocationId::from_raw((std::uint64_t{5} << allocation_number_bits) | 12345);
+  const AllocationId spaced = allocation_id(5, 12345);
   const std::array<Error, 3> roots{Error::launch("kernel k failed"), Error::out_of_memory(""),
                                    Error::launch("")};
   // A step of each kind: skipped, ran on stale bytes, took part (a collective).

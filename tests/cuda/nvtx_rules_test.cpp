@@ -398,10 +398,7 @@ TEST(NvtxRules, R3_EveryRegionNameFitsTheToolsFortyNineCharacters) {
   // taintpool's own name where it fits; the longest ids (16 digits, a
   // manager past the first thousand) drop the "taintpool " prefix.
   const auto name = [](std::uint32_t space, std::uint64_t number) {
-    return std::string(
-        NvtxRegions::region_name(
-            AllocationId::from_raw((std::uint64_t{space} << allocation_number_bits) | number))
-            .data());
+    return std::string(NvtxRegions::region_name(allocation_id(space, number)).data());
   };
   EXPECT_EQ(name(0, 7), "taintpool allocation 7");
   EXPECT_EQ(name(2, 7), "taintpool allocation 7 (memory 2)");

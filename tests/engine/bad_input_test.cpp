@@ -110,6 +110,26 @@ TEST(BadInput, TheZeroIdIsRejectedForBothKindsOfId) {
                                              {"allocation id 0"});
 }
 
+TEST(BadInput, P3_AnAllocationIdIsBuiltFromItsSpaceAndNumberOrRefusedWhenEitherDoesNotFit) {
+  // The inverse of allocation_space / allocation_number, at both ends of
+  // both fields.
+  for (const std::uint32_t space : {0u, 1u, 7u, allocation_spaces - 1}) {
+    for (const std::uint64_t number :
+         {std::uint64_t{1}, std::uint64_t{12345}, allocation_number_mask}) {
+      const AllocationId id = allocation_id(space, number);
+      EXPECT_EQ(allocation_space(id), space);
+      EXPECT_EQ(allocation_number(id), number);
+    }
+  }
+  static_assert(allocation_id(0, 1).raw() == 1);
+  expect_throw_naming<std::invalid_argument>([] { static_cast<void>(allocation_id(3, 0)); },
+                                             {"number 0", "space 3"});
+  expect_throw_naming<std::invalid_argument>(
+      [] { static_cast<void>(allocation_id(0, allocation_number_mask + 1)); }, {"space 0"});
+  expect_throw_naming<std::invalid_argument>(
+      [] { static_cast<void>(allocation_id(allocation_spaces, 1)); }, {"number 1", "space 4096"});
+}
+
 // ---- empty ranges and the top of the offset space -------------------------------------
 
 TEST(BadInput, T1_T2_EmptyRangesAnywhereChangeNothingAndNeedNoLiveFailure) {

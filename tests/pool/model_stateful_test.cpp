@@ -573,8 +573,7 @@ TEST(PoolModel, P1_P2_P4_ARestartedModelAnswersExactlyAsAFreshOne) {
 TEST(PoolModel, G1_TheFirstIdIsTheManagersSpacesFirstAndIdsCountUpFromItAfterARestart) {
   // A manager in id space 3 mints (3 << 52) + 1 first: a harness keeping
   // several managers alive at once tells its model so (pool_fuzzer).
-  const AllocationId third =
-      AllocationId::from_raw((std::uint64_t{3} << allocation_number_bits) + 1);
+  const AllocationId third = allocation_id(3, 1);
   model::PoolModel pool{MemoryConfig{}, third};
   EXPECT_EQ(pool.first_id(), third);
   EXPECT_EQ(pool.next_id(), third);

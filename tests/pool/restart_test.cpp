@@ -179,7 +179,7 @@ std::vector<std::uint64_t> run(Rig& rig, const model::PoolSetup& setup,
       rig.faults.fail_next(in.below(3));
       break;
     case 10: {
-      const std::uint64_t first = (std::uint64_t{memory.id_space()} << allocation_number_bits) + 1;
+      const std::uint64_t first = allocation_id(memory.id_space(), 1).raw();
       const Binding forged{AllocationId::from_raw(first + in.below(40)),
                            ByteRange::sized(in.below(300), in.below(300))};
       error([&] { static_cast<void>(memory.failure(forged)); });

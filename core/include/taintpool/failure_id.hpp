@@ -37,6 +37,7 @@ namespace taintpool {
 namespace detail {
 
 [[noreturn]] void throw_zero_id(const char* what);
+[[noreturn]] void throw_bad_allocation_id(std::uint32_t space, std::uint64_t number);
 
 /// The shared shape of both ids. A distinct Tag keeps a FailureId from being
 /// passed where an AllocationId is wanted.
@@ -100,6 +101,17 @@ inline constexpr std::uint32_t allocation_spaces = std::uint32_t{1}
 /// The id's number within its space: 1, 2, 3 … as the manager minted them.
 [[nodiscard]] constexpr std::uint64_t allocation_number(AllocationId id) noexcept {
   return id.raw() & allocation_number_mask;
+}
+/// The id numbered `number` in `space`: the inverse of the two above, so
+/// the layout is spelled here alone (a manager's first id is
+/// allocation_id(id_space(), 1)). Throws std::invalid_argument for a
+/// number that is 0 or does not fit its bits, or a space past the last,
+/// rather than name an id of another space.
+[[nodiscard]] constexpr AllocationId allocation_id(std::uint32_t space, std::uint64_t number) {
+  if (number == 0 || number > allocation_number_mask || space >= allocation_spaces) {
+    detail::throw_bad_allocation_id(space, number);
+  }
+  return AllocationId::from_raw((std::uint64_t{space} << allocation_number_bits) | number);
 }
 
 /// "failure 12" / "allocation 7" / "allocation 7 (memory 2)": the words

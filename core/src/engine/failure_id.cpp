@@ -9,6 +9,11 @@ namespace detail {
 void throw_zero_id(const char* what) {
   throw std::invalid_argument(std::string(what) + " id 0 is never minted; ids start at 1");
 }
+void throw_bad_allocation_id(std::uint32_t space, std::uint64_t number) {
+  throw std::invalid_argument("no allocation id is number " + std::to_string(number) +
+                              " in space " + std::to_string(space) +
+                              ": numbers run from 1 to 2^52 - 1, spaces below 2^12");
+}
 } // namespace detail
 
 std::string to_string(FailureId id) {

@@ -25,10 +25,9 @@ std::uint64_t round_up(std::uint64_t size, std::uint64_t unit) noexcept {
   return (size + unit - 1) & ~(unit - 1);
 }
 
-/// The raw id of the first allocation a manager in `space` mints
-/// (failure_id.hpp: the space in the top bits, numbers from 1).
-constexpr std::uint64_t first_raw_id(std::uint32_t space) noexcept {
-  return (std::uint64_t{space} << allocation_number_bits) + 1;
+/// The raw id of the first allocation a manager in `space` mints.
+constexpr std::uint64_t first_raw_id(std::uint32_t space) {
+  return allocation_id(space, 1).raw();
 }
 
 std::string bytes(std::uint64_t count) {

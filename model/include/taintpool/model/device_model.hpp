@@ -493,7 +493,7 @@ class DeviceModel {
     return static_cast<std::size_t>(allocation_number(allocation) - 1);
   }
   [[nodiscard]] AllocationId id_at(std::size_t index) const noexcept {
-    return AllocationId::from_raw((std::uint64_t{space_} << allocation_number_bits) + index + 1);
+    return allocation_id(space_, index + 1);
   }
   /// Launches whose body called check() or fail_later() since the last
   /// synchronize (DeferredHostBackend's unconfirmed ones).
