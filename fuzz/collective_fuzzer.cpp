@@ -18,12 +18,14 @@
 //
 // After EVERY operation, for every rank it touched (and every 16 operations,
 // for every rank, so nothing untouched may change): model.rank(r).mismatch(device) —
-// every allocation's claims (D1) and every byte the model knows (after a
-// create, drop, launch or host write on one rank: the ids held and the
-// allocations it named or made, mismatch_touched; the others within 16
-// operations), so a
-// collective that computed the wrong bytes, or wrote outside its outputs,
-// is caught), every live failure's error (the Remote message exactly: ranks
+// every allocation's claims (D1) and every byte the model knows (after an
+// op that landed no verdict on the rank — DeviceModel::verdicts_attributed
+// did not move — the ids held and the allocations the op named or made,
+// mismatch_touched: a collective's buffers, a launch's bindings; the others
+// within 16 operations; after a sweep, or an op that landed a late verdict,
+// which may rewrite any allocation, every one), so a collective that
+// computed the wrong bytes is caught at once, and one that wrote outside
+// its outputs within 16 operations), every live failure's error (the Remote message exactly: ranks
 // cited, root texts, counts), tags (R1), skip records (G7, `took_part`
 // included), the graph's size and next id (G1); check_invariants() in the
 // every-rank sweep (every 16 operations, and at the end): it walks every
@@ -198,11 +200,12 @@ std::string show_reports(const std::vector<Report>& reports) {
 struct Kept {
   std::vector<AllocationId> named;
   std::vector<int> touched;
-  std::vector<Binding> reads;     ///< launch()'s.
-  std::vector<Binding> writes;    ///< launch()'s.
-  std::vector<std::byte> written; ///< make()'s and host_write()'s bytes.
-  std::vector<std::byte> read;    ///< read()'s buffer.
-  RanksModel::Collective spec;    ///< collective()'s; every field set per call.
+  std::vector<std::uint64_t> verdicts; ///< Per rank: verdicts_attributed() before the op.
+  std::vector<Binding> reads;          ///< launch()'s.
+  std::vector<Binding> writes;         ///< launch()'s.
+  std::vector<std::byte> written;      ///< make()'s and host_write()'s bytes.
+  std::vector<std::byte> read;         ///< read()'s buffer.
+  RanksModel::Collective spec;         ///< collective()'s; every field set per call.
   std::vector<CollectiveResult> results;
   std::vector<RanksModel::Expected> expected;
 };
@@ -241,13 +244,25 @@ class Harness {
   void run() {
     ByteReader in(data_, mode_.size);
     in.byte(); // The ranks (ranks()).
+    std::vector<std::uint64_t>& verdicts = kept_.verdicts;
     while (!in.empty() && ops_.size() < 200) {
       touched_.clear();
       named_.clear();
       whole_ = false;
+      verdicts.clear();
+      for (int rank = 0; rank < size(); ++rank) {
+        verdicts.push_back(model_.rank(rank).verdicts_attributed());
+      }
       step(in);
       for (const int rank : touched_) {
-        compare(rank, false, whole_ ? nullptr : &named_);
+        // A verdict that landed (a late failure at a synchronize: C5, S5)
+        // may have rewritten any allocation of the rank; else the op
+        // changed only what it named (issue 13: a read, synchronize or
+        // collective compared every allocation of its ranks, though most
+        // land none).
+        const bool landed =
+            model_.rank(rank).verdicts_attributed() != verdicts[static_cast<std::size_t>(rank)];
+        compare(rank, false, whole_ || landed ? nullptr : &named_);
       }
       if (ops_.size() % 16 == 0) {
         compare(); // Every rank, now and then: nothing untouched may change.
@@ -388,12 +403,11 @@ class Harness {
       break;
     case 7:
     case 8:
-      whole_ = true; // A read synchronizes first: late verdicts land anywhere.
+      // A read synchronizes first: the verdicts it lands are counted (run()).
       read(rank, in, (op & 1u) != 0);
       break;
     case 9:
       ops_.add([&] { return "rank " + std::to_string(rank) + ": synchronize"; });
-      whole_ = true;
       synchronize(rank);
       break;
     case 10:
@@ -404,8 +418,7 @@ class Harness {
       break;
     default:
       touched_.clear();
-      whole_ = true;
-      collective(in); // Touches its participants.
+      collective(in); // Touches its participants and names their buffers.
       break;
     }
   }
@@ -706,6 +719,12 @@ class Harness {
     results.clear();
     for (const RanksModel::Call& call : spec.calls) {
       touched_.push_back(call.rank);
+      // Each rank's ids are of its own space: one list serves every rank.
+      for (const std::optional<Binding>* binding : {&call.send, &call.recv}) {
+        if (*binding) {
+          named_.push_back((*binding)->allocation);
+        }
+      }
       Collectives& collectives = at(call.rank).collectives;
       const StreamId stream = at(call.rank).device.default_stream();
       try {
@@ -792,6 +811,7 @@ class Harness {
   Kept& kept_;                       ///< The buffers this run uses (see Kept).
   std::vector<AllocationId>& named_; ///< The allocations a one-rank op named or made.
   bool whole_ = false;               ///< The op may have changed any allocation of its ranks.
+                                     ///< (a sweep); a landed verdict is counted apart (run()).
   std::vector<int>& touched_;        ///< The ranks the current op touched.
 };
 

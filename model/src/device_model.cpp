@@ -861,6 +861,7 @@ std::optional<std::uint64_t> DeviceModel::attribute(const Late& late) {
   const Error named = named_error(origin->kernel, late.error, ignored);
   const std::uint64_t failure =
       mint(Error(named.kind(), named.message() + " (reported when the device synchronised)"));
+  ++attributed_; // Counted before any byte changes: the bytes below may be anywhere.
   origin->status = LaunchStatus::Failed;
   origin->released.clear(); // Claimed now: a later race on it is moot.
 

@@ -4,6 +4,10 @@
 // predicted), G7–G9 (records and reports), R1–R3 (tags, check_invariants),
 // P1/P3 (handles dropped and discovered, bad bindings) and the late-failure
 // replay of an asynchronous device — and R4 once every handle is dropped.
+// After every command that attributed no verdict, the oracle left every
+// allocation the command did not name as it was (Sut::unnamed_unchanged:
+// what collective_fuzzer's per-op comparison of the named allocations
+// relies on, issue 13).
 //
 // The same commands run in the never-written mode (issue 15; proposed
 // N1-N3) under both launch policies: N1 every fresh allocation of size > 0
@@ -38,6 +42,7 @@
 #include <cstdint>
 #include <optional>
 #include <ostream>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -79,7 +84,50 @@ struct Sut {
   std::array<Allocation, kSlots> handles;
   std::vector<AllocationId> dropped; ///< Ids whose handles are gone: NotFound (P3).
 
-  void compare(const std::string& after) {
+  /// The oracle's claims and bytes of every allocation before a command,
+  /// and its verdict count (see unnamed_unchanged).
+  struct Before {
+    AllocationId id;
+    std::vector<std::pair<FailureId, ByteRange>> claims;
+    std::vector<std::optional<std::uint8_t>> bytes;
+  };
+  std::vector<Before> before;
+  std::uint64_t verdicts_before = 0;
+
+  void begin() {
+    before.clear();
+    for (const AllocationId id : oracle.allocations()) {
+      before.push_back(Before{id, oracle.claims(id), oracle.bytes(id)});
+    }
+    verdicts_before = oracle.verdicts_attributed();
+  }
+
+  /// C5/S5 (what collective_fuzzer's per-op comparison relies on): a
+  /// command that attributed no verdict (verdicts_attributed() did not
+  /// move) left every allocation it did not name as it was — only a late
+  /// failure landing rewrites bytes elsewhere. So comparing the named
+  /// allocations after such a command, and every one after the others,
+  /// misses no change the oracle makes.
+  void unnamed_unchanged(const std::string& after, std::span<const Binding> named) {
+    if (oracle.verdicts_attributed() != verdicts_before) {
+      return;
+    }
+    for (const Before& was : before) {
+      const bool is_named = std::any_of(named.begin(), named.end(), [&](const Binding& binding) {
+        return binding.allocation == was.id;
+      });
+      if (is_named || !oracle.live(was.id)) {
+        continue;
+      }
+      if (oracle.claims(was.id) != was.claims || oracle.bytes(was.id) != was.bytes) {
+        RC_FAIL("after " + after + ": " + to_string(was.id) +
+                ", not named, changed though no verdict was attributed");
+      }
+    }
+  }
+
+  void compare(const std::string& after, std::span<const Binding> named = {}) {
+    unnamed_unchanged(after, named);
     if (auto difference = oracle.mismatch(device)) {
       RC_FAIL("after " + after + ": " + *difference);
     }
@@ -161,6 +209,7 @@ struct Create : Command {
       , size(*rc::gen::weightedElement<std::uint64_t>({{1, 0}, {6, 16}, {3, 40}, {1, 257}})) {}
   void apply(Shape& shape) const override { shape.sizes[slot] = size; }
   void run(const Shape&, Sut& sut) const override {
+    sut.begin();
     sut.drop(slot);
     sut.handles[slot] = sut.device.create_buffer(size);
     RC_ASSERT(sut.handles[slot].id() == sut.oracle.create(size));
@@ -177,6 +226,7 @@ struct Drop : Command {
       : slot(*rc::gen::inRange<std::size_t>(0, kSlots)) {}
   void apply(Shape& shape) const override { shape.sizes[slot].reset(); }
   void run(const Shape&, Sut& sut) const override {
+    sut.begin();
     sut.drop(slot);
     sut.compare("drop");
   }
@@ -225,6 +275,7 @@ struct Launch : Command {
   void apply(Shape&) const override {}
 
   void run(const Shape&, Sut& sut) const override {
+    sut.begin();
     std::vector<Binding> in;
     std::vector<Binding> out;
     for (const BindSpec& spec : reads) {
@@ -270,7 +321,10 @@ struct Launch : Command {
         RC_ASSERT(result.unwritten == expected.result.unwritten); // N2.
       }
     }
-    sut.compare("launch " + kernel + " reads" + show_bindings(in) + " writes" + show_bindings(out));
+    std::vector<Binding> named = in;
+    named.insert(named.end(), out.begin(), out.end());
+    sut.compare("launch " + kernel + " reads" + show_bindings(in) + " writes" + show_bindings(out),
+                named);
   }
 
   void show(std::ostream& out) const override {
@@ -295,6 +349,7 @@ struct HostWrite : Command {
       , seed(*rc::gen::arbitrary<std::uint8_t>()) {}
   void apply(Shape&) const override {}
   void run(const Shape&, Sut& sut) const override {
+    sut.begin();
     const Binding binding = into.resolve(sut);
     std::vector<std::byte> bytes(static_cast<std::size_t>(binding.range.size()),
                                  static_cast<std::byte>(seed));
@@ -310,7 +365,7 @@ struct HostWrite : Command {
     if (!error) {
       RC_ASSERT(result.status == expected.result.status);
     }
-    sut.compare("host write");
+    sut.compare("host write", std::span<const Binding>(&binding, 1));
   }
   void show(std::ostream& out) const override { out << "host write " << into; }
 };
@@ -321,6 +376,7 @@ struct Read : Command {
       : from(*gen_binding(shape)) {}
   void apply(Shape&) const override {}
   void run(const Shape&, Sut& sut) const override {
+    sut.begin();
     const Binding binding = from.resolve(sut);
     std::vector<std::byte> bytes(static_cast<std::size_t>(binding.range.size()));
     std::optional<ErrorKind> error;
@@ -344,7 +400,7 @@ struct Read : Command {
         }
       }
     }
-    sut.compare("read");
+    sut.compare("read", std::span<const Binding>(&binding, 1));
   }
   void show(std::ostream& out) const override { out << "read " << from; }
 };
@@ -353,6 +409,7 @@ struct Synchronize : Command {
   explicit Synchronize(const Shape&) {}
   void apply(Shape&) const override {}
   void run(const Shape&, Sut& sut) const override {
+    sut.begin();
     const std::vector<AllocationId> waiting = sut.oracle.dropped();
     sut.device.synchronize();
     bool discovered = !waiting.empty();
@@ -371,6 +428,7 @@ struct Sweep : Command {
   explicit Sweep(const Shape&) {}
   void apply(Shape&) const override {}
   void run(const Shape&, Sut& sut) const override {
+    sut.begin();
     sut.device.sweep();
     sut.oracle.sweep();
     sut.compare("sweep");
@@ -390,6 +448,7 @@ void run_sequence(Sut& sut) {
                                                           Read, Read, Synchronize, Sweep>()));
   rc::state::runAll(commands, initial, sut);
 
+  sut.begin();
   sut.device.synchronize();
   sut.oracle.synchronize(true);
   for (std::size_t slot = 0; slot < kSlots; ++slot) {

@@ -353,6 +353,14 @@ class DeviceModel {
   [[nodiscard]] std::uint64_t next_launch() const { return next_launch_; }
   /// Late failures waiting for the next synchronize.
   [[nodiscard]] std::size_t pending_late_failures() const { return late_.size(); }
+  /// How many verdicts have been attributed so far (a late failure at a
+  /// synchronize, or a race reaching its readers): the only steps that
+  /// rewrite bytes of allocations the op that caused them did not name
+  /// (S5, C5, O4). Why: a fuzzer compares only the allocations an op named
+  /// after it when this count did not move (mismatch_touched), and every
+  /// allocation when it did — a read, synchronize or collective that landed
+  /// no verdict changed nothing else (issue 13).
+  [[nodiscard]] std::uint64_t verdicts_attributed() const noexcept { return attributed_; }
 
   /// The first observable difference between `device` and the model, or
   /// nothing: every allocation the manager holds (ids, sizes, claims, and
@@ -481,8 +489,9 @@ class DeviceModel {
   IdTable<Failure> failures_; ///< Live failures by raw id, ascending (a map was a node each).
   std::uint64_t next_failure_ = 1;
   std::uint64_t next_launch_ = 1;
-  std::vector<Logged> log_; ///< Every launch since the last synchronize.
-  std::vector<Late> late_;  ///< Reported by bodies, attributed at synchronize.
+  std::uint64_t attributed_ = 0; ///< verdicts_attributed().
+  std::vector<Logged> log_;      ///< Every launch since the last synchronize.
+  std::vector<Late> late_;       ///< Reported by bodies, attributed at synchronize.
   bool detect_ = false;
   std::uint32_t space_ = 0;                               ///< set_id_space.
   FreshBytes fresh_ = FreshBytes::Trusted;                ///< set_fresh_bytes.
