@@ -3,8 +3,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <bit>
-#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -294,17 +292,20 @@ template <bool Reading>
   }
 }
 
-template <bool Reading, bool Keep>
+template <bool Reading>
 [[gnu::always_inline]] inline Device::Resolved
-Device::resolve_into(std::span<const Binding> bindings, std::uint32_t slot, bool ordering,
-                     BoundBuffer* bound, Taint** taints, StreamAccess* accesses,
-                     const std::uint64_t** owners) {
+Device::resolve_side(std::span<const Binding> bindings, std::uint32_t slot, bool ordering) {
   constexpr bool reading = Reading;
   // One pass per side: look each binding up once (P3: a bad one throws here,
   // before anything is claimed), note what the fast paths need, and fill the
-  // arrays by index (no per-element capacity check; allocation-free once
+  // scratch by index (no per-element capacity check; allocation-free once
   // warm).
   const std::size_t count = bindings.size();
+  BoundBuffer* bound = (reading ? read_store_ : write_store_).reserve(count);
+  Taint** taints = (reading ? read_taint_store_ : write_taint_store_).reserve(count);
+  // (Inlined into launch_locked, once per side: no call, no branch on the side.)
+  StreamAccess* accesses =
+      ordering ? (reading ? read_access_store_ : write_access_store_).reserve(count) : nullptr;
   Resolved found;
   for (std::size_t index = 0; index < count; ++index) {
     const Binding& binding = bindings[index];
@@ -312,9 +313,6 @@ Device::resolve_into(std::span<const Binding> bindings, std::uint32_t slot, bool
     std::construct_at(bound + index, BoundBuffer{binding.allocation, binding.range,
                                                  bytes.data + binding.range.begin()});
     taints[index] = bytes.taint;
-    if constexpr (Keep) {
-      owners[index] = bytes.owner;
-    }
     if (!bytes.taint->is_clean()) [[unlikely]] {
       note_taint<Reading>(found, *bytes.taint, binding.range);
     }
@@ -334,119 +332,6 @@ Device::resolve_into(std::span<const Binding> bindings, std::uint32_t slot, bool
     write_accesses_ = {accesses, ordering ? count : 0};
   }
   return found;
-}
-
-template <bool Reading>
-[[gnu::always_inline]] inline Device::Resolved
-Device::resolve_side(std::span<const Binding> bindings, std::uint32_t slot, bool ordering) {
-  // Into the scratch (inlined into launch_locked, once per side: no call, no
-  // branch on the side).
-  const std::size_t count = bindings.size();
-  BoundBuffer* bound = (Reading ? read_store_ : write_store_).reserve(count);
-  Taint** taints = (Reading ? read_taint_store_ : write_taint_store_).reserve(count);
-  StreamAccess* accesses =
-      ordering ? (Reading ? read_access_store_ : write_access_store_).reserve(count) : nullptr;
-  return resolve_into<Reading, false>(bindings, slot, ordering, bound, taints, accesses, nullptr);
-}
-
-[[gnu::noinline]] void Device::fill_resolved(ResolvedShape& cached, std::uint64_t shape,
-                                             std::span<const Binding> reads,
-                                             std::span<const Binding> writes, std::uint32_t slot,
-                                             bool ordering, Resolved& in, Resolved& out) {
-  // Out of line: a miss is the rare case, and with both the reuse and this
-  // inline the launch's frame spilled on the hit path too.
-  const std::size_t count = reads.size();
-  BoundBuffer* const bound = cached.bound.data();
-  // Resolved into the entry, which is empty until both sides are (a bad
-  // binding throws part way, NotFound or InvalidBinding: nothing claimed).
-  cached.shape = ResolvedShape::none;
-  StreamAccess* const accesses = cached.accesses.data();
-  in = resolve_into<true, true>(reads, slot, ordering, bound, cached.taints.data(), accesses,
-                                cached.owners.data());
-  out =
-      resolve_into<false, true>(writes, slot, ordering, bound + count, cached.taints.data() + count,
-                                accesses + count, cached.owners.data() + count);
-  cached.reads_cross = in.crosses;
-  cached.writes_cross = out.crosses;
-  cached.epoch = memory_.ends_epoch();
-  cached.shape = shape;
-}
-
-[[gnu::always_inline]] inline void Device::resolve_cached(std::string_view kernel,
-                                                          std::span<const Binding> reads,
-                                                          std::span<const Binding> writes,
-                                                          std::uint32_t slot, bool ordering,
-                                                          Resolved& in, Resolved& out) {
-  // The entry: by the kernel name's address (Fibonacci hashing: one
-  // multiply and one shift). Only which entry is asked depends on it.
-  constexpr unsigned shift = 64 - std::bit_width(kResolvedShapes - 1);
-  ResolvedShape& cached =
-      resolved_[(reinterpret_cast<std::uintptr_t>(kernel.data()) * 0x9E3779B97F4A7C15ULL) >> shift];
-  const std::size_t count = reads.size();
-  const std::uint64_t shape = shape_key(slot, count, writes.size(), ordering);
-  BoundBuffer* const bound = cached.bound.data();
-  Taint* const* const taints = cached.taints.data();
-  // Reused: the same shape, no allocation ended by reset() or restart(),
-  // and every binding the entry's, still naming its allocation (see
-  // ResolvedShape). The owner words are read only once the shape matched:
-  // an empty entry has none.
-  const auto reuse = [&]() __attribute__((always_inline)) {
-    if (cached.shape != shape || cached.epoch != memory_.ends_epoch()) {
-      return false;
-    }
-    const auto differs = [&](const Binding& binding, std::size_t index)
-        __attribute__((always_inline)) {
-      const BoundBuffer& kept = bound[index];
-      const std::uint64_t id = binding.allocation.raw();
-      return (kept.allocation.raw() ^ id) | (kept.range.begin() ^ binding.range.begin()) |
-             (kept.range.end() ^ binding.range.end()) | (*cached.owners[index] ^ id);
-    };
-    // A branch per binding: without one, g++ 12 vectorised these loops,
-    // which for a launch's two or three bindings cost more than it saved.
-    for (std::size_t index = 0; index < count; ++index) {
-      if (differs(reads[index], index) != 0) {
-        return false;
-      }
-    }
-    for (std::size_t index = 0; index < writes.size(); ++index) {
-      if (differs(writes[index], count + index) != 0) {
-        return false;
-      }
-    }
-    return true;
-  };
-  if (reuse()) [[likely]] {
-    // The taints, read as resolve_side() reads them: in one pass with no
-    // branch per binding when all are clean (as a plan's, planned_side).
-    bool clean = true;
-    for (std::size_t index = 0; index < count + writes.size(); ++index) {
-      clean = static_cast<bool>(static_cast<unsigned>(clean) &
-                                static_cast<unsigned>(taints[index]->is_clean()));
-    }
-    if (!clean) [[unlikely]] {
-      for (std::size_t index = 0; index < count; ++index) {
-        if (!taints[index]->is_clean()) {
-          note_taint<true>(in, *taints[index], reads[index].range);
-        }
-      }
-      for (std::size_t index = 0; index < writes.size(); ++index) {
-        if (!taints[count + index]->is_clean()) {
-          note_taint<false>(out, *taints[count + index], writes[index].range);
-        }
-      }
-    }
-    in.crosses = cached.reads_cross;
-    out.crosses = cached.writes_cross;
-    reads_ = {bound, count};
-    writes_ = {bound + count, writes.size()};
-    read_taints_ = {taints, count};
-    write_taints_ = {taints + count, writes.size()};
-    StreamAccess* const accesses = cached.accesses.data();
-    read_accesses_ = {accesses, ordering ? count : 0};
-    write_accesses_ = {accesses + count, ordering ? writes.size() : 0};
-    return;
-  }
-  fill_resolved(cached, shape, reads, writes, slot, ordering, in, out);
 }
 
 template <bool Reading>
@@ -722,8 +607,6 @@ Device::launch_plain(std::uint32_t slot, std::string_view kernel, std::span<cons
     if (!clean) [[unlikely]] {
       adopt_views(plan, ordering);
     }
-  } else if (reads.size() + writes.size() <= ResolvedShape::capacity) [[likely]] {
-    resolve_cached(kernel, reads, writes, slot, ordering, in, out);
   } else {
     in = resolve_side<true>(reads, slot, ordering);
     out = resolve_side<false>(writes, slot, ordering);

@@ -558,7 +558,6 @@ void MemoryManager::tombstone_all() noexcept {
 }
 
 void MemoryManager::end_all_and_give_back_pages() noexcept {
-  ++ends_epoch_; // Tombstoned records keep their ids (see ends_epoch()).
   discover_released();
   tombstone_all();
   // release_all_pages recycles each Free slice's record into cache_,

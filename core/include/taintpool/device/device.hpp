@@ -144,12 +144,10 @@
 #include <taintpool/report.hpp>
 #include <taintpool/stream/stream_table.hpp>
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <initializer_list>
-#include <new>
 #include <optional>
 #include <span>
 #include <string>
@@ -600,25 +598,6 @@ class Device {
   /// InvalidBinding for a bad one, nothing claimed.
   template <bool Reading>
   Resolved resolve_side(std::span<const Binding> bindings, std::uint32_t slot, bool ordering);
-  /// resolve_side() into the given arrays (`accesses` read only while
-  /// ordering); with `Keep`, each binding's owner word too (a
-  /// ResolvedShape's fill).
-  template <bool Reading, bool Keep>
-  Resolved resolve_into(std::span<const Binding> bindings, std::uint32_t slot, bool ordering,
-                        BoundBuffer* bound, Taint** taints, StreamAccess* accesses,
-                        const std::uint64_t** owners);
-  /// A plain launch's resolution through resolved_ (see ResolvedShape):
-  /// reused when the launch's bindings are the entry's and still name the
-  /// allocations they did, else resolved into the entry (P3 checked as
-  /// resolve_side() checks it).
-  void resolve_cached(std::string_view kernel, std::span<const Binding> reads,
-                      std::span<const Binding> writes, std::uint32_t slot, bool ordering,
-                      Resolved& in, Resolved& out);
-  struct ResolvedShape;
-  /// resolve_cached()'s miss: resolves into `cached` and keeps it as `shape`.
-  void fill_resolved(ResolvedShape& cached, std::uint64_t shape, std::span<const Binding> reads,
-                     std::span<const Binding> writes, std::uint32_t slot, bool ordering,
-                     Resolved& in, Resolved& out);
   /// resolve_side() from a plan: checks only the taints (the look-ups and range checks were the
   /// plan's); `clean`: every taint of the plan is, so there is nothing to note.
   template <bool Reading>
@@ -702,57 +681,6 @@ class Device {
   detail::Scratch<Taint*> write_taint_store_;
   detail::Scratch<StreamAccess> read_access_store_;
   detail::Scratch<StreamAccess> write_access_store_;
-  /// The resolution cache of the plain launch (issue 11, item 7). Resolving
-  /// a binding — the id table's probe, the range check (P3), the pointer —
-  /// was ~49 instructions per read and ~80 per write, and a program
-  /// launches the same kernel on the same buffers over and over. So a plain
-  /// launch of at most `capacity` bindings resolves into one of these
-  /// entries (picked by the kernel name's address; any entry answers any
-  /// launch, the pick only spreads call sites), and the next launch whose
-  /// bindings equal the entry's — the same allocation, offset and length,
-  /// in the same order, on the same stream slot, with ordering as it was —
-  /// reuses what was resolved instead, after checking that each binding
-  /// still names the allocation it did: its owner word (BoundBytes::owner)
-  /// still reads its id, and the memory's ends_epoch() has not moved. Ids
-  /// are never given twice by a manager until restart(), which moves the
-  /// epoch, and the records the owner words lie in live as long as the
-  /// manager, so an allocation that ended — dropped and swept, its record
-  /// reused by a new one, or reset — always misses: its id is gone from the
-  /// word. An allocation that lives keeps its size, bytes, taint and lane,
-  /// so every checked result (P3 included) still holds; the taints are read
-  /// again on every launch (note_taint, as resolve_side() does), and from
-  /// there on the launch is the plain launch's, unchanged.
-  /// Holds no handle (P1 unchanged: a buffer ends at the sweep after its
-  /// last handle goes, cached or not); nothing allocated (inline arrays,
-  /// G10); read and written only under the lock (O5).
-  struct ResolvedShape {
-    static constexpr std::size_t capacity = 6; ///< Reads + writes of one launch.
-    /// No launch's shape: what an entry holds before it is filled, and while
-    /// it is refilled (a bad binding throws half way: the entry stays empty).
-    static constexpr std::uint64_t none = ~std::uint64_t{0};
-    /// Raw room for `capacity` T (the id types have no default constructor).
-    template <class T>
-    struct Room {
-      alignas(T) std::byte bytes[capacity * sizeof(T)];
-      [[nodiscard]] T* data() noexcept { return std::launder(reinterpret_cast<T*>(bytes)); }
-    };
-    std::uint64_t shape = none; ///< shape_key() of the launch that filled it.
-    std::uint64_t epoch = 0;    ///< memory_.ends_epoch() when filled.
-    bool reads_cross = false;   ///< Resolved::crosses of each side, as resolved.
-    bool writes_cross = false;
-    Room<BoundBuffer> bound;                             ///< Reads, then writes.
-    std::array<Taint*, capacity> taints{};               ///< Likewise.
-    std::array<const std::uint64_t*, capacity> owners{}; ///< Likewise: BoundBytes::owner.
-    Room<StreamAccess> accesses;                         ///< Likewise; filled while ordering.
-  };
-  static constexpr std::size_t kResolvedShapes = 4;
-  /// The stream slot, the sides' sizes and the ordering flag, in one word.
-  [[nodiscard]] static std::uint64_t shape_key(std::uint32_t slot, std::size_t reads,
-                                               std::size_t writes, bool ordering) noexcept {
-    return (std::uint64_t{slot} << 32) | (std::uint64_t{reads} << 16) |
-           (std::uint64_t{writes} << 1) | std::uint64_t{ordering};
-  }
-  std::array<ResolvedShape, kResolvedShapes> resolved_;
   std::vector<Hazard> hazards_;
   /// O3: a binding's pin, taken in order() and handed to streams_ in
   /// commit(): a new handle, or none when the stream's newest pin at that

@@ -121,15 +121,6 @@ struct BoundBytes {
   Taint* taint;       ///< The allocation's taint.
   std::uint32_t pool; ///< Which pool holds it (ladder index; the arena is last).
   std::uint32_t lane; ///< The lane it was allocated on (P4).
-  /// Where the manager keeps the id of the allocation its record holds:
-  /// equal to `allocation` exactly while that allocation is live or
-  /// tombstoned, and readable (holding another id, or 0) for as long as the
-  /// manager lives — the record is recycled, never freed before it, and an
-  /// id is never given twice until restart(). So a caller that kept it can
-  /// tell, one load later and under the manager's thread rules, whether the
-  /// binding it resolved still names the same allocation (a Device's
-  /// resolution cache), as long as ends_epoch() has not moved either.
-  const std::uint64_t* owner;
 };
 
 /// One live allocation, for tests, fuzzers and diagnostics.
@@ -194,22 +185,13 @@ class MemoryManager {
 
   /// resolve() without discovering releases first, so the results of several
   /// calls stay valid together (a launch resolves all its bindings, then
-  /// works on them). Call sweep() once before a batch of these. Inline by
-  /// force: g++ 12 made it a call once the Device resolved in two places per
-  /// launch (its resolution cache's fill), ~40 instructions more per miss.
-  [[nodiscard, gnu::always_inline]] BoundBytes resolve_swept(const Binding& binding) {
+  /// works on them). Call sweep() once before a batch of these.
+  [[nodiscard]] BoundBytes resolve_swept(const Binding& binding) {
     detail::Slice& slice = lookup_swept(binding);
-    return BoundBytes{binding.allocation, binding.range,    slice.page->base + slice.offset,
-                      slice.size,         &slice.taint,     slice.page->pool_index,
-                      slice.page->lane,   &slice.allocation};
+    return BoundBytes{binding.allocation, binding.range, slice.page->base + slice.offset,
+                      slice.size,         &slice.taint,  slice.page->pool_index,
+                      slice.page->lane};
   }
-
-  /// Moves whenever allocations end other than by their handles' release:
-  /// reset() and restart() (tombstoned records keep their ids, and after
-  /// restart() ids are given again). While it holds still, an owner word
-  /// (BoundBytes::owner) that still reads the id it was read with names the
-  /// same live allocation, the same slice and bytes.
-  [[nodiscard]] std::uint64_t ends_epoch() const noexcept { return ends_epoch_; }
 
   /// Whether the allocation is live (not dropped-and-discovered, not reset).
   [[nodiscard]] bool contains(AllocationId allocation);
@@ -324,7 +306,7 @@ class MemoryManager {
     discover_released();
     return lookup_swept(binding);
   }
-  [[nodiscard, gnu::always_inline]] detail::Slice& lookup_swept(const Binding& binding) {
+  [[nodiscard]] detail::Slice& lookup_swept(const Binding& binding) {
     detail::LiveAllocation* entry = live_.find(binding.allocation.raw());
     if (entry == nullptr || binding.range.end() > entry->slice->size) [[unlikely]] {
       throw_bad_binding(binding);
@@ -392,7 +374,6 @@ class MemoryManager {
   NeverWrittenClaim never_written_;   ///< N1: the NeverWritten node (FreshBytes::NeverWritten).
   std::uint32_t space_ = 0;           ///< The id space (see above); handed back by the destructor.
   std::uint64_t next_allocation_ = 1; ///< Raw: the space in the top bits, then the number.
-  std::uint64_t ends_epoch_ = 0;      ///< See ends_epoch(): one per reset() or restart().
 };
 
 } // namespace taintpool
