@@ -24,6 +24,9 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
 #include <vector>
 
 namespace taintpool {
@@ -211,6 +214,124 @@ TEST(LaunchCache, S1_ATaintThatArrivedBetweenTwoLaunchesOfTheSameBindingsIsSeenB
   EXPECT_TRUE(device.submit("k", reads, writes, copy_first).ran());
   EXPECT_EQ(device.read_bytes(out.whole()), std::vector<std::byte>(16, std::byte{8}));
   static_cast<void>(succeed);
+}
+
+// ------------------------------------------------------------ differential
+
+/// One random program (seeded): buffers made on a few streams and dropped,
+/// memory reused by the next buffer, kernels launched again and again on
+/// bindings remembered past their buffers' ends, bodies that fail, host
+/// repairs, streams destroyed and made; every answer and every remembered
+/// binding's bytes or reports go into the transcript. `planned`: each
+/// launch goes through a plan made for it and dropped after it, so it
+/// resolves every binding afresh, whatever the plain launch may keep.
+std::string run_program(std::uint32_t seed, bool planned) {
+  std::mt19937 random(seed);
+  const auto pick = [&random](std::size_t count) {
+    return std::uniform_int_distribution<std::size_t>(0, count - 1)(random);
+  };
+  DeferredHostBackend backend;
+  Device device(backend);
+  std::vector<StreamId> streams{device.default_stream()};
+  std::vector<std::optional<Allocation>> buffers;
+  std::vector<Binding> remembered; // Outlive their buffers on purpose.
+  std::string transcript;
+  const auto kind_of = [](const Exception& error) { return std::string(name(error.kind())); };
+  for (int step = 0; step < 60; ++step) {
+    const std::size_t op = pick(10);
+    if (op <= 1 || remembered.size() < 3) { // A buffer, remembered whole and as its first half.
+      const StreamId stream = streams[pick(streams.size())];
+      const std::uint64_t size = pick(2) == 0 ? 16 : 32;
+      buffers.emplace_back(
+          device.create_buffer(std::vector<std::byte>(size, static_cast<std::byte>(step)), stream));
+      remembered.push_back(buffers.back()->whole());
+      remembered.push_back(Binding{buffers.back()->id(), ByteRange::of(0, size / 2)});
+      continue;
+    }
+    if (op == 2 && !buffers.empty()) { // P1: dropped; its memory goes to the next buffer.
+      buffers[pick(buffers.size())].reset();
+      device.sweep();
+      continue;
+    }
+    if (op == 3) { // Streams come and go (O1): the default stays.
+      if (streams.size() > 1 && pick(2) == 0) {
+        const std::size_t at = 1 + pick(streams.size() - 1);
+        device.destroy_stream(streams[at]);
+        streams.erase(streams.begin() + static_cast<std::ptrdiff_t>(at));
+      } else if (streams.size() < 3) {
+        streams.push_back(device.create_stream());
+      }
+      continue;
+    }
+    if (op == 4) { // S5: a host write repairs (or is refused).
+      const Binding& into = remembered[pick(remembered.size())];
+      try {
+        static_cast<void>(
+            device.write(into, std::vector<std::byte>(into.range.size(), std::byte{0x5a})));
+        transcript += "write ok\n";
+      } catch (const Exception& error) {
+        transcript += "write threw " + kind_of(error) + "\n";
+      }
+      continue;
+    }
+    // A launch of one of three fixed binding shapes: the same remembered
+    // bindings again and again, so a kept resolution would be reused.
+    const std::size_t shape = pick(3);
+    const Binding read = remembered[(shape * 2) % remembered.size()];
+    const Binding write = remembered[(shape * 2 + 3) % remembered.size()];
+    const Binding reads[] = {read};
+    const Binding writes[] = {write};
+    const StreamId stream = streams[pick(streams.size())];
+    const bool fail = pick(6) == 0;
+    const auto body = [fail](const KernelContext& context) {
+      if (fail) {
+        return LaunchOutcome::failure(Error::launch("planted"));
+      }
+      for (std::size_t index = 0; index < context.write(0).size(); ++index) {
+        context.write(0)[index] = context.read(0)[index % context.read(0).size()];
+      }
+      return LaunchOutcome::success();
+    };
+    try {
+      const LaunchResult result = planned
+                                      ? device.launch(device.plan(stream, reads, writes), "k", body)
+                                      : device.launch(stream, "k", reads, writes, body);
+      transcript += "launch " + std::to_string(static_cast<int>(result.status)) + " " +
+                    (result.failure ? std::to_string(result.failure->raw()) : "-") + "\n";
+    } catch (const Exception& error) {
+      transcript += "launch threw " + kind_of(error) + "\n";
+    }
+  }
+  device.synchronize();
+  for (const Binding& binding : remembered) {
+    try {
+      std::vector<std::byte> into(binding.range.size());
+      const ReadOutcome outcome = device.read(binding, into);
+      transcript += outcome.ok() ? "bytes " + std::to_string(static_cast<int>(into.front()))
+                                 : "stale " + std::to_string(outcome.reports.size());
+    } catch (const Exception& error) {
+      transcript += "read threw " + kind_of(error);
+    }
+    transcript += "\n";
+  }
+  const MemoryStats stats = device.memory().stats();
+  transcript += "allocations " + std::to_string(stats.allocations) + " in use " +
+                std::to_string(stats.in_use) + " failures " +
+                std::to_string(device.graph().size()) + "\n";
+  device.check_invariants();
+  return transcript;
+}
+
+TEST(LaunchCache,
+     P1_P3_S1_O1_PlainLaunchesAnswerAsLaunchesThatResolveAfreshOnRandomProgramsWithReusedMemory) {
+  // Each program runs twice, one Device after the other (so both mint the
+  // same ids): plainly, and with every launch resolved afresh through its
+  // own plan. A resolution kept across launches must not change a word.
+  for (std::uint32_t seed = 1; seed <= 300; ++seed) {
+    const std::string plain = run_program(seed, false);
+    const std::string fresh = run_program(seed, true);
+    ASSERT_EQ(plain, fresh) << "seed " << seed;
+  }
 }
 
 } // namespace
