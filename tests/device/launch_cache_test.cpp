@@ -13,7 +13,7 @@
 // first, so a cache would be warm on exactly the launch the rule is about.
 // These hold on main without a cache too: they are the contract a cache
 // must keep, and a planted bug in launch10's cache (the owner check
-// skipped) failed the first and the third.
+// skipped) failed the first, the third and the differential (seed 3).
 #include <taintpool/device/device.hpp>
 #include <taintpool/host/deferred_host_backend.hpp>
 #include <taintpool/host/host_backend.hpp>
