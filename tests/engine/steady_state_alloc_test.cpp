@@ -276,5 +276,38 @@ TEST(SteadyState, G8_AReportWithoutAPathAllocatesNoPath) {
   EXPECT_EQ(allocations, 0u) << "nothing produced 99: the read is the origin";
 }
 
+TEST(SteadyState, G8_N3_APrintedReportIsOneAllocationHoweverWideItsWords) {
+  // The widest words there are: 16 steps of every kind with the largest
+  // allocation numbers of the last id space, a long root message, stale
+  // bytes at the top of the address space and the cap's note. The printer
+  // appends into one string sized once (report.cpp's room_for); a chain of
+  // temporaries allocated a dozen times and more per step.
+  const AllocationId widest = AllocationId::from_raw(UINT64_MAX);
+  std::vector<SkipRecord> path;
+  for (std::size_t at = 0; at < ErrorGraph::kept_skip_records; ++at) {
+    path.push_back(SkipRecord{std::string(40, 'k'), widest, {widest}, at % 3 != 0, at % 3 == 2});
+  }
+  for (const ErrorKind kind : {ErrorKind::Communicator, ErrorKind::NeverWritten}) {
+    Report report{FailureId::from_raw(UINT64_MAX),
+                  Error(kind, std::string(200, 'm')),
+                  widest,
+                  ByteRange::of(UINT64_MAX - 1, UINT64_MAX),
+                  path,
+                  widest,
+                  UINT64_MAX,
+                  true};
+    for (const bool with_path : {true, false}) {
+      if (!with_path) {
+        report.path.clear();
+      }
+      std::string text;
+      const std::uint64_t allocations = allocations_during([&] { text = to_string(report); });
+      EXPECT_EQ(allocations, 1u) << text;
+      EXPECT_NE(text.find("allocation 4503599627370495 (memory 4095)"), std::string::npos)
+          << "the widest words were printed: " << text;
+    }
+  }
+}
+
 } // namespace
 } // namespace taintpool
