@@ -309,5 +309,33 @@ TEST(SteadyState, G8_N3_APrintedReportIsOneAllocationHoweverWideItsWords) {
   }
 }
 
+TEST(SteadyState, R1_ARefcountCheckWithAKeptScratchAllocatesNothingOnceWarm) {
+  // check_refcounts with the caller's scratch: the first check sizes its
+  // list, every later one over as many claims allocates nothing (the
+  // fuzzers check every few ops). Without a scratch it allocates (so the
+  // zero is not the counter being blind).
+  Device device;
+  const FailureId a = device.graph.insert(Error::launch("a"));
+  const FailureId b = device.graph.insert(Error::launch("b"));
+  for (std::size_t at = 0; at < device.buffers.size(); ++at) {
+    device.buffers[at].taint(ByteRange::of(0, 8), a, device.graph);
+    if (at % 2 == 0) {
+      device.buffers[at].taint(ByteRange::of(16, 24), b, device.graph);
+    }
+  }
+  std::vector<const Taint*> carriers;
+  for (const Taint& buffer : device.buffers) {
+    carriers.push_back(&buffer);
+  }
+  RefcountScratch scratch;
+  check_refcounts(device.graph, carriers, {}, scratch);
+  const std::uint64_t warm =
+      allocations_during([&] { check_refcounts(device.graph, carriers, {}, scratch); });
+  EXPECT_EQ(warm, 0u);
+  const std::uint64_t fresh =
+      allocations_during([&] { check_refcounts(device.graph, carriers, {}); });
+  EXPECT_GT(fresh, 0u);
+}
+
 } // namespace
 } // namespace taintpool
