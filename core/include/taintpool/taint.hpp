@@ -343,8 +343,8 @@ class RefcountScratch {
   void reserve(std::size_t claims) { claimed_.reserve(claims); }
 
  private:
-  friend void check_refcounts(const ErrorGraph&, std::span<const Taint* const>,
-                              std::span<const FailureId>, RefcountScratch&);
+  friend void check_refcounts(const ErrorGraph& graph, std::span<const Taint* const> carriers,
+                              std::span<const FailureId> held, RefcountScratch& scratch);
   std::vector<FailureId> claimed_; ///< Each carrier's distinct failures, then sorted.
 };
 
