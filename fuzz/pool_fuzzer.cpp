@@ -144,6 +144,10 @@ struct Kept {
   std::vector<FailureId> live;     ///< compare_everything: core's live failures.
   std::vector<FailureId> held_now; ///< compare_everything: held and still live.
   std::vector<std::pair<FailureId, ByteRange>> claims; ///< Only to show a mismatch.
+  /// compare_everything: check_refcounts' list, kept (it built a map and a
+  /// list per full check: about a sixth of a warm input's allocations;
+  /// issue 13, twenty-fourth round).
+  RefcountScratch refcounts;
   /// The model, restarted for each input (PoolModel::restart: what a fresh
   /// one is, with its buffers and per-allocation maps kept): its growth
   /// was a quarter of a warm input's allocations.
@@ -714,7 +718,7 @@ class Harness {
     try {
       memory_->check_invariants();
       graph_.check_invariants();
-      check_refcounts(graph_, memory_->carriers(), held);
+      check_refcounts(graph_, memory_->carriers(), held, kept_.refcounts);
     } catch (const std::logic_error& error) {
       checker_.fail("P2/R1", error.what());
     }

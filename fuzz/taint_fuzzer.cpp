@@ -199,6 +199,9 @@ constexpr std::uint64_t kHighBase = UINT64_MAX - 63;
 constexpr std::array<const char*, 5> kMessages = {
     "", "oom", "load_weights ran out of memory",
     "a message long enough to live on the heap, past any small-string buffer", "x"};
+/// The index of kMessages' longest text (check_report's kept Report starts
+/// with its capacity).
+constexpr std::size_t kLongestMessage = 3;
 constexpr std::array<const char*, 5> kKernels = {"softmax", "linear", "",
                                                  "a_kernel_name_long_enough_for_the_heap", "k"};
 constexpr std::size_t kErrorKinds = 9; // ErrorKind::Generic .. InvalidBinding
@@ -485,6 +488,23 @@ std::vector<std::uint64_t> report_reads(std::span<const SkipRecord> records) {
   return reads;
 }
 
+/// The read report_reads() ends with — the lowest allocation id no record
+/// produced, whose report has the empty path — found without building the
+/// list (check_failure asks for it after a skip pushed the log past its cap).
+std::uint64_t unproduced_read(std::span<const SkipRecord> records) {
+  std::uint64_t plain = 1;
+  const auto produced = [&](std::uint64_t raw) {
+    return std::any_of(records.begin(), records.end(), [&](const SkipRecord& record) {
+      return std::find(record.produced.begin(), record.produced.end(),
+                       AllocationId::from_raw(raw)) != record.produced.end();
+    });
+  };
+  while (produced(plain)) {
+    ++plain;
+  }
+  return plain;
+}
+
 /// Core, read through the same questions the model answers.
 struct CoreView {
   const ErrorGraph& graph;
@@ -589,6 +609,9 @@ class Harness {
     // again, freeing the old buffer in the same run.
     carriers_.reserve(256);
     died_.reserve(256);
+    prune_list_.reserve(256);
+    refcounts_.reserve(256);
+    kept_report_.path.reserve(ErrorGraph::kept_skip_records);
     check_.set_context([this] { return context(); });
   }
 
@@ -687,6 +710,8 @@ class Harness {
     pending_fault_ = -1;
     ops_since_sweep_ = 0;
     ops_.clear();
+    kept_report_.path.clear(); // Frees this input's records; keeps the room.
+    prune_list_.clear();
     trace_.reset();
     trace_path_.reset();
   }
@@ -802,16 +827,26 @@ class Harness {
 
   /// A failure no carrier holds a tag on: a held one (live, never tagged)
   /// when `include_live`, a dead one, or the never-minted next id.
+  /// Counted, then walked to the chosen one, rather than listed: the same
+  /// candidates in the same order give the same pick, without a vector per
+  /// decoded op.
   std::uint64_t pick_untagged(ByteReader& in, bool include_live) const {
-    std::vector<std::uint64_t> candidates;
-    for (std::uint64_t raw = 1; raw < model_.next_id().raw(); ++raw) {
+    const std::uint64_t next = model_.next_id().raw();
+    const auto candidate = [&](std::uint64_t raw) {
       const FailureId id = FailureId::from_raw(raw);
-      if (model_.live(id) ? include_live && model_.tags(id) == 0 : true) {
-        candidates.push_back(raw);
+      return model_.live(id) ? include_live && model_.tags(id) == 0 : true;
+    };
+    std::uint64_t count = 1; // The never-minted next id, last.
+    for (std::uint64_t raw = 1; raw < next; ++raw) {
+      count += candidate(raw) ? 1u : 0u;
+    }
+    std::uint64_t pick = in.below(count);
+    for (std::uint64_t raw = 1; raw < next; ++raw) {
+      if (candidate(raw) && pick-- == 0) {
+        return raw;
       }
     }
-    candidates.push_back(model_.next_id().raw());
-    return candidates[static_cast<std::size_t>(in.below(candidates.size()))];
+    return next;
   }
 
   static RangeSpec pick_range(ByteReader& in) {
@@ -914,7 +949,7 @@ class Harness {
     note_touched(current);
     const std::vector<FailureId> held_before = trace_ ? held_ : std::vector<FailureId>();
     const std::vector<FailureId> pruned_before =
-        trace_ && current.kind == Kind::prune ? pruned(current) : std::vector<FailureId>();
+        trace_ && current.kind == Kind::prune ? prune_list_ : std::vector<FailureId>();
     switch (current.kind) {
     case Kind::insert: {
       const Error error = make_error(current.error_kind, current.text);
@@ -980,7 +1015,8 @@ class Harness {
       break;
     }
     case Kind::prune:
-      for (const FailureId failure : pruned(current)) {
+      // note_touched() listed them, and nothing has changed since.
+      for (const FailureId failure : prune_list_) {
         graph_.prune(failure);
         model_.prune(failure);
       }
@@ -1060,7 +1096,10 @@ class Harness {
       }
       break;
     case Kind::final_prune:
-      for (const FailureId failure : std::vector<FailureId>(held_)) {
+      // A copy, as held_ changes after the op; into the kept list, not a
+      // fresh vector per input.
+      prune_list_.assign(held_.begin(), held_.end());
+      for (const FailureId failure : prune_list_) {
         graph_.prune(failure);
         model_.prune(failure);
       }
@@ -1142,7 +1181,8 @@ class Harness {
       touch_.reports = Reports::root;
       break;
     case Kind::prune:
-      for (const FailureId failure : pruned(op)) {
+      list_pruned(op);
+      for (const FailureId failure : prune_list_) {
         touch_.failures.push_back(failure.raw());
       }
       break;
@@ -1256,7 +1296,7 @@ class Harness {
       }
     });
     if (must_throw) {
-      model = {Ending::logic_error, "model: destination holds claims"};
+      model = Outcome::stated(Ending::logic_error, "model: destination holds claims");
       return;
     }
     model = run_op([&] {
@@ -1285,19 +1325,19 @@ class Harness {
     case 1:
       check_.expect(model_.tags(failure) == 0, "fuzzer", "picked a tagged failure to untag");
       core = run_op([&] { graph_.untag(failure); });
-      model = {Ending::logic_error, "untag without a matching tag"};
+      model = Outcome::stated(Ending::logic_error, "untag without a matching tag");
       check_.expect_equal("G3", "untag of a failure nobody tagged", core, model);
       return;
     case 2:
       check_.expect(!model_.live(failure), "fuzzer", "picked a live failure to tag");
       core = run_op([&] { graph_.tag(failure); });
-      model = {Ending::logic_error, "tag of a failure with no node"};
+      model = Outcome::stated(Ending::logic_error, "tag of a failure with no node");
       check_.expect_equal("G2/R2", "tag of a failure with no node", core, model);
       return;
     default: {
       const Outcome zero_failure = run_op([] { (void)FailureId::from_raw(0); });
       const Outcome zero_allocation = run_op([] { (void)AllocationId::from_raw(0); });
-      const Outcome expected{Ending::invalid_argument, {}};
+      const Outcome expected = Outcome::stated(Ending::invalid_argument);
       check_.expect_equal("G1", "FailureId::from_raw(0)", zero_failure, expected);
       check_.expect_equal("G1", "AllocationId::from_raw(0)", zero_allocation, expected);
       core = zero_failure;
@@ -1387,19 +1427,22 @@ class Harness {
 
   void forget_held(FailureId failure) { std::erase(held_, failure); }
 
-  /// The failures a prune op prunes, in order: its one failure, or for a
-  /// sweep the held failures of its residue.
-  [[nodiscard]] std::vector<FailureId> pruned(const Op& op) const {
+  /// Lists in prune_list_ the failures a prune op prunes, in order: its
+  /// one failure, or for a sweep the held failures of its residue. A kept
+  /// list, filled once per op (note_touched) and read by execute(): a fresh
+  /// vector, built twice per prune op, was 2% of an input's allocations
+  /// (issue 13, twenty-fourth round).
+  void list_pruned(const Op& op) {
+    prune_list_.clear();
     if (op.variant == 0) {
-      return {FailureId::from_raw(op.failure)};
+      prune_list_.push_back(FailureId::from_raw(op.failure));
+      return;
     }
-    std::vector<FailureId> sweep;
     for (const FailureId failure : held_) {
       if (failure.raw() % 3 == op.needed) {
-        sweep.push_back(failure);
+        prune_list_.push_back(failure);
       }
     }
-    return sweep;
   }
 
   // -- the TLA+ trace (proofs/TRACES.md, TaintTrace.tla) --------------------
@@ -1594,7 +1637,8 @@ class Harness {
                       graph_.next_id() == FailureId::from_raw(1) && graph_.empty() &&
                       graph_.table_capacity() == fresh_table_capacity_ && held_.empty() &&
                       live_.empty() && touch_.failures.empty() && ops_.empty() &&
-                      pending_fault_ < 0 && ops_since_sweep_ == 0 &&
+                      prune_list_.empty() && kept_report_.path.empty() && pending_fault_ < 0 &&
+                      ops_since_sweep_ == 0 &&
                       std::all_of(carriers_.begin(), carriers_.end(),
                                   [](std::uint8_t bits) { return bits == 0; }),
                   "fuzzer", "the harness did not start the input from a fresh state");
@@ -1759,7 +1803,7 @@ class Harness {
       if (!records.front().produced.empty()) {
         check_report(id, records.front().produced.front());
       }
-      check_report(id, AllocationId::from_raw(report_reads(records).back()));
+      check_report(id, AllocationId::from_raw(unproduced_read(records)));
     }
   }
 
@@ -1781,17 +1825,25 @@ class Harness {
   /// Core's report of `read` against the model's walk, compared in place
   /// (EngineModel::report_path: no record is copied on the model's side);
   /// only a mismatch builds the model's Report, to show both.
+  ///
+  /// Core's side is refilled into one kept Report (ErrorGraph::report_into,
+  /// the walk report() makes, pinned equal to a fresh report() by
+  /// ErrorGraph.G8_AReportRefilledInPlaceEqualsAFreshOneWhateverItHeldBefore):
+  /// a fresh Report per check copied every record of the path (kernel name
+  /// and produced list: two allocations a record) and was the largest
+  /// single source of this target's allocations (issue 13, twenty-fourth
+  /// round: 12% of them). The report and reports ops still call report()
+  /// and reports() themselves.
   TAINTPOOL_FUZZ_CHECKER void check_report(FailureId id, AllocationId read) {
-    std::optional<Report> core_report;
     AllocationId origin = read;
-    const Outcome core = run_op([&] { core_report = graph_.report(id, read); });
+    const Outcome core = run_op([&] { graph_.report_into(id, read, kept_report_); });
     const Outcome model = run_op([&] { origin = model_.report_path(id, read, model_path_); });
     check_.expect_equal(
         "G8", [&] { return show(id) + " report of " + show(read) + " ended"; }, core, model);
-    if (core_report && !same_report(*core_report, id, read, origin)) [[unlikely]] {
+    if (!core.threw() && !same_report(kept_report_, id, read, origin)) [[unlikely]] {
       check_.expect_equal(
-          "G8", [&] { return show(id) + " report of " + show(read); }, core_report,
-          std::optional<Report>(model_.report(id, read)));
+          "G8", [&] { return show(id) + " report of " + show(read); },
+          std::optional<Report>(kept_report_), std::optional<Report>(model_.report(id, read)));
     }
   }
 
@@ -1892,7 +1944,7 @@ class Harness {
 
   /// What only core has, graph-wide: its invariants, refcounts against
   /// every carrier, and for_each against the model.
-  TAINTPOOL_FUZZ_CHECKER void check_graph() const {
+  TAINTPOOL_FUZZ_CHECKER void check_graph() {
     std::array<const Taint*, kAllocations> carriers{};
     for (std::size_t at = 0; at < kAllocations; ++at) {
       carriers[at] = &taints_[at];
@@ -1900,7 +1952,8 @@ class Harness {
     const Outcome graph_shape = run_op([&] { graph_.check_invariants(); });
     check_.expect(!graph_shape.threw(), "G1/G7",
                   [&] { return "graph.check_invariants: " + show(graph_shape); });
-    const Outcome refcounts = run_op([&] { taintpool::check_refcounts(graph_, carriers, held_); });
+    const Outcome refcounts =
+        run_op([&] { taintpool::check_refcounts(graph_, carriers, held_, refcounts_); });
     check_.expect(!refcounts.threw(), "R1-R3",
                   [&] { return "check_refcounts (held " + show(held_) + "): " + show(refcounts); });
     std::size_t visited = 0;
@@ -2009,6 +2062,24 @@ class Harness {
   std::vector<std::uint8_t> carriers_;
   /// Scratch for check_report: the model's walk, as pointers into its records.
   std::vector<const SkipRecord*> model_path_;
+  /// Scratch for check_report: core's report, refilled in place. Its root
+  /// holds the longest message's capacity and its path room for every kept
+  /// record from the start (the constructor), and the path is emptied at
+  /// the end of each input (release_input), so an input frees every record
+  /// it put there: libFuzzer sees balanced mallocs and frees per run.
+  Report kept_report_{FailureId::from_raw(1),
+                      make_error(ErrorKind::Generic, kLongestMessage),
+                      AllocationId::from_raw(1),
+                      std::nullopt,
+                      {},
+                      AllocationId::from_raw(1),
+                      0,
+                      false};
+  /// Scratch for note_touched and execute: the failures a prune op prunes.
+  std::vector<FailureId> prune_list_;
+  /// Scratch for check_graph: check_refcounts' list, kept (a map and a
+  /// list per sweep before; issue 13, twenty-fourth round).
+  taintpool::RefcountScratch refcounts_;
   std::size_t ops_since_sweep_ = 0;
   /// The graph's table capacity as grow_failure_table() leaves a fresh
   /// graph (release_input() restores it; check_fresh() checks it).

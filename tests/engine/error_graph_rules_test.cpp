@@ -22,6 +22,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -654,6 +655,61 @@ TEST(ErrorGraph, R2_CheckRefcountsCatchesAClaimWhoseNodeIsGone) {
     EXPECT_NE(std::string(error.what()).find("R2"), std::string::npos) << error.what();
   }
   taint.clear(graph);
+}
+
+TEST(ErrorGraph, R1_R2_R3_AKeptRefcountScratchGivesEveryVerdictAFreshOneGives) {
+  // One scratch through passing checks, each kind of violation (a check
+  // that threw leaves its list part-filled) and carriers of every shape,
+  // in an order where a leftover entry would change a count: each verdict
+  // and message equals the one a fresh check gives.
+  ErrorGraph graph;
+  ErrorGraph elsewhere;
+  std::vector<Taint> taints(4);
+  const FailureId a = graph.insert(Error::launch("a"));
+  const FailureId b = graph.insert(Error::launch("b"));
+  const FailureId held = graph.insert(Error::torn_down());
+  taints[0].taint(r(0, 10), a, graph);
+  taints[0].taint(r(20, 30), b, graph);
+  taints[0].taint(r(40, 50), a, graph); // a twice on one carrier: one tag
+  taints[1].taint(r(0, 5), b, graph);   // inline
+  taints[2].taint(r(0, 64), a, graph);
+  std::vector<const Taint*> carriers;
+  for (const Taint& taint : taints) {
+    carriers.push_back(&taint);
+  }
+  const std::vector<const Taint*> first_two{&taints[0], &taints[1]};
+  const std::vector<FailureId> holding{held};
+  const auto verdict = [](const auto& check) -> std::string {
+    try {
+      check();
+      return "passed";
+    } catch (const std::logic_error& error) {
+      return error.what();
+    }
+  };
+  RefcountScratch scratch;
+  const auto both = [&](const ErrorGraph& on, std::span<const Taint* const> these,
+                        std::span<const FailureId> hold) {
+    const std::string kept = verdict([&] { check_refcounts(on, these, hold, scratch); });
+    const std::string fresh = verdict([&] { check_refcounts(on, these, hold); });
+    EXPECT_EQ(kept, fresh);
+    return kept;
+  };
+  EXPECT_EQ(both(graph, carriers, holding), "passed");
+  EXPECT_NE(both(elsewhere, carriers, holding).find("R2"), std::string::npos);
+  EXPECT_NE(both(graph, first_two, holding).find("R1"), std::string::npos)
+      << "a's third carrier left out";
+  EXPECT_NE(both(graph, carriers, {}).find("R3"), std::string::npos);
+  EXPECT_EQ(both(graph, carriers, holding), "passed") << "after three checks that threw";
+  graph.tag(b); // a tag behind the carriers' backs
+  EXPECT_NE(both(graph, carriers, holding).find("R1"), std::string::npos);
+  graph.untag(b);
+  EXPECT_EQ(both(graph, carriers, holding), "passed");
+  for (Taint& taint : taints) {
+    taint.clear(graph);
+  }
+  graph.prune(held);
+  EXPECT_EQ(both(graph, carriers, {}), "passed") << "nothing claimed, nothing live";
 }
 
 TEST(ErrorGraph, R3_ANodeWithNoTagExistsOnlyWhileAnOperationHoldsIt) {

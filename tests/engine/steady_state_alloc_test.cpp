@@ -276,5 +276,66 @@ TEST(SteadyState, G8_AReportWithoutAPathAllocatesNoPath) {
   EXPECT_EQ(allocations, 0u) << "nothing produced 99: the read is the origin";
 }
 
+TEST(SteadyState, G8_N3_APrintedReportIsOneAllocationHoweverWideItsWords) {
+  // The widest words there are: 16 steps of every kind with the largest
+  // allocation numbers of the last id space, a long root message, stale
+  // bytes at the top of the address space and the cap's note. The printer
+  // appends into one string sized once (report.cpp's room_for); a chain of
+  // temporaries allocated a dozen times and more per step.
+  const AllocationId widest = AllocationId::from_raw(UINT64_MAX);
+  std::vector<SkipRecord> path;
+  for (std::size_t at = 0; at < ErrorGraph::kept_skip_records; ++at) {
+    path.push_back(SkipRecord{std::string(40, 'k'), widest, {widest}, at % 3 != 0, at % 3 == 2});
+  }
+  for (const ErrorKind kind : {ErrorKind::Communicator, ErrorKind::NeverWritten}) {
+    Report report{FailureId::from_raw(UINT64_MAX),
+                  Error(kind, std::string(200, 'm')),
+                  widest,
+                  ByteRange::of(UINT64_MAX - 1, UINT64_MAX),
+                  path,
+                  widest,
+                  UINT64_MAX,
+                  true};
+    for (const bool with_path : {true, false}) {
+      if (!with_path) {
+        report.path.clear();
+      }
+      std::string text;
+      const std::uint64_t allocations = allocations_during([&] { text = to_string(report); });
+      EXPECT_EQ(allocations, 1u) << text;
+      EXPECT_NE(text.find("allocation 4503599627370495 (memory 4095)"), std::string::npos)
+          << "the widest words were printed: " << text;
+    }
+  }
+}
+
+TEST(SteadyState, R1_ARefcountCheckWithAKeptScratchAllocatesNothingOnceWarm) {
+  // check_refcounts with the caller's scratch: the first check sizes its
+  // list, every later one over as many claims allocates nothing (the
+  // fuzzers check every few ops). Without a scratch it allocates (so the
+  // zero is not the counter being blind).
+  Device device;
+  const FailureId a = device.graph.insert(Error::launch("a"));
+  const FailureId b = device.graph.insert(Error::launch("b"));
+  for (std::size_t at = 0; at < device.buffers.size(); ++at) {
+    device.buffers[at].taint(ByteRange::of(0, 8), a, device.graph);
+    if (at % 2 == 0) {
+      device.buffers[at].taint(ByteRange::of(16, 24), b, device.graph);
+    }
+  }
+  std::vector<const Taint*> carriers;
+  for (const Taint& buffer : device.buffers) {
+    carriers.push_back(&buffer);
+  }
+  RefcountScratch scratch;
+  check_refcounts(device.graph, carriers, {}, scratch);
+  const std::uint64_t warm =
+      allocations_during([&] { check_refcounts(device.graph, carriers, {}, scratch); });
+  EXPECT_EQ(warm, 0u);
+  const std::uint64_t fresh =
+      allocations_during([&] { check_refcounts(device.graph, carriers, {}); });
+  EXPECT_GT(fresh, 0u);
+}
+
 } // namespace
 } // namespace taintpool

@@ -328,12 +328,37 @@ class Taint {
 
 static_assert(sizeof(Taint) <= 24, "T6: every slice pays for a Taint; keep it three words");
 
+/// The list check_refcounts counts carriers in, for a caller that checks
+/// again and again (a fuzzer, after every few operations): kept between
+/// calls, its capacity makes every later check allocation-free once it has
+/// seen as many claimed failures. Holds nothing a check leaves behind that
+/// the next one reads.
+class RefcountScratch {
+ public:
+  RefcountScratch() = default;
+
+  /// Room for `claims` (carrier, failure) pairs now, so that checks up to
+  /// that size allocate nothing at all (a fuzzer grows it outside any
+  /// input: libFuzzer takes a malloc with no free in a run for a leak).
+  void reserve(std::size_t claims) { claimed_.reserve(claims); }
+
+ private:
+  friend void check_refcounts(const ErrorGraph& graph, std::span<const Taint* const> carriers,
+                              std::span<const FailureId> held, RefcountScratch& scratch);
+  std::vector<FailureId> claimed_; ///< Each carrier's distinct failures, then sorted.
+};
+
 /// R1–R3 across a set of carriers: every live node's tag count equals the
 /// number of `carriers` claiming it; every claimed failure has a node (R2);
 /// a node with no tags is in `held` (R3: only an operation in progress, such
 /// as an open write scope, may hold an untagged node). Throws
-/// std::logic_error naming the first violation. Allocates and recounts from
-/// scratch: a test and fuzzer aid.
+/// std::logic_error naming the first violation. Recounts from scratch: a
+/// test and fuzzer aid. O(C log C + N log C) for C claimed (carrier,
+/// failure) pairs and N live nodes; allocates one list, in `scratch` when
+/// the caller keeps one (nothing once it is large enough).
+void check_refcounts(const ErrorGraph& graph, std::span<const Taint* const> carriers,
+                     std::span<const FailureId> held, RefcountScratch& scratch);
+/// As above, with a scratch list of its own.
 void check_refcounts(const ErrorGraph& graph, std::span<const Taint* const> carriers,
                      std::span<const FailureId> held = {});
 

@@ -1,40 +1,123 @@
 #include <taintpool/report.hpp>
 
+#include <charconv>
+#include <cstdint>
 #include <ostream>
 
 namespace taintpool {
 
 namespace {
 
+// The printer appends every word into one string, sized once from what the
+// report holds. It used to join temporaries (operator+ chains, a
+// to_string() per id and range): a dozen allocations for a short report and
+// more per step, where one suffices. A report is printed where a person will
+// read it, but taint_fuzzer prints every report its report op makes (the
+// printer must hold up on every walk), and under the sanitizers those
+// temporaries were a tenth of its allocations (issue 13, twenty-fourth
+// round). The words are those of to_string(FailureId), to_string(AllocationId),
+// to_string(ByteRange) and to_string(Error), pinned word for word by
+// tests/engine/report_text_test.cpp.
+
+void append_number(std::string& text, std::uint64_t value) {
+  char digits[20]; // 2^64 - 1 has 20 digits.
+  const auto written = std::to_chars(digits, digits + sizeof digits, value);
+  text.append(digits, written.ptr);
+}
+
+void append(std::string& text, FailureId id) {
+  text += "failure ";
+  append_number(text, id.raw());
+}
+
+void append(std::string& text, AllocationId id) {
+  text += "allocation ";
+  append_number(text, allocation_number(id));
+  if (allocation_space(id) != 0) {
+    text += " (memory ";
+    append_number(text, allocation_space(id));
+    text += ')';
+  }
+}
+
+void append(std::string& text, ByteRange range) {
+  text += '[';
+  append_number(text, range.begin());
+  text += ", ";
+  append_number(text, range.end());
+  text += ')';
+}
+
+/// Room for the whole text, so it is allocated once: the fixed words with
+/// the widest numbers (a headline of at most 170 bytes, an origin line of
+/// 100, the cap's note 100), each step's kernel plus at most 110, and the
+/// root's message, which may appear twice (N3's site). Appends past it
+/// would still work; tests/engine/steady_state_alloc_test.cpp counts one
+/// allocation for the widest report.
+std::size_t room_for(const Report& report) {
+  std::size_t room = 384 + 2 * report.root.message().size();
+  for (const SkipRecord& step : report.path) {
+    room += step.kernel.size() + 112;
+  }
+  return room;
+}
+
+/// The read, with its stale bytes when the caller knows them.
+void append_read(std::string& text, const Report& report) {
+  append(text, report.read);
+  if (report.stale) {
+    text += " bytes ";
+    append(text, *report.stale);
+  }
+}
+
+void append_cap_note(std::string& text, const Report& report) {
+  if (report.path_may_be_incomplete) {
+    text += "\n  (";
+    append_number(text, report.skips_recorded);
+    text += " skips were recorded and only the newest are kept: the path may begin earlier)";
+  }
+}
+
 /// N3: the words for bytes the NeverWritten failure claims — the read's own
 /// bytes when it claims them directly, else the origin's, at the path's end.
 /// The root's message is the creating site, when the creator gave one.
 std::string never_written(const Report& report) {
-  const std::string site =
-      report.root.message().empty() ? std::string() : " (" + report.root.message() + ")";
+  std::string text;
+  text.reserve(room_for(report));
+  const auto append_site = [&] {
+    if (!report.root.message().empty()) {
+      text += " (";
+      text += report.root.message();
+      text += ')';
+    }
+  };
   if (report.path.empty()) {
-    std::string text = to_string(report.read);
-    text += report.stale ? " bytes " + to_string(*report.stale) + " were" : " was";
-    return text + " never written since it was created" + site;
+    append_read(text, report);
+    text += report.stale ? " were" : " was";
+    text += " never written since it was created";
+    append_site();
+    return text;
   }
-  std::string text = to_string(report.read);
-  if (report.stale) {
-    text += " bytes " + to_string(*report.stale);
-  }
-  text += " cannot be read: " + to_string(report.failure) + " (" +
-          std::string(name(report.root.kind())) + ")";
+  append_read(text, report);
+  text += " cannot be read: ";
+  append(text, report.failure);
+  text += " (";
+  text += name(report.root.kind());
+  text += ')';
   for (const SkipRecord& step : report.path) {
-    text += "\n  " + step.kernel +
-            (step.took_part ? " took part with never-written bytes of "
-             : step.ran     ? " ran on never-written bytes of "
-                            : " was skipped: it needed ") +
-            to_string(step.needed);
+    text += "\n  ";
+    text += step.kernel;
+    text += step.took_part ? " took part with never-written bytes of "
+            : step.ran     ? " ran on never-written bytes of "
+                           : " was skipped: it needed ";
+    append(text, step.needed);
   }
-  text += "\n  " + to_string(report.origin) + " was never written since it was created" + site;
-  if (report.path_may_be_incomplete) {
-    text += "\n  (" + std::to_string(report.skips_recorded) +
-            " skips were recorded and only the newest are kept: the path may begin earlier)";
-  }
+  text += "\n  ";
+  append(text, report.origin);
+  text += " was never written since it was created";
+  append_site();
+  append_cap_note(text, report);
   return text;
 }
 
@@ -44,26 +127,38 @@ std::string to_string(const Report& report) {
   if (report.root.kind() == ErrorKind::NeverWritten) {
     return never_written(report);
   }
-  std::string text = to_string(report.read);
-  if (report.stale) {
-    text += " bytes " + to_string(*report.stale);
+  std::string text;
+  text.reserve(room_for(report));
+  append_read(text, report);
+  text += " cannot be read: ";
+  append(text, report.failure);
+  text += " (";
+  text += name(report.root.kind()); // to_string(root), appended in place.
+  if (!report.root.message().empty()) {
+    text += ": ";
+    text += report.root.message();
   }
-  text += " cannot be read: " + to_string(report.failure) + " (" + to_string(report.root) + ")";
+  text += ')';
   for (const SkipRecord& step : report.path) {
+    text += "\n  ";
+    text += step.kernel;
     if (step.took_part) {
-      text += "\n  " + step.kernel + " took part with stale bytes of " + to_string(step.needed) +
-              " (a collective runs on every rank)";
+      text += " took part with stale bytes of ";
+      append(text, step.needed);
+      text += " (a collective runs on every rank)";
       continue;
     }
-    text += "\n  " + step.kernel +
-            (step.ran ? " ran on stale bytes of " : " was skipped: it needed ") +
-            to_string(step.needed) + (step.ran ? " before the failure was known" : "");
+    text += step.ran ? " ran on stale bytes of " : " was skipped: it needed ";
+    append(text, step.needed);
+    if (step.ran) {
+      text += " before the failure was known";
+    }
   }
-  text += "\n  " + to_string(report.origin) + " was left unwritten by " + to_string(report.failure);
-  if (report.path_may_be_incomplete) {
-    text += "\n  (" + std::to_string(report.skips_recorded) +
-            " skips were recorded and only the newest are kept: the path may begin earlier)";
-  }
+  text += "\n  ";
+  append(text, report.origin);
+  text += " was left unwritten by ";
+  append(text, report.failure);
+  append_cap_note(text, report);
   return text;
 }
 

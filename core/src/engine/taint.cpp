@@ -20,7 +20,6 @@
 #include <new>
 #include <stdexcept>
 #include <string>
-#include <unordered_map>
 
 namespace taintpool {
 
@@ -439,28 +438,31 @@ void Taint::check_invariants() const {
 }
 
 void check_refcounts(const ErrorGraph& graph, std::span<const Taint* const> carriers,
-                     std::span<const FailureId> held) {
-  std::unordered_map<FailureId, std::uint64_t> carried;
-  // One scratch list for every carrier (cleared, keeping its capacity): the
-  // fuzzers run this walk every few ops, and a list per carrier was an
-  // allocation per carrier (issue 13). Same failures counted, each once.
-  std::vector<FailureId> mine;
+                     std::span<const FailureId> held, RefcountScratch& scratch) {
+  // Each carrier's distinct failures, appended to one list, then sorted:
+  // a failure's carriers are its run of equal entries. A map from failure
+  // to count, and a list per call, allocated on every check, and the
+  // fuzzers check every few ops (issue 13, twenty-fourth round); the same
+  // failures are counted, and the first violation named is the same one
+  // (R2 per carrier in id order while listing, then R1 and R3 per node).
+  std::vector<FailureId>& claimed = scratch.claimed_;
+  claimed.clear();
   for (const Taint* carrier : carriers) {
-    mine.clear();
-    carrier->for_each_claim([&](FailureId failure, ByteRange) { mine.push_back(failure); });
-    std::sort(mine.begin(), mine.end());
-    mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
-    for (FailureId failure : mine) {
-      if (!graph.contains(failure)) {
-        throw std::logic_error("R2: a carrier claims " + to_string(failure) +
+    const auto mine = static_cast<std::ptrdiff_t>(claimed.size());
+    carrier->for_each_claim([&](FailureId failure, ByteRange) { claimed.push_back(failure); });
+    std::sort(claimed.begin() + mine, claimed.end());
+    claimed.erase(std::unique(claimed.begin() + mine, claimed.end()), claimed.end());
+    for (auto failure = claimed.begin() + mine; failure != claimed.end(); ++failure) {
+      if (!graph.contains(*failure)) {
+        throw std::logic_error("R2: a carrier claims " + to_string(*failure) +
                                ", which has no node");
       }
-      ++carried[failure];
     }
   }
+  std::sort(claimed.begin(), claimed.end());
   graph.for_each([&](FailureId failure, const Error&, std::uint64_t tags) {
-    const auto found = carried.find(failure);
-    const std::uint64_t expected = found == carried.end() ? 0 : found->second;
+    const auto [first, last] = std::equal_range(claimed.begin(), claimed.end(), failure);
+    const auto expected = static_cast<std::uint64_t>(last - first);
     if (tags != expected) {
       throw std::logic_error("R1: " + to_string(failure) + " has " + std::to_string(tags) +
                              " tags but " + std::to_string(expected) + " carriers");
@@ -470,6 +472,12 @@ void check_refcounts(const ErrorGraph& graph, std::span<const Taint* const> carr
                              " has no carrier and no operation holds it");
     }
   });
+}
+
+void check_refcounts(const ErrorGraph& graph, std::span<const Taint* const> carriers,
+                     std::span<const FailureId> held) {
+  RefcountScratch scratch;
+  check_refcounts(graph, carriers, held, scratch);
 }
 
 } // namespace taintpool
