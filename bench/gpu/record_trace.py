@@ -284,13 +284,50 @@ def fasterrcnn_train():
     return f"torchvision fasterrcnn_resnet50_fpn (91 classes, random init), batch 8 images of random size (400..800)^2 with 6 boxes each, fp16 autocast, SGD momentum, 3 training steps, seed 5; loss {loss:.3f}"
 
 
+# Held-out, third set (2026-12-04): shapes none of the traces above has — a
+# mixture of experts (token counts per expert, so tensor sizes, change from
+# step to step), an encoder-decoder serving requests, and a densely
+# concatenating convnet. Recorded after every pool rule was chosen.
+def mixtral_train_bf16():
+    from transformers import MixtralConfig, MixtralForCausalLM
+    cfg = MixtralConfig(hidden_size=768, intermediate_size=1536, num_hidden_layers=6,
+                        num_attention_heads=12, num_key_value_heads=4, num_local_experts=8,
+                        num_experts_per_tok=2, vocab_size=32000, max_position_embeddings=2048)
+    loss = decoder_train_bf16(MixtralForCausalLM(cfg), 32000, 4, 1024)
+    return f"Mixtral-style mixture of experts (hidden 768, 6 layers, 8 experts, top 2, 4 KV heads, vocab 32000, random init), bf16 weights, batch 4 x seq 1024, AdamW, 3 training steps; loss {loss:.3f}"
+
+
+def t5_generate():
+    from transformers import T5Config, T5ForConditionalGeneration
+    cfg = T5Config(d_model=768, d_ff=3072, num_layers=8, num_decoder_layers=8, num_heads=12,
+                   vocab_size=32128, decoder_start_token_id=0, pad_token_id=0)
+    generate_requests(T5ForConditionalGeneration(cfg), seed=23, requests=10, longest_prompt=512,
+                      new_tokens=40)
+    return "T5-style encoder-decoder (d_model 768, 8 + 8 layers, 12 heads) generate(), greedy, 40 new tokens, 10 requests of random batch (1..8) x prompt (16..512), bf16, inference mode, seed 23"
+
+
+def phi_generate():
+    from transformers import PhiConfig, PhiForCausalLM
+    cfg = PhiConfig(hidden_size=1024, intermediate_size=4096, num_hidden_layers=12,
+                    num_attention_heads=16, vocab_size=51200, max_position_embeddings=2048)
+    generate_requests(PhiForCausalLM(cfg), seed=29, requests=10, longest_prompt=1000,
+                      new_tokens=40)
+    return "Phi-style decoder (hidden 1024, 12 layers, 16 heads, partial rotary) generate(), greedy, 40 new tokens, 10 requests of random batch (1..8) x prompt (16..1000), bf16, inference mode, seed 29"
+
+
+def densenet_train():
+    loss = timm_train("densenet121", 64, torch.float16, lr=0.05, optim="sgd")
+    return f"timm densenet121, batch 64 x 224^2, fp16 autocast, SGD momentum, 3 training steps; loss {loss:.3f}"
+
+
 WORKLOADS = {f.__name__: f for f in [bert_train, resnet50_train, llama_train_bf16, t5_train,
                                      convnext_train, bert_infer_varlen, llama_generate,
                                      swin_train_bf16, efficientnet_train, whisper_train,
                                      mistral_generate, bart_train, gpt_neox_train_bf16,
                                      deeplabv3_train, qwen2_train_bf16, roberta_train,
                                      mobilenetv3_train, regnet_train, opt_generate,
-                                     fasterrcnn_train]}
+                                     fasterrcnn_train, mixtral_train_bf16, t5_generate,
+                                     phi_generate, densenet_train]}
 
 
 def main():
