@@ -26,7 +26,7 @@ namespace taintpool {
 namespace {
 
 AllocationId alloc(std::uint64_t number, std::uint64_t space = 0) {
-  return AllocationId::from_raw(space << allocation_number_bits | number);
+  return allocation_id(static_cast<std::uint32_t>(space), number);
 }
 
 SkipRecord step(std::string kernel, AllocationId needed, bool ran = false, bool took_part = false) {

@@ -3,6 +3,8 @@
 #include <ostream>
 #include <stdexcept>
 
+#include "words.hpp"
+
 namespace taintpool {
 
 void ByteRange::throw_inverted(std::uint64_t begin, std::uint64_t end) {
@@ -16,7 +18,9 @@ void ByteRange::throw_overflow(std::uint64_t offset, std::uint64_t size) {
 }
 
 std::string to_string(ByteRange range) {
-  return "[" + std::to_string(range.begin()) + ", " + std::to_string(range.end()) + ")";
+  std::string text;
+  words::append(text, range);
+  return text;
 }
 
 std::ostream& operator<<(std::ostream& out, ByteRange range) {

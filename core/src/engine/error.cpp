@@ -2,6 +2,8 @@
 
 #include <ostream>
 
+#include "words.hpp"
+
 namespace taintpool {
 
 std::string_view name(ErrorKind kind) noexcept {
@@ -37,11 +39,8 @@ std::string_view name(ErrorKind kind) noexcept {
 }
 
 std::string to_string(const Error& error) {
-  std::string text(name(error.kind()));
-  if (!error.message().empty()) {
-    text += ": ";
-    text += error.message();
-  }
+  std::string text;
+  words::append(text, error);
   return text;
 }
 

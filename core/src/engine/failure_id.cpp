@@ -3,6 +3,8 @@
 #include <ostream>
 #include <stdexcept>
 
+#include "words.hpp"
+
 namespace taintpool {
 
 namespace detail {
@@ -17,13 +19,13 @@ void throw_bad_allocation_id(std::uint32_t space, std::uint64_t number) {
 } // namespace detail
 
 std::string to_string(FailureId id) {
-  return "failure " + std::to_string(id.raw());
+  std::string text;
+  words::append(text, id);
+  return text;
 }
 std::string to_string(AllocationId id) {
-  std::string text = "allocation " + std::to_string(allocation_number(id));
-  if (allocation_space(id) != 0) {
-    text += " (memory " + std::to_string(allocation_space(id)) + ")";
-  }
+  std::string text;
+  words::append(text, id);
   return text;
 }
 std::ostream& operator<<(std::ostream& out, FailureId id) {

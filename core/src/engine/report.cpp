@@ -1,8 +1,8 @@
 #include <taintpool/report.hpp>
 
-#include <charconv>
-#include <cstdint>
 #include <ostream>
+
+#include "words.hpp"
 
 namespace taintpool {
 
@@ -16,37 +16,10 @@ namespace {
 // printer must hold up on every walk), and under the sanitizers those
 // temporaries were a tenth of its allocations (issue 13, twenty-fourth
 // round). The words are those of to_string(FailureId), to_string(AllocationId),
-// to_string(ByteRange) and to_string(Error), pinned word for word by
-// tests/engine/report_text_test.cpp.
+// to_string(ByteRange) and to_string(Error): the same appends (words.hpp),
+// pinned word for word by tests/engine/report_text_test.cpp.
 
-void append_number(std::string& text, std::uint64_t value) {
-  char digits[20]; // 2^64 - 1 has 20 digits.
-  const auto written = std::to_chars(digits, digits + sizeof digits, value);
-  text.append(digits, written.ptr);
-}
-
-void append(std::string& text, FailureId id) {
-  text += "failure ";
-  append_number(text, id.raw());
-}
-
-void append(std::string& text, AllocationId id) {
-  text += "allocation ";
-  append_number(text, allocation_number(id));
-  if (allocation_space(id) != 0) {
-    text += " (memory ";
-    append_number(text, allocation_space(id));
-    text += ')';
-  }
-}
-
-void append(std::string& text, ByteRange range) {
-  text += '[';
-  append_number(text, range.begin());
-  text += ", ";
-  append_number(text, range.end());
-  text += ')';
-}
+using words::append;
 
 /// Room for the whole text, so it is allocated once: the fixed words with
 /// the widest numbers (a headline of at most 170 bytes, an origin line of
@@ -74,7 +47,7 @@ void append_read(std::string& text, const Report& report) {
 void append_cap_note(std::string& text, const Report& report) {
   if (report.path_may_be_incomplete) {
     text += "\n  (";
-    append_number(text, report.skips_recorded);
+    words::append_number(text, report.skips_recorded);
     text += " skips were recorded and only the newest are kept: the path may begin earlier)";
   }
 }
@@ -133,11 +106,7 @@ std::string to_string(const Report& report) {
   text += " cannot be read: ";
   append(text, report.failure);
   text += " (";
-  text += name(report.root.kind()); // to_string(root), appended in place.
-  if (!report.root.message().empty()) {
-    text += ": ";
-    text += report.root.message();
-  }
+  append(text, report.root);
   text += ')';
   for (const SkipRecord& step : report.path) {
     text += "\n  ";
