@@ -320,6 +320,50 @@ def densenet_train():
     return f"timm densenet121, batch 64 x 224^2, fp16 autocast, SGD momentum, 3 training steps; loss {loss:.3f}"
 
 
+# Held-out, fourth set (2026-12-04, stop 39): shapes the pool has not met —
+# beam search (a KV cache reordered and grown per beam), image serving of
+# random batch and resolution (a convnet's activations in every size), and
+# training with activation checkpointing (forward activations dropped and
+# recomputed in the backward pass). Recorded after every pool rule was
+# chosen; nothing is tuned on them.
+def bloom_beam_generate():
+    from transformers import BloomConfig, BloomForCausalLM
+    cfg = BloomConfig(hidden_size=1024, n_layer=12, n_head=16, vocab_size=50257)
+    model = BloomForCausalLM(cfg).cuda().to(torch.bfloat16).eval()
+    rng = random.Random(31)
+    with torch.inference_mode():
+        for _ in range(8):
+            b, s = rng.choice([1, 2, 4]), rng.randint(16, 600)
+            ids = torch.randint(0, 50257, (b, s), device="cuda")
+            model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=32,
+                           num_beams=4, do_sample=False, pad_token_id=0)
+    return "BLOOM-style decoder (hidden 1024, 12 layers, 16 heads, ALiBi) generate() with beam search (4 beams), 32 new tokens, 8 requests of random batch (1, 2, 4) x prompt (16..600), bf16, inference mode, seed 31"
+
+
+def convnext_serve_varsize():
+    import timm
+    model = timm.create_model("convnext_small", pretrained=False).cuda().eval().half()
+    rng = random.Random(37)
+    with torch.inference_mode():
+        for _ in range(40):
+            b, r = rng.choice([1, 4, 8, 16, 32, 64]), rng.choice([160, 192, 224, 256, 288, 320])
+            x = torch.randn(b, 3, r, r, device="cuda", dtype=torch.float16)
+            _ = model(x).float().softmax(-1).argmax(-1).cpu()
+    return "timm convnext_small inference serving, fp16, inference mode, 40 requests of random batch (1..64) x resolution (160..320)^2, seed 37"
+
+
+def llama_train_checkpointed_bf16():
+    from transformers import LlamaConfig, LlamaForCausalLM
+    cfg = LlamaConfig(hidden_size=1536, intermediate_size=4096, num_hidden_layers=10,
+                      num_attention_heads=16, num_key_value_heads=8, vocab_size=32000,
+                      max_position_embeddings=4096)
+    model = LlamaForCausalLM(cfg)
+    model.gradient_checkpointing_enable()
+    model.config.use_cache = False
+    loss = decoder_train_bf16(model, 32000, 4, 2048)
+    return f"Llama-style decoder (hidden 1536, 10 layers, 16 heads, 8 KV heads, vocab 32000, random init) with gradient checkpointing, bf16 weights, batch 4 x seq 2048, AdamW, 3 training steps; loss {loss:.3f}"
+
+
 WORKLOADS = {f.__name__: f for f in [bert_train, resnet50_train, llama_train_bf16, t5_train,
                                      convnext_train, bert_infer_varlen, llama_generate,
                                      swin_train_bf16, efficientnet_train, whisper_train,
@@ -327,7 +371,8 @@ WORKLOADS = {f.__name__: f for f in [bert_train, resnet50_train, llama_train_bf1
                                      deeplabv3_train, qwen2_train_bf16, roberta_train,
                                      mobilenetv3_train, regnet_train, opt_generate,
                                      fasterrcnn_train, mixtral_train_bf16, t5_generate,
-                                     phi_generate, densenet_train]}
+                                     phi_generate, densenet_train, bloom_beam_generate,
+                                     convnext_serve_varsize, llama_train_checkpointed_bf16]}
 
 
 def main():
