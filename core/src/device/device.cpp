@@ -353,7 +353,7 @@ template <bool Reading>
       }
     }
   }
-  found.crosses = ordering && (Reading ? plan.reads_cross_ : plan.writes_cross_);
+  found.crosses = ordering && (Reading ? plan.owned_.reads_cross : plan.owned_.writes_cross);
   return found;
 }
 
@@ -593,7 +593,7 @@ Device::launch_plain(std::uint32_t slot, std::string_view kernel, std::span<cons
     // host-plan launch so, 338 with `&&`, 334-335 with an unsigned
     // accumulator).
     bool clean = true;
-    for (const Taint* taint : plan->taints_) {
+    for (const Taint* taint : plan->owned_.taints) {
       clean = static_cast<bool>(static_cast<unsigned>(clean) &
                                 static_cast<unsigned>(taint->is_clean()));
     }
@@ -775,27 +775,28 @@ LaunchPlan Device::plan(StreamId stream, std::span<const Binding> reads,
   const std::uint32_t slot = streams_.slot(stream);
   memory_.sweep();
   LaunchPlan made;
-  made.stream_ = stream;
-  made.reads_ = reads.size();
+  LaunchPlan::Owned& owned = made.owned_;
+  owned.stream = stream;
+  owned.reads = reads.size();
   const std::size_t count = reads.size() + writes.size();
-  made.bindings_.reserve(count);
-  made.bindings_.insert(made.bindings_.end(), reads.begin(), reads.end());
-  made.bindings_.insert(made.bindings_.end(), writes.begin(), writes.end());
-  made.bound_.reserve(count);
-  made.taints_.reserve(count);
-  made.accesses_.reserve(count);
-  made.held_.reserve(count);
+  owned.bindings.reserve(count);
+  owned.bindings.insert(owned.bindings.end(), reads.begin(), reads.end());
+  owned.bindings.insert(owned.bindings.end(), writes.begin(), writes.end());
+  owned.bound.reserve(count);
+  owned.taints.reserve(count);
+  owned.accesses.reserve(count);
+  owned.held.reserve(count);
   for (std::size_t index = 0; index < count; ++index) {
-    const Binding& binding = made.bindings_[index];
+    const Binding& binding = owned.bindings[index];
     // P3, as a launch checks it: NotFound or InvalidBinding, nothing held
     // (`made` and its handles go with the exception).
     const BoundBytes bytes = memory_.resolve_swept(binding);
-    made.bound_.push_back(
+    owned.bound.push_back(
         BoundBuffer{binding.allocation, binding.range, bytes.data + binding.range.begin()});
-    made.taints_.push_back(bytes.taint);
-    made.accesses_.push_back(
+    owned.taints.push_back(bytes.taint);
+    owned.accesses.push_back(
         StreamAccess{binding.allocation, binding.range, bytes.size, bytes.lane});
-    (index < made.reads_ ? made.reads_cross_ : made.writes_cross_) |= bytes.lane != slot;
+    (index < owned.reads ? owned.reads_cross : owned.writes_cross) |= bytes.lane != slot;
     // Empty only when the last handle went (on another thread) since the
     // sweep: the allocation is ending, as a launch a moment later would
     // have found it.
@@ -804,7 +805,7 @@ LaunchPlan Device::plan(StreamId stream, std::span<const Binding> reads,
       throw Exception(Error::not_found(to_string(binding.allocation) +
                                        " no longer exists: its last handle was dropped"));
     }
-    made.held_.push_back(std::move(held));
+    owned.held.push_back(std::move(held));
   }
   made.derive(KernelContext(0, {}, {}, {}, backend_.backend_data(), streams_.id(slot),
                             streams_.handle(slot)));
@@ -823,19 +824,19 @@ namespace {
 } // namespace
 
 LaunchResult Device::launch(const LaunchPlan& plan, std::string_view kernel, KernelBody body) {
-  if (plan.stream_.device() != serial_) [[unlikely]] {
+  if (plan.owned_.stream.device() != serial_) [[unlikely]] {
     throw_foreign_plan("launch");
   }
-  return launch_as<LaunchResult>("launch", plan.stream_, kernel, plan.reads(), plan.writes(), body,
-                                 &plan);
+  return launch_as<LaunchResult>("launch", plan.owned_.stream, kernel, plan.reads(), plan.writes(),
+                                 body, &plan);
 }
 
 LaunchVerdict Device::submit(const LaunchPlan& plan, std::string_view kernel, KernelBody body) {
-  if (plan.stream_.device() != serial_) [[unlikely]] {
+  if (plan.owned_.stream.device() != serial_) [[unlikely]] {
     throw_foreign_plan("submit");
   }
-  return launch_as<LaunchVerdict>("submit", plan.stream_, kernel, plan.reads(), plan.writes(), body,
-                                  &plan);
+  return launch_as<LaunchVerdict>("submit", plan.owned_.stream, kernel, plan.reads(), plan.writes(),
+                                  body, &plan);
 }
 
 // Inline into launch_locked, its one caller: a call's prologue and epilogue

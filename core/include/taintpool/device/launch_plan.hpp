@@ -60,6 +60,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -73,17 +74,11 @@ class LaunchPlan {
   /// Binds nothing; launching through it is std::invalid_argument.
   LaunchPlan() = default;
   /// Shares the handles (one atomic increment per binding); the views
-  /// below are made again over the copy's own arrays.
+  /// below are made again over the copy's own arrays. Everything the plan
+  /// owns is one member (Owned), so the compiler copies it whole: a field
+  /// added there cannot be left out of a copy or a swap.
   LaunchPlan(const LaunchPlan& other)
-      : stream_(other.stream_)
-      , reads_(other.reads_)
-      , bindings_(other.bindings_)
-      , bound_(other.bound_)
-      , taints_(other.taints_)
-      , accesses_(other.accesses_)
-      , held_(other.held_)
-      , reads_cross_(other.reads_cross_)
-      , writes_cross_(other.writes_cross_) {
+      : owned_(other.owned_) {
     derive(other.context_);
   }
   LaunchPlan& operator=(const LaunchPlan& other) {
@@ -101,29 +96,21 @@ class LaunchPlan {
   ~LaunchPlan() = default;
 
   /// The stream its launches run on.
-  [[nodiscard]] StreamId stream() const noexcept { return stream_; }
+  [[nodiscard]] StreamId stream() const noexcept { return owned_.stream; }
   /// The read bindings, as given to Device::plan.
   [[nodiscard]] std::span<const Binding> reads() const noexcept { return read_bindings_; }
   /// The write bindings, as given to Device::plan.
   [[nodiscard]] std::span<const Binding> writes() const noexcept { return write_bindings_; }
   /// Whether a Device made it (and it was not moved from).
-  [[nodiscard]] bool valid() const noexcept { return stream_.device() != 0; }
+  [[nodiscard]] bool valid() const noexcept { return owned_.stream.device() != 0; }
 
  private:
   friend class Device;
 
   void swap(LaunchPlan& other) noexcept {
-    std::swap(stream_, other.stream_);
-    std::swap(reads_, other.reads_);
-    bindings_.swap(other.bindings_);
-    bound_.swap(other.bound_);
-    taints_.swap(other.taints_);
-    accesses_.swap(other.accesses_);
-    held_.swap(other.held_);
-    std::swap(reads_cross_, other.reads_cross_);
-    std::swap(writes_cross_, other.writes_cross_);
-    // The views point into the arrays' heap blocks, which the swaps above
-    // exchanged without moving: they go along with them.
+    // The views point into the arrays' heap blocks, which moving the
+    // vectors hands over without moving them: they go along with them.
+    std::swap(owned_, other.owned_);
     std::swap(read_bindings_, other.read_bindings_);
     std::swap(write_bindings_, other.write_bindings_);
     std::swap(read_taints_, other.read_taints_);
@@ -136,29 +123,38 @@ class LaunchPlan {
   /// Makes the views below over this plan's arrays; `made` gives the
   /// context's Device-side parts (backend data, stream and its handle).
   void derive(const KernelContext& made) noexcept {
-    const std::size_t writes = bindings_.size() - reads_;
-    read_bindings_ = {bindings_.data(), reads_};
-    write_bindings_ = {bindings_.data() + reads_, writes};
-    read_taints_ = {taints_.data(), reads_};
-    write_taints_ = {taints_.data() + reads_, writes};
-    read_accesses_ = {accesses_.data(), reads_};
-    write_accesses_ = {accesses_.data() + reads_, writes};
-    context_ = KernelContext(0, {}, {bound_.data(), reads_}, {bound_.data() + reads_, writes},
-                             made.backend_data(), made.stream(), made.stream_handle());
+    const std::size_t reads = owned_.reads;
+    const std::size_t writes = owned_.bindings.size() - reads;
+    read_bindings_ = {owned_.bindings.data(), reads};
+    write_bindings_ = {owned_.bindings.data() + reads, writes};
+    read_taints_ = {owned_.taints.data(), reads};
+    write_taints_ = {owned_.taints.data() + reads, writes};
+    read_accesses_ = {owned_.accesses.data(), reads};
+    write_accesses_ = {owned_.accesses.data() + reads, writes};
+    context_ =
+        KernelContext(0, {}, {owned_.bound.data(), reads}, {owned_.bound.data() + reads, writes},
+                      made.backend_data(), made.stream(), made.stream_handle());
   }
 
-  /// Its stream, which names the Device that made it (a process-wide serial,
-  /// never reused: a plan outliving its Device is refused by the next one,
-  /// even one built at the same address).
-  StreamId stream_;
-  std::size_t reads_ = 0; ///< Every array below: the reads, then the writes.
-  std::vector<Binding> bindings_;
-  std::vector<BoundBuffer> bound_;
-  std::vector<Taint*> taints_;
-  std::vector<StreamAccess> accesses_;
-  std::vector<Allocation> held_; ///< One handle per binding: liveness (see above).
-  bool reads_cross_ = false;     ///< A read is homed on another stream (O2).
-  bool writes_cross_ = false;    ///< Likewise, an output.
+  /// What the plan owns; the views below are derived from it.
+  struct Owned {
+    /// Its stream, which names the Device that made it (a process-wide
+    /// serial, never reused: a plan outliving its Device is refused by the
+    /// next one, even one built at the same address).
+    StreamId stream;
+    std::size_t reads = 0; ///< Every array below: the reads, then the writes.
+    std::vector<Binding> bindings;
+    std::vector<BoundBuffer> bound;
+    std::vector<Taint*> taints;
+    std::vector<StreamAccess> accesses;
+    std::vector<Allocation> held; ///< One handle per binding: liveness (see above).
+    bool reads_cross = false;     ///< A read is homed on another stream (O2).
+    bool writes_cross = false;    ///< Likewise, an output.
+  };
+  // A plan's move and swap are noexcept because moving Owned is.
+  static_assert(std::is_nothrow_move_constructible_v<Owned> &&
+                std::is_nothrow_move_assignable_v<Owned>);
+  Owned owned_;
 
   // Views over the arrays above, made once (derive) so that a launch copies
   // them instead of computing them: a launch through a plan reads the views,
