@@ -66,7 +66,7 @@ ErrorKind kind_thrown_by_launch(Device& device, StreamId stream, const Binding& 
   return ErrorKind::Generic;
 }
 
-TEST(LaunchCache, P3_ARepeatedBindingWhoseBufferEndedIsNotFoundEvenWhenANewBufferTookItsMemory) {
+TEST(RepeatedLaunch, P3_ARepeatedBindingWhoseBufferEndedIsNotFoundEvenWhenANewBufferTookItsMemory) {
   HostBackend backend;
   Device device(backend);
   Allocation in = device.create_buffer(std::vector<std::byte>(64, std::byte{1}));
@@ -95,7 +95,7 @@ TEST(LaunchCache, P3_ARepeatedBindingWhoseBufferEndedIsNotFoundEvenWhenANewBuffe
   EXPECT_EQ(device.read_bytes(out.whole()), std::vector<std::byte>(64, std::byte{9}));
 }
 
-TEST(LaunchCache, P3_TheSameBufferUnderAnotherRangeIsCheckedAsAnyBindingIs) {
+TEST(RepeatedLaunch, P3_TheSameBufferUnderAnotherRangeIsCheckedAsAnyBindingIs) {
   HostBackend backend;
   Device device(backend);
   const Allocation in = device.create_buffer(std::vector<std::byte>(32, std::byte{3}));
@@ -137,7 +137,7 @@ TEST(LaunchCache, P3_TheSameBufferUnderAnotherRangeIsCheckedAsAnyBindingIs) {
   EXPECT_EQ(device.read_bytes(out.whole()), expected);
 }
 
-TEST(LaunchCache, P1_RepeatedLaunchesNeverKeepABufferItEndsAtTheSweepAfterItsLastHandle) {
+TEST(RepeatedLaunch, P1_RepeatedLaunchesNeverKeepABufferItEndsAtTheSweepAfterItsLastHandle) {
   HostBackend backend;
   EndWatcher watcher;
   MemoryConfig config = backend.memory_config();
@@ -164,7 +164,7 @@ TEST(LaunchCache, P1_RepeatedLaunchesNeverKeepABufferItEndsAtTheSweepAfterItsLas
             ErrorKind::NotFound);
 }
 
-TEST(LaunchCache, O1_P3_ARepeatedLaunchOnADestroyedStreamIsNotFoundAndOneOnItsSuccessorRuns) {
+TEST(RepeatedLaunch, O1_P3_ARepeatedLaunchOnADestroyedStreamIsNotFoundAndOneOnItsSuccessorRuns) {
   DeferredHostBackend backend;
   Device device(backend);
   const StreamId stream = device.create_stream();
@@ -184,7 +184,7 @@ TEST(LaunchCache, O1_P3_ARepeatedLaunchOnADestroyedStreamIsNotFoundAndOneOnItsSu
   EXPECT_EQ(device.read_bytes(out.whole()), std::vector<std::byte>(16, std::byte{6}));
 }
 
-TEST(LaunchCache, S1_ATaintThatArrivedBetweenTwoLaunchesOfTheSameBindingsIsSeenByTheSecond) {
+TEST(RepeatedLaunch, S1_ATaintThatArrivedBetweenTwoLaunchesOfTheSameBindingsIsSeenByTheSecond) {
   HostBackend backend;
   Device device(backend);
   const Allocation in = device.create_buffer(std::vector<std::byte>(16, std::byte{2}));
@@ -322,7 +322,7 @@ std::string run_program(std::uint32_t seed, bool planned) {
   return transcript;
 }
 
-TEST(LaunchCache,
+TEST(RepeatedLaunch,
      P1_P3_S1_O1_PlainLaunchesAnswerAsLaunchesThatResolveAfreshOnRandomProgramsWithReusedMemory) {
   // Each program runs twice, one Device after the other (so both mint the
   // same ids): plainly, and with every launch resolved afresh through its
