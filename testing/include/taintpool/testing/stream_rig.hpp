@@ -634,9 +634,8 @@ class StreamRig {
   /// stream's work can land in between.
   void enqueue_work(const KernelContext& context, const BodyPlan& plan) {
     // The digest the read item leaves for the write item: a slot of the
-    // rig's (items never outlive it: the queues go first), not a
-    // shared_ptr — one allocation per body less (issue 13, twenty-seventh
-    // round).
+    // rig's, which outlives every item (see digests_), not a shared_ptr —
+    // one allocation per body less (issue 13, twenty-seventh round).
     const std::size_t digest = digests_.size();
     digests_.push_back(plan.seed);
     if (context.reads() != 0) {
