@@ -119,8 +119,9 @@ Binding decode_binding(ByteReader& in, const StreamRig& rig) {
   return Binding{*id, ByteRange::of(std::min(a % (size + 1), size + 1), size + 1)}; // P3.
 }
 
-std::vector<WrittenRange> decode_written(ByteReader& in, const std::vector<Binding>& writes) {
-  std::vector<WrittenRange> written;
+void decode_written(ByteReader& in, const std::vector<Binding>& writes,
+                    std::vector<WrittenRange>& written) {
+  written.clear();
   const std::uint64_t count = in.below(3);
   for (std::uint64_t at = 0; at < count; ++at) {
     const std::uint8_t pick = in.byte();
@@ -131,11 +132,13 @@ std::vector<WrittenRange> decode_written(ByteReader& in, const std::vector<Bindi
     const std::uint64_t length = in.byte() % (size - begin + 2); // May reach 1 past: ignored.
     written.push_back(WrittenRange{output, ByteRange::sized(begin, length)});
   }
-  return written;
 }
 
-BodyPlan decode_plan(ByteReader& in, const std::vector<Binding>& writes) {
-  BodyPlan plan;
+/// Decodes into `plan`, kept across ops (its written list keeps its
+/// capacity); every field a fresh plan would hold is set again.
+void decode_plan(ByteReader& in, const std::vector<Binding>& writes, BodyPlan& plan) {
+  plan.written.clear();
+  plan.error = Error::launch("");
   const std::uint8_t kind = in.byte();
   plan.seed = in.byte();
   if (kind < 144) {
@@ -146,20 +149,35 @@ BodyPlan decode_plan(ByteReader& in, const std::vector<Binding>& writes) {
   } else if (kind < 192) {
     plan.kind = BodyKind::fail; // Partial (S2).
     plan.error = Error::launch("");
-    plan.written = decode_written(in, writes);
+    decode_written(in, writes, plan.written);
   } else if (kind < 200) {
     plan.kind = BodyKind::throws;
   } else if (kind < 224) {
     plan.kind = BodyKind::wrote_only; // S6.
-    plan.written = decode_written(in, writes);
+    decode_written(in, writes, plan.written);
   } else if (kind < 240) {
     plan.kind = BodyKind::check;
   } else {
     plan.kind = BodyKind::fail_late;
     plan.error = Error::launch("late");
-    plan.written = decode_written(in, writes);
+    decode_written(in, writes, plan.written);
   }
-  return plan;
+}
+
+/// What a launch op decodes into, kept across ops and inputs: three
+/// vectors built per launch, each an allocation ASan pays a stack trace,
+/// a fill and a quarantine slot for (issue 13, twenty-seventh round).
+/// Every op sets what it uses afresh; no decoding reads what an earlier
+/// op left.
+struct Decoded {
+  std::vector<Binding> reads;
+  std::vector<Binding> writes;
+  BodyPlan plan;
+};
+
+Decoded& decoded() {
+  static Decoded kept;
+  return kept;
 }
 
 void one_op(ByteReader& in, StreamRig& rig) {
@@ -182,8 +200,10 @@ void one_op(ByteReader& in, StreamRig& rig) {
     const std::string kernel = kKernels[in.byte() % kKernels.size()];
     const auto stream = rig.stream(in.byte());
     const std::uint8_t counts = in.byte();
-    std::vector<Binding> reads;
-    std::vector<Binding> writes;
+    std::vector<Binding>& reads = decoded().reads;
+    std::vector<Binding>& writes = decoded().writes;
+    reads.clear();
+    writes.clear();
     for (unsigned at = 0; at < (counts & 3u) % 3; ++at) {
       reads.push_back(decode_binding(in, rig));
     }
@@ -195,7 +215,9 @@ void one_op(ByteReader& in, StreamRig& rig) {
     }
     // Bit 7 of the counts byte: the same launch through a LaunchPlan made
     // for it (issue 11, item 7), whose answers must be the plain launch's.
-    rig.launch(kernel, stream, reads, writes, decode_plan(in, writes), (counts & 0x80u) != 0);
+    BodyPlan& plan = decoded().plan;
+    decode_plan(in, writes, plan);
+    rig.launch(kernel, stream, reads, writes, plan, (counts & 0x80u) != 0);
     break;
   }
   case Op::write: {

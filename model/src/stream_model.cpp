@@ -35,6 +35,8 @@ std::string describe(const RaceFinding& finding) {
 
 StreamModel::StreamModel(bool detect)
     : detect_(detect) {
+  // A fuzz input's launches (at most 32 ops): grown once, not five times.
+  nodes_.reserve(32);
   streams_.push_back(Stream{}); // The default stream, lane 0.
   lanes_.push_back(0u);
   lane_newest_.push_back(std::nullopt);
@@ -206,11 +208,13 @@ bool StreamModel::ordered_before_launch(std::size_t earlier, std::uint64_t launc
 }
 
 std::optional<std::size_t> StreamModel::node_of(std::uint64_t launch) const {
-  const auto found = launch_nodes_.find(launch);
-  if (found == launch_nodes_.end()) {
+  const auto found =
+      std::lower_bound(nodes_.begin(), nodes_.end(), launch,
+                       [](const Node& node, std::uint64_t wanted) { return node.launch < wanted; });
+  if (found == nodes_.end() || found->launch != launch) {
     return std::nullopt;
   }
-  return found->second;
+  return static_cast<std::size_t>(found - nodes_.begin());
 }
 
 std::vector<RaceFinding> StreamModel::conflicts(const Open& open,
@@ -327,7 +331,13 @@ std::optional<std::string> StreamModel::end(bool queued) {
     return violation;
   }
 
-  // Its node.
+  // Its node. Nodes are numbered in host order and so are launches: nodes_
+  // stays sorted by launch, and node_of() searches it (a map by launch was
+  // an allocation per launch; issue 13, twenty-seventh round).
+  if (!nodes_.empty() && open.launch <= nodes_.back().launch) {
+    throw std::logic_error("stream model: launch " + std::to_string(open.launch) +
+                           " queued after launch " + std::to_string(nodes_.back().launch));
+  }
   Stream& stream = streams_.at(open.stream);
   const std::size_t node = nodes_.size();
   Node made{open.stream, open.launch, stream.reach};
@@ -337,7 +347,6 @@ std::optional<std::string> StreamModel::end(bool queued) {
   nodes_.push_back(std::move(made));
   stream.nodes.push_back(node);
   lane_newest_.at(stream.lane) = node;
-  launch_nodes_[open.launch] = node;
 
   // Its touches: the first-touch writes, then reads, then writes.
   for (const auto& [id, writer] : open.first_touches) {

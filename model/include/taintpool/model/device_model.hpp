@@ -479,6 +479,10 @@ class DeviceModel {
   /// Whether `taint`'s claims are the model's claims(id), exactly: the
   /// passing path of compare_allocation, which copies nothing.
   [[nodiscard]] bool same_claims(AllocationId id, const Taint& taint) const;
+  /// Whether `data` holds every byte value the model knows of `model` (in
+  /// detect mode, of its unclaimed bytes: O4): compare_allocation's value
+  /// check, allocating nothing.
+  [[nodiscard]] bool same_values(const Allocation& model, const std::byte* data) const;
   [[nodiscard]] bool touches(const Bytes& set, const Binding& binding) const;
   void add(Bytes& set, const Binding& binding) const;
   void remove(Bytes& set, const Binding& binding) const;

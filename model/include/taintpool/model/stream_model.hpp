@@ -294,13 +294,12 @@ class StreamModel {
   void release_pins(std::uint32_t stream);
 
   bool detect_;
-  std::vector<Node> nodes_;
-  std::vector<Stream> streams_;                         ///< By StreamId number.
+  std::vector<Node> nodes_;     ///< In host order, so ascending by launch too (node_of).
+  std::vector<Stream> streams_; ///< By StreamId number.
   std::vector<std::optional<std::uint32_t>> lanes_;     ///< Lane -> the live stream in it.
   std::vector<std::optional<std::size_t>> lane_newest_; ///< Lane -> its newest node.
   std::map<const void*, Event> events_;
   std::map<std::uint64_t, Allocation> allocations_; ///< By raw id.
-  std::map<std::uint64_t, std::size_t> launch_nodes_;
   NodeSet done_;        ///< Nodes the host learned completed (each stream's own).
   NodeSet done_closed_; ///< And every node that happened before one of them.
   std::optional<Open> open_;

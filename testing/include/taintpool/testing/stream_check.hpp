@@ -150,10 +150,15 @@ class StreamWatch {
   /// Every stream was finished (synchronize, a read).
   void synchronized() { model_.synchronized(); }
 
-  /// From a body: `work` on the launch's stream, touching `touches`.
-  void enqueue(const KernelContext& context, std::vector<ItemTouch> touches,
-               std::function<void()> work) {
-    enqueue(context.stream_handle(), context.launch(), std::move(touches), std::move(work));
+  /// From a body: `work` (a callable taking nothing) on the launch's
+  /// stream, touching `touches`. A template, not a std::function: the
+  /// queue's own std::function then holds `work` and the watch's wrapper
+  /// in one allocation, where it held a second std::function's (issue 13,
+  /// twenty-seventh round).
+  template <class Work>
+  void enqueue(const KernelContext& context, std::vector<ItemTouch> touches, Work&& work) {
+    enqueue(context.stream_handle(), context.launch(), std::move(touches),
+            std::forward<Work>(work));
   }
 
   /// Runs one queued item, as DeferredHostBackend::step does.
@@ -244,8 +249,9 @@ class StreamWatch {
     violations_.push_back(StreamViolation{rule, std::move(what)});
   }
 
+  template <class Work>
   void enqueue(StreamHandle stream, std::uint64_t launch, std::vector<ItemTouch> touches,
-               std::function<void()> work) {
+               Work&& work) {
     const std::uint64_t order = next_order_++;
     const std::uint32_t on = number(stream);
     if (launch != 0) {
@@ -256,7 +262,7 @@ class StreamWatch {
       }
     }
     pending_.push_back(Pending{order, launch, on, std::move(touches)});
-    queues_->enqueue(stream, [this, order, work = std::move(work)] {
+    queues_->enqueue(stream, [this, order, work = std::forward<Work>(work)]() mutable {
       running(order);
       work();
     });

@@ -80,14 +80,18 @@ class StreamRig {
     launch_planned,
   };
 
-  /// One op as decoded, kept for the failure report.
+  /// One op as decoded, kept for the failure report. Its bindings lie in
+  /// logged_bindings_ (reads, then writes, from `first`): one list per rig
+  /// rather than two vectors per launch, each of which cost ASan a stack
+  /// trace (issue 13, twenty-seventh round).
   struct Logged {
     Op op;
     std::uint32_t stream = 0;
     std::uint64_t launch = 0;
     std::uint64_t value = 0; ///< A size, a slot, a step count, a body kind.
-    std::vector<Binding> reads;
-    std::vector<Binding> writes;
+    std::uint32_t first = 0; ///< Its first binding in logged_bindings_.
+    std::uint32_t reads = 0;
+    std::uint32_t writes = 0;
   };
 
   /// How a core call ended.
@@ -134,6 +138,8 @@ class StreamRig {
     queues_.set_seed(seed);
     live_streams_.push_back(device_.default_stream());
     log_.reserve(64);
+    logged_bindings_.reserve(64);
+    digests_.reserve(32);
   }
   StreamRig(const StreamRig&) = delete;
   StreamRig& operator=(const StreamRig&) = delete;
@@ -178,14 +184,14 @@ class StreamRig {
 
   /// The scheduler runs up to `steps` queued items.
   void step(std::uint64_t steps) {
-    log_.push_back(Logged{Op::step, 0, 0, steps, {}, {}});
+    log(Logged{Op::step, 0, 0, steps});
     for (std::uint64_t at = 0; at < steps && watch_.step(); ++at) {
     }
   }
 
   /// sweep(), or cleanup() (pages go back to storage).
   void sweep(bool cleanup) {
-    log_.push_back(Logged{Op::sweep, 0, 0, cleanup ? 1u : 0u, {}, {}});
+    log(Logged{Op::sweep, 0, 0, cleanup ? 1u : 0u});
     if (cleanup) {
       device_.cleanup();
     } else {
@@ -217,7 +223,7 @@ class StreamRig {
 
   /// create_stream(), while fewer than kMaxExtraStreams were made.
   void create_stream() {
-    log_.push_back(Logged{Op::create_stream, 0, 0, 0, {}, {}});
+    log(Logged{Op::create_stream, 0, 0, 0});
     if (live_streams_.size() > kMaxExtraStreams) {
       return;
     }
@@ -234,7 +240,7 @@ class StreamRig {
   /// destroy_stream of a live stream by `pick` (0 picks the default: refused).
   void destroy_stream(std::uint8_t pick) {
     const StreamId stream = live_streams_[pick % live_streams_.size()];
-    log_.push_back(Logged{Op::destroy_stream, stream.number(), 0, 0, {}, {}});
+    log(Logged{Op::destroy_stream, stream.number(), 0, 0});
     const Ending ending = call([&] { device_.destroy_stream(stream); });
     if (stream.is_default()) {
       expect(ending.how == Ending::How::invalid_argument, "P3",
@@ -251,7 +257,7 @@ class StreamRig {
 
   /// create_buffer(size, stream) into a slot (its old handle dropped).
   void create(std::size_t slot, std::uint64_t size, StreamId stream) {
-    log_.push_back(Logged{Op::create, stream.number(), 0, size, {}, {}});
+    log(Logged{Op::create, stream.number(), 0, size});
     drop(slot);
     Allocation made;
     const std::uint64_t finishes = watch_.finishes();
@@ -296,9 +302,9 @@ class StreamRig {
   /// launch's (launch_plan.hpp: "from there the launch is the plain launch").
   void launch(const std::string& kernel, StreamId stream, const std::vector<Binding>& reads,
               const std::vector<Binding>& writes, const BodyPlan& plan, bool through_plan = false) {
-    log_.push_back(Logged{through_plan ? Op::launch_planned : Op::launch, stream.number(),
-                          model_.next_launch(), static_cast<std::uint64_t>(plan.kind), reads,
-                          writes});
+    log(Logged{through_plan ? Op::launch_planned : Op::launch, stream.number(),
+               model_.next_launch(), static_cast<std::uint64_t>(plan.kind)},
+        reads, writes);
     const bool ok = live(stream) && valid(reads, writes);
     std::vector<RaceFinding> races;
     if (ok) {
@@ -364,8 +370,10 @@ class StreamRig {
     for (std::size_t at = 0; at < bytes.size(); ++at) {
       bytes[at] = static_cast<std::byte>(seed ^ (at * 3));
     }
-    log_.push_back(Logged{Op::write, stream.number(), model_.next_launch(), seed, {}, {into}});
-    const bool ok = live(stream) && valid({}, {into});
+    const std::span<const Binding> none;
+    const std::span<const Binding> bound(&into, 1);
+    log(Logged{Op::write, stream.number(), model_.next_launch(), seed}, none, bound);
+    const bool ok = live(stream) && valid(none, bound);
     std::vector<RaceFinding> races;
     if (ok) {
       races = watch_.begin_launch(stream.number(), model_.next_launch(), std::span<const Binding>(),
@@ -385,7 +393,7 @@ class StreamRig {
       after_launch(true, races, counted);
     }
     drain_pins(); // After the model's write: the Device let go after its sweep.
-    compare_bound({}, {into});
+    compare_bound(none, bound);
   }
 
   /// read(stream, from) (flags bit 0 clear), or stale_reports(from); a
@@ -393,7 +401,7 @@ class StreamRig {
   void read(StreamId stream, const Binding& from, std::uint8_t flags) {
     const bool copy = (flags & 1u) == 0;
     const bool wrong_size = copy && flags >= 248;
-    log_.push_back(Logged{Op::read, stream.number(), 0, flags, {from}, {}});
+    log(Logged{Op::read, stream.number(), 0, flags}, std::span<const Binding>(&from, 1), {});
     std::vector<std::byte> bytes(static_cast<std::size_t>(from.range.size()) +
                                  (wrong_size ? 1 : 0));
     std::vector<Report> reports;
@@ -465,7 +473,7 @@ class StreamRig {
   /// End of a sequence: synchronize, everything compared, every handle
   /// dropped, swept: the graph is empty (R4) and nothing pinned (O3).
   void finish() {
-    log_.push_back(Logged{Op::synchronize, 0, 0, 1, {}, {}});
+    log(Logged{Op::synchronize, 0, 0, 1});
     synchronize();
     verdicts();
     full_check(true);
@@ -519,6 +527,16 @@ class StreamRig {
 
   [[nodiscard]] std::string show(const Logged& op) const;
 
+  /// Appends `op` to the log, its bindings to logged_bindings_.
+  void log(Logged op, std::span<const Binding> reads = {}, std::span<const Binding> writes = {}) {
+    op.first = static_cast<std::uint32_t>(logged_bindings_.size());
+    op.reads = static_cast<std::uint32_t>(reads.size());
+    op.writes = static_cast<std::uint32_t>(writes.size());
+    logged_bindings_.insert(logged_bindings_.end(), reads.begin(), reads.end());
+    logged_bindings_.insert(logged_bindings_.end(), writes.begin(), writes.end());
+    log_.push_back(op);
+  }
+
   bool live(StreamId stream) const {
     return std::find(live_streams_.begin(), live_streams_.end(), stream) != live_streams_.end();
   }
@@ -532,7 +550,7 @@ class StreamRig {
   }
 
   /// Whether every binding resolves now (P3), as the model sees it.
-  bool valid(const std::vector<Binding>& reads, const std::vector<Binding>& writes) const {
+  bool valid(std::span<const Binding> reads, std::span<const Binding> writes) const {
     for (const auto* set : {&reads, &writes}) {
       for (const Binding& binding : *set) {
         if (!model_.live(binding.allocation) ||
@@ -615,7 +633,11 @@ class StreamRig {
   /// writing its outputs (for S6 only the ranges it names), so another
   /// stream's work can land in between.
   void enqueue_work(const KernelContext& context, const BodyPlan& plan) {
-    auto digest = std::make_shared<std::optional<std::uint32_t>>(std::uint32_t{plan.seed});
+    // The digest the read item leaves for the write item: a slot of the
+    // rig's, which outlives every item (see digests_), not a shared_ptr —
+    // one allocation per body less (issue 13, twenty-seventh round).
+    const std::size_t digest = digests_.size();
+    digests_.push_back(plan.seed);
     if (context.reads() != 0) {
       // Sized once and moved into the item, not grown and copied: each
       // allocation here pays ASan's stack trace, and this runs for every
@@ -630,17 +652,17 @@ class StreamRig {
         touches.push_back(ItemTouch{bytes.data(), bytes.data() + bytes.size(), false,
                                     context.read_binding(index).allocation});
       }
-      watch_.enqueue(
-          context, std::move(touches), [digest, inputs = std::move(inputs), seed = plan.seed] {
-            std::uint32_t value = seed;
-            for (const auto& bytes : inputs) {
-              for (const std::byte byte : bytes) {
-                value =
-                    taintpool::model::kernel_digest_step(value, static_cast<std::uint8_t>(byte));
-              }
-            }
-            *digest = value;
-          });
+      watch_.enqueue(context, std::move(touches),
+                     [this, digest, inputs = std::move(inputs), seed = plan.seed] {
+                       std::uint32_t value = seed;
+                       for (const auto& bytes : inputs) {
+                         for (const std::byte byte : bytes) {
+                           value = taintpool::model::kernel_digest_step(
+                               value, static_cast<std::uint8_t>(byte));
+                         }
+                       }
+                       digests_[digest] = value;
+                     });
     }
     if (context.writes() == 0) {
       return;
@@ -674,11 +696,11 @@ class StreamRig {
                                   context.write_binding(piece.output).allocation});
     }
     watch_.enqueue(
-        context, std::move(touches), [digest, pieces = std::move(pieces), seed = plan.seed] {
+        context, std::move(touches), [this, digest, pieces = std::move(pieces), seed = plan.seed] {
           for (const Piece& piece : pieces) {
             for (std::size_t at = 0; at < piece.bytes.size(); ++at) {
               piece.bytes[at] = static_cast<std::byte>(taintpool::model::kernel_output_byte(
-                  **digest, seed, piece.output, piece.position + at));
+                  digests_[digest], seed, piece.output, piece.position + at));
             }
           }
         });
@@ -729,7 +751,7 @@ class StreamRig {
     }
   }
 
-  void compare_bound(const std::vector<Binding>& reads, const std::vector<Binding>& writes) {
+  void compare_bound(std::span<const Binding> reads, std::span<const Binding> writes) {
     for (const auto* set : {&reads, &writes}) {
       for (const Binding& binding : *set) {
         if (auto difference = model_.mismatch(device_, binding.allocation, false)) {
@@ -756,6 +778,11 @@ class StreamRig {
     return bytes;
   }
 
+  /// Per body, the digest of its inputs once its read item ran (its seed
+  /// until then); enqueue_work's items name theirs by index. Declared
+  /// first, so destroyed last: the Device's pages going back at its
+  /// destruction run what is still queued (FinishingStorage).
+  std::vector<std::uint32_t> digests_;
   ArenaStorage storage_;
   DeferredHostBackend queues_;
   StreamWatch watch_;
@@ -769,6 +796,7 @@ class StreamRig {
   std::vector<StreamId> live_streams_;
   std::vector<StreamId> destroyed_;
   std::vector<Logged> log_;
+  std::vector<Binding> logged_bindings_; ///< The logged ops' bindings (Logged::first).
 };
 
 inline std::string StreamRig::show(const Logged& op) const {
@@ -788,15 +816,16 @@ inline std::string StreamRig::show(const Logged& op) const {
   if (op.launch != 0) {
     text += " [launch #" + std::to_string(op.launch) + "]";
   }
-  auto list = [](const std::vector<Binding>& bindings) {
+  auto list = [](std::span<const Binding> bindings) {
     std::string out = "[";
     for (const Binding& binding : bindings) {
       out += " A" + std::to_string(binding.allocation.raw()) + to_string(binding.range);
     }
     return out + " ]";
   };
-  if (!op.reads.empty() || !op.writes.empty()) {
-    text += " reads " + list(op.reads) + " writes " + list(op.writes);
+  if (op.reads != 0 || op.writes != 0) {
+    const std::span<const Binding> bound(logged_bindings_.data() + op.first, op.reads + op.writes);
+    text += " reads " + list(bound.first(op.reads)) + " writes " + list(bound.last(op.writes));
   }
   return text;
 }
