@@ -147,8 +147,7 @@ void decode_plan(ByteReader& in, const std::vector<Binding>& writes, BodyPlan& p
     plan.kind = BodyKind::fail;
     plan.error = Error::launch("boom");
   } else if (kind < 192) {
-    plan.kind = BodyKind::fail; // Partial (S2).
-    plan.error = Error::launch("");
+    plan.kind = BodyKind::fail; // Partial (S2); its error set above.
     decode_written(in, writes, plan.written);
   } else if (kind < 200) {
     plan.kind = BodyKind::throws;
