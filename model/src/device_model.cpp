@@ -1229,6 +1229,11 @@ std::optional<std::string> DeviceModel::mismatch(Device& device, AllocationId al
     info.taint->for_each_claim(
         [&](FailureId failure, ByteRange range) { claims.emplace_back(failure, range); });
     difference = compare_allocation(info.id, info.size, claims, info.data, values);
+    if (!difference) {
+      // The two comparisons disagree: a bug in one of them, never a pass.
+      difference = "internal: the in-place comparison finds " + to_string(info.id) +
+                   " differs from the model, and compare_allocation finds no difference";
+    }
   });
   const Allocation* model = find(allocation);
   const bool model_holds = model != nullptr && model->state != State::gone;
