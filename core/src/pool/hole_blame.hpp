@@ -37,8 +37,8 @@
 // arena_holes_test's training loop it drops the blame of W, whose range
 // lies free at the near edge while X grows the far reservation, and step 2
 // makes two more storage calls (one more unmap, one more map). What it
-// costs: blame looks for the growth's site once more (a
-// walk over the unmapped lists, at a growth blame looks at: cold).
+// costs: blame looks for the growth's site once more (a walk over the
+// unmapped lists, at a growth blame looks at: cold).
 //
 // A request is known by its context: its extent and the extents of the two
 // arena requests before it. Why: the same size recurs with different
@@ -133,11 +133,11 @@ class HoleBlame {
 
   /// The arena grows for `request` bytes. `hole_overlaps(page, offset,
   /// extent)` says whether a hole (a free range the growth does not join)
-  /// of at least request / 2 bytes overlaps that range now. Every
-  /// block vacated since the last growth, of at least request / 4 bytes,
-  /// whose range a hole overlaps gets its context set apart. Forgets the
-  /// vacated blocks. Returns whether a context not set apart before was set
-  /// apart now (something was learned).
+  /// of at least request / 2 bytes overlaps that range now. Every block
+  /// vacated since the last growth, of at least request / 4 bytes, whose
+  /// range a hole overlaps gets its context set apart. Forgets the vacated
+  /// blocks. Returns whether a context not set apart before was set apart
+  /// now (something was learned).
   template <class HoleOverlaps>
   bool blame(std::uint64_t request, HoleOverlaps hole_overlaps) noexcept {
     bool learned = false;

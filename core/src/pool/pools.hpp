@@ -220,9 +220,9 @@ class SlicedPool : public Pool {
 /// With virtual memory, requests whose freed blocks stranded a hole that a
 /// growth could not use (HoleBlame, hole_blame.hpp) are set apart in a
 /// second reservation, the far one (the free block a growth joins
-/// stranded nothing, so its maker is not blamed): such a request takes the best free
-/// range there, else — while the arena is tight — new memory mapped there,
-/// else the best fit anywhere. Every other request takes the best fit
+/// stranded nothing, so its maker is not blamed): such a request takes the
+/// best free range there, else — while the arena is tight — new memory
+/// mapped there, else the best fit anywhere. Every other request takes the best fit
 /// outside the far reservation first, then inside it, then grows where the
 /// least new memory makes room (the far hole a set-apart block left, next
 /// to unmapped space, is that place for the request the hole blocked).
