@@ -220,6 +220,41 @@ TEST(PoolArenaHoles, P2_ASetApartBlockInATightArenaTakesTheTopOfARoomyEdgeNotNew
   EXPECT_EQ(learned.peak_reserved.back(), learned.peak_reserved[0]);
 }
 
+TEST(PoolArenaHoles, P2_TheFreedBlockAGrowthJoinsIsNoHoleSoTheNextRequestOfItsContextTakesTheEdge) {
+  // A serving loop's shape (issue 12, convnext_serve_varsize): A (4S, after
+  // two blocks of S) grows the arena and is freed, so its range is free at
+  // the edge; K takes the bottom of that range, and R (4S) grows the arena
+  // by the S it lacks, joining A's range. A's range stranded nothing: the
+  // growth used it. Then A's context comes again (4S after two of S) with R's
+  // range free at the edge, exactly its size. Blamed for R's growth, A's
+  // context used to be set apart, and in an arena this tight its block took
+  // new far memory: a second reservation and 4S more held at the peak.
+  Trainer trainer(learning(true), true);
+  Allocation pad = trainer.allocate(2 * S); // Room for the next two S, below.
+  Allocation b1 = trainer.allocate(S);
+  Allocation b2 = trainer.allocate(S);
+  Allocation a = trainer.allocate(4 * S);
+  const std::byte* a_at = trainer.memory.resolve(a.whole()).data;
+  trainer.drop(a);
+  Allocation k = trainer.allocate(S);
+  Allocation r = trainer.allocate(4 * S);
+  const std::byte* edge = trainer.memory.resolve(r.whole()).data;
+  ASSERT_EQ(trainer.memory.resolve(k.whole()).data, a_at);
+  ASSERT_EQ(edge, a_at + S) << "R's growth joined the rest of A's range";
+  trainer.drop(r);
+  trainer.drop(pad);
+  Allocation c1 = trainer.allocate(S); // Into pad's range: a hole between blocks.
+  Allocation c2 = trainer.allocate(S);
+  const std::uint64_t calls = trainer.counting.counts().calls();
+  Allocation again = trainer.allocate(4 * S); // A's context.
+  trainer.memory.check_invariants();
+  EXPECT_EQ(trainer.memory.resolve(again.whole()).data, edge);
+  EXPECT_EQ(trainer.counting.counts().calls(), calls) << "nothing new mapped";
+  EXPECT_EQ(trainer.counting.counts().reserves, 1u) << "no far reservation";
+  EXPECT_EQ(trainer.counting.counts().peak_bytes, trainer.peak_in_use)
+      << "every granule mapped is in use at the peak";
+}
+
 TEST(PoolArenaHoles, P2_WithoutVirtualMemoryNothingIsSetApart) {
   const TrainingRun plain = train(learning(false), false, 3);
   const TrainingRun learned = train(learning(true), false, 3);

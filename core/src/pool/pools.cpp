@@ -601,9 +601,26 @@ Slice* ArenaPool::best_fit_near_first(std::uint64_t extent) noexcept {
   return slice != nullptr ? slice : best_fit_far(extent);
 }
 
-bool ArenaPool::blame_holes(std::uint64_t extent) noexcept {
-  // The free ranges of at least extent / 2: as extent >= held / 8, at most
-  // 16 of them. One walk over the slices finds them.
+bool ArenaPool::blame_holes(std::uint64_t extent, std::uint64_t granule) noexcept {
+  // The free ranges of at least extent / 2: as extent >= held / 12
+  // (HoleBlame::blame_divisor), at most 24 of them, of which the first 16
+  // are kept (one missed only leaves its maker unblamed). One walk over the
+  // slices finds them. The free ranges this growth maps next to are not
+  // holes: it joins them and maps only what they lack, so they stranded
+  // nothing, and setting their makers apart would only send those makers'
+  // later blocks to new far memory (HoleBlame's class comment).
+  const Slice* joined_below = nullptr;
+  const Slice* joined_above = nullptr;
+  std::uint64_t need = 0;
+  if (const Slice* site = growth_site(extent, granule, need)) {
+    if (site->page_prev != nullptr && site->page_prev->state == SliceState::Free) {
+      joined_below = site->page_prev;
+    }
+    if (need == site->extent && site->page_next != nullptr &&
+        site->page_next->state == SliceState::Free) {
+      joined_above = site->page_next; // Mapped whole, the site joins what follows it too.
+    }
+  }
   struct Hole {
     const Page* page;
     std::uint64_t offset;
@@ -614,7 +631,8 @@ bool ArenaPool::blame_holes(std::uint64_t extent) noexcept {
   for (const Page* page = pages_; page != nullptr; page = page->next) {
     for (const Slice* slice = page->first; slice != nullptr && count < holes.size();
          slice = slice->page_next) {
-      if (slice->state == SliceState::Free && slice->extent * 2 >= extent) {
+      if (slice->state == SliceState::Free && slice->extent * 2 >= extent &&
+          slice != joined_below && slice != joined_above) {
         holes[count++] = Hole{page, slice->offset, slice->offset + slice->extent};
       }
     }
@@ -653,7 +671,7 @@ Slice* ArenaPool::grow(std::uint64_t extent) {
         const bool had_set_apart = blame_.sets_apart_any();
         // Settled: the layout this growth repeats is already learned, so
         // what lies wholly free now stays free (see the class comment).
-        if (!blame_holes(extent) && had_set_apart) {
+        if (!blame_holes(extent, memory->granularity()) && had_set_apart) {
           give_back_free_chunks();
         }
       }
@@ -735,19 +753,13 @@ void ArenaPool::unlink_unmapped(Slice* hole) noexcept {
   hole->bin_next = nullptr;
 }
 
-Slice* ArenaPool::grow_mapped(VirtualMemory& memory, std::uint64_t extent) {
-  const std::uint64_t granule = memory.granularity();
+Slice* ArenaPool::growth_site(std::uint64_t extent, std::uint64_t granule,
+                              std::uint64_t& need) const noexcept {
   // The unmapped range whose mapping makes room for `extent` with the least
   // new memory: free bytes just before it count, and a hole mapped whole
-  // joins the free bytes after it too. Cold path: a walk over the slices.
+  // joins the free bytes after it too. Cold path: a walk over the unmapped
+  // lists.
   Slice* hole = nullptr;
-  std::uint64_t need = 0;
-  if (grow_far_ && far_page_ == nullptr) {
-    // The first set-apart block: its own reservation, so its hole borders
-    // unmapped space. Nothing is mapped yet; release_free_pages gives an
-    // empty one back.
-    far_page_ = add_reservation(memory, round_up(address_space_, granule))->page;
-  }
   for (Page* page = pages_; page != nullptr; page = page->next) {
     if (grow_far_ && page != far_page_) {
       continue; // A set-apart block grows only the far reservation.
@@ -776,6 +788,19 @@ Slice* ArenaPool::grow_mapped(VirtualMemory& memory, std::uint64_t extent) {
       }
     }
   }
+  return hole;
+}
+
+Slice* ArenaPool::grow_mapped(VirtualMemory& memory, std::uint64_t extent) {
+  const std::uint64_t granule = memory.granularity();
+  if (grow_far_ && far_page_ == nullptr) {
+    // The first set-apart block: its own reservation, so its hole borders
+    // unmapped space. Nothing is mapped yet; release_free_pages gives an
+    // empty one back.
+    far_page_ = add_reservation(memory, round_up(address_space_, granule))->page;
+  }
+  std::uint64_t need = 0;
+  Slice* hole = growth_site(extent, granule, need);
   bool created = false;
   if (hole == nullptr) {
     hole = add_reservation(memory,

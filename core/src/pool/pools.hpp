@@ -219,9 +219,10 @@ class SlicedPool : public Pool {
 ///
 /// With virtual memory, requests whose freed blocks stranded a hole that a
 /// growth could not use (HoleBlame, hole_blame.hpp) are set apart in a
-/// second reservation, the far one: such a request takes the best free
-/// range there, else — while the arena is tight — new memory mapped there,
-/// else the best fit anywhere. Every other request takes the best fit
+/// second reservation, the far one (the free block a growth joins
+/// stranded nothing, so its maker is not blamed): such a request takes the
+/// best free range there, else — while the arena is tight — new memory
+/// mapped there, else the best fit anywhere. Every other request takes the best fit
 /// outside the far reservation first, then inside it, then grows where the
 /// least new memory makes room (the far hole a set-apart block left, next
 /// to unmapped space, is that place for the request the hole blocked).
@@ -322,8 +323,15 @@ class ArenaPool final : public SlicedPool {
   /// filed. Needs one spare record.
   Slice* split_off_top(Slice* slice, std::uint64_t extent) noexcept;
   /// HoleBlame::blame for a growth of `extent` bytes (cold: walks slices);
-  /// whether it set apart a context that was not before.
-  bool blame_holes(std::uint64_t extent) noexcept;
+  /// whether it set apart a context that was not before. The free ranges
+  /// the growth will join are not holes (HoleBlame's class comment).
+  bool blame_holes(std::uint64_t extent, std::uint64_t granule) noexcept;
+  /// Where a growth for `extent` bytes maps: the Unmapped slice whose
+  /// mapping makes room with the least new memory (free bytes before it
+  /// count, and after it when it is mapped whole), or null; `need` gets the
+  /// bytes that takes. Only the far reservation while grow_far_. Cold.
+  [[nodiscard]] Slice* growth_site(std::uint64_t extent, std::uint64_t granule,
+                                   std::uint64_t& need) const noexcept;
   /// Mapped chunks over every page: what an unmapping walk may carve.
   [[nodiscard]] std::size_t mapped_chunks() const noexcept;
   /// Unmaps every mapped chunk that lies wholly in a free slice, keeping
