@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <optional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -214,6 +215,139 @@ TEST(RepeatedLaunch, S1_ATaintThatArrivedBetweenTwoLaunchesOfTheSameBindingsIsSe
   EXPECT_TRUE(device.submit("k", reads, writes, copy_first).ran());
   EXPECT_EQ(device.read_bytes(out.whole()), std::vector<std::byte>(16, std::byte{8}));
   static_cast<void>(succeed);
+}
+
+// A plain launch on the clean path need not point the Device at what it
+// resolved (launch9 does so for plans; launch11 tried it for plain
+// launches: bench/RESULTS.md): only a launch that leaves that path reads
+// them. So every way off it must see its own bindings, never an earlier
+// launch's — even when clean launches of other shapes came between and grew
+// the scratch the bindings are resolved into (freeing the old one). Each
+// case below follows a clean launch of 12 reads and 12 writes (and one of
+// 1 and 1), whose outputs are the bytes a stale view would claim.
+TEST(
+    RepeatedLaunch,
+    S1_S2_S3_S6_N1_ALaunchLeavingTheCleanPathClaimsOnlyItsOwnOutputsAfterCleanLaunchesOfOtherShapes) {
+  for (const bool never_written : {false, true}) {
+    SCOPED_TRACE(never_written ? "FreshBytes::NeverWritten" : "FreshBytes::Trusted");
+    HostBackend backend;
+    DeviceOptions options;
+    options.memory = backend.memory_config();
+    if (never_written) {
+      options.memory->fresh_bytes = FreshBytes::NeverWritten;
+    }
+    Device device(backend, options);
+    constexpr std::size_t kSide = 12; // Past every scratch's first capacity (8).
+    std::vector<Allocation> buffers;
+    for (std::size_t index = 0; index < 2 * kSide + 4; ++index) {
+      buffers.push_back(
+          device.create_buffer(std::vector<std::byte>(32, static_cast<std::byte>(index))));
+    }
+    const auto whole = [&buffers](std::size_t index) { return buffers[index].whole(); };
+    std::vector<Binding> many_reads;
+    std::vector<Binding> many_writes;
+    for (std::size_t index = 0; index < kSide; ++index) {
+      many_reads.push_back(whole(index));
+      many_writes.push_back(whole(kSide + index));
+    }
+    const std::size_t first = 2 * kSide; // The four buffers the cases write.
+    const auto clean_launches = [&] {
+      const Binding one_read[] = {whole(0)};
+      const Binding one_write[] = {whole(1)};
+      ASSERT_TRUE(device.launch("one", one_read, one_write, copy_first).ran());
+      ASSERT_TRUE(device.submit("many", many_reads, many_writes, copy_first).ran());
+    };
+    // The clean launches' outputs are clean, whatever a case did.
+    const auto others_clean = [&] {
+      for (std::size_t index = 0; index < 2 * kSide; ++index) {
+        EXPECT_TRUE(device.stale_reports(whole(index)).empty()) << "buffer " << index;
+      }
+      device.check_invariants();
+    };
+
+    // S1: a failed body's failure claims its outputs, and only them.
+    clean_launches();
+    const Binding failing_reads[] = {whole(first + 3)};
+    const Binding failing_writes[] = {whole(first), whole(first + 1)};
+    const LaunchResult failed =
+        device.launch("fails", failing_reads, failing_writes, [](const KernelContext&) {
+          return LaunchOutcome::failure(Error::launch("bad config"));
+        });
+    ASSERT_EQ(failed.status, LaunchStatus::Failed);
+    for (const Binding& output : failing_writes) {
+      const std::vector<Report> reports = device.stale_reports(output);
+      ASSERT_EQ(reports.size(), 1u);
+      EXPECT_EQ(reports[0].failure, failed.failure);
+      EXPECT_EQ(reports[0].stale, ByteRange::of(0, 32));
+    }
+    others_clean();
+
+    // S2: a partial failure releases the bytes it names, of its own output.
+    clean_launches();
+    const Binding partial_writes[] = {whole(first + 2)};
+    const LaunchResult partial =
+        device.launch("partial", failing_reads, partial_writes, [](const KernelContext&) {
+          return LaunchOutcome::partial(Error::launch("half"),
+                                        {WrittenRange{0, ByteRange::of(0, 16)}});
+        });
+    ASSERT_EQ(partial.status, LaunchStatus::Failed);
+    EXPECT_TRUE(device.stale_reports(buffers[first + 2].bind(0, 16)).empty());
+    const std::vector<Report> half = device.stale_reports(buffers[first + 2].bind(16, 16));
+    ASSERT_EQ(half.size(), 1u);
+    EXPECT_EQ(half[0].failure, partial.failure);
+    others_clean();
+
+    // S3: a body that throws leaves its own outputs claimed by TornDown.
+    clean_launches();
+    const Binding thrown_writes[] = {whole(first + 3)};
+    EXPECT_THROW(static_cast<void>(device.submit("throws", {}, thrown_writes,
+                                                 [](const KernelContext&) -> LaunchOutcome {
+                                                   throw std::runtime_error("body threw");
+                                                 })),
+                 std::runtime_error);
+    const std::vector<Report> torn = device.stale_reports(whole(first + 3));
+    ASSERT_EQ(torn.size(), 1u);
+    EXPECT_EQ(torn[0].root.kind(), ErrorKind::TornDown);
+    others_clean();
+
+    // S6: a success naming what it wrote releases that, of its own output;
+    // the rest keeps the failure it had (S1's above).
+    clean_launches();
+    const Binding named_writes[] = {whole(first)};
+    ASSERT_TRUE(
+        device
+            .launch("named", {}, named_writes,
+                    [](const KernelContext&) {
+                      return LaunchOutcome::wrote_only({WrittenRange{0, ByteRange::of(8, 16)}});
+                    })
+            .ran());
+    EXPECT_TRUE(device.stale_reports(buffers[first].bind(8, 8)).empty());
+    const std::vector<Report> kept = device.stale_reports(buffers[first].bind(0, 8));
+    ASSERT_EQ(kept.size(), 1u);
+    EXPECT_EQ(kept[0].failure, failed.failure);
+    others_clean();
+
+    // N1: a fresh buffer's first write releases its never-written bytes, and
+    // a failed first write claims them; neither touches another buffer.
+    const Allocation fresh = device.create_buffer(32);
+    const Allocation fresh_failed = device.create_buffer(32);
+    clean_launches();
+    const Binding fresh_writes[] = {fresh.whole()};
+    ASSERT_TRUE(device.launch("first write", {}, fresh_writes, succeed).ran());
+    EXPECT_TRUE(device.stale_reports(fresh.whole()).empty());
+    others_clean();
+    clean_launches();
+    const Binding fresh_failed_writes[] = {fresh_failed.whole()};
+    const LaunchResult first_failed =
+        device.launch("first write fails", {}, fresh_failed_writes, [](const KernelContext&) {
+          return LaunchOutcome::failure(Error::launch("no"));
+        });
+    ASSERT_EQ(first_failed.status, LaunchStatus::Failed);
+    const std::vector<Report> unwritten = device.stale_reports(fresh_failed.whole());
+    ASSERT_EQ(unwritten.size(), 1u);
+    EXPECT_EQ(unwritten[0].failure, first_failed.failure);
+    others_clean();
+  }
 }
 
 // ------------------------------------------------------------ differential
