@@ -294,20 +294,15 @@ template <bool Reading>
 
 template <bool Reading>
 [[gnu::always_inline]] inline Device::Resolved
-Device::resolve_side(std::span<const Binding> bindings, std::uint32_t slot, bool ordering) {
-  constexpr bool reading = Reading;
+Device::resolve_side(std::span<const Binding> bindings, std::uint32_t slot, bool ordering,
+                     BoundBuffer* bound, Taint** taints, StreamAccess* accesses) {
   // One pass per side: look each binding up once (P3: a bad one throws here,
   // before anything is claimed), note what the fast paths need, and fill the
   // scratch by index (no per-element capacity check; allocation-free once
   // warm).
-  const std::size_t count = bindings.size();
-  BoundBuffer* bound = (reading ? read_store_ : write_store_).reserve(count);
-  Taint** taints = (reading ? read_taint_store_ : write_taint_store_).reserve(count);
-  // (Inlined into launch_locked, once per side: no call, no branch on the side.)
-  StreamAccess* accesses =
-      ordering ? (reading ? read_access_store_ : write_access_store_).reserve(count) : nullptr;
+  // (Inlined into the launch, once per side: no call, no branch on the side.)
   Resolved found;
-  for (std::size_t index = 0; index < count; ++index) {
+  for (std::size_t index = 0; index < bindings.size(); ++index) {
     const Binding& binding = bindings[index];
     const BoundBytes bytes = memory_.resolve_swept(binding);
     std::construct_at(bound + index, BoundBuffer{binding.allocation, binding.range,
@@ -322,16 +317,45 @@ Device::resolve_side(std::span<const Binding> bindings, std::uint32_t slot, bool
       found.crosses = found.crosses || bytes.lane != slot;
     }
   }
-  if constexpr (reading) {
-    reads_ = {bound, count};
-    read_taints_ = {taints, count};
-    read_accesses_ = {accesses, ordering ? count : 0};
-  } else {
-    writes_ = {bound, count};
-    write_taints_ = {taints, count};
-    write_accesses_ = {accesses, ordering ? count : 0};
-  }
   return found;
+}
+
+template <bool Views>
+[[gnu::always_inline]] inline void
+Device::resolve_all(std::span<const Binding> reads, std::span<const Binding> writes,
+                    std::uint32_t slot, bool ordering, Resolved& in, Resolved& out) {
+  // Reads first, then writes, in one run of each scratch: what the body's
+  // context views (bound_store_) is then one array, and each array costs
+  // one capacity check per launch.
+  const std::size_t count = reads.size() + writes.size();
+  BoundBuffer* bound = bound_store_.reserve(count);
+  Taint** taints = taint_store_.reserve(count);
+  StreamAccess* accesses = ordering ? access_store_.reserve(count) : nullptr;
+  in = resolve_side<true>(reads, slot, ordering, bound, taints, accesses);
+  out = resolve_side<false>(writes, slot, ordering, bound + reads.size(), taints + reads.size(),
+                            ordering ? accesses + reads.size() : nullptr);
+  if constexpr (Views) {
+    point_views(reads.size(), writes.size(), ordering);
+  }
+}
+
+void Device::point_views(std::size_t reads, std::size_t writes, bool ordering) noexcept {
+  // Out of line: the general scope and exchanges call it, and a plain
+  // launch only where it leaves the clean path (adopt_views).
+  BoundBuffer* bound = bound_store_.data();
+  Taint** taints = taint_store_.data();
+  reads_ = {bound, reads};
+  writes_ = {bound + reads, writes};
+  read_taints_ = {taints, reads};
+  write_taints_ = {taints + reads, writes};
+  if (ordering) {
+    StreamAccess* accesses = access_store_.data();
+    read_accesses_ = {accesses, reads};
+    write_accesses_ = {accesses + reads, writes};
+  } else {
+    read_accesses_ = {};
+    write_accesses_ = {};
+  }
 }
 
 template <bool Reading>
@@ -357,12 +381,14 @@ template <bool Reading>
   return found;
 }
 
-void Device::adopt_views(const LaunchPlan* plan, bool ordering) noexcept {
-  // The plan's views, made with it (LaunchPlan::derive): what resolve_side()
-  // would have filled the scratch with. Null: a plain launch's own, filled
-  // already. Out of line: only a plan launch leaving the clean plain path,
-  // or a dirty one, gets here.
+void Device::adopt_views(const LaunchPlan* plan, bool ordering, std::size_t reads,
+                         std::size_t writes) noexcept {
+  // The plan's views, made with it (LaunchPlan::derive): what resolve_all()
+  // would have filled the scratch with. Null: a plain launch's own, which
+  // resolve_all<false> filled without pointing the views at them. Out of
+  // line: only a launch leaving the clean plain path gets here.
   if (plan == nullptr) {
+    point_views(reads, writes, ordering);
     return;
   }
   reads_ = plan->context_.reads_;
@@ -377,8 +403,9 @@ void Device::resolve_bindings(std::span<const Binding> reads, std::span<const Bi
                               std::uint32_t slot) {
   // Out of line, for the scopes that are not the hot launch (exchanges).
   const bool ordering = ordering_active();
-  static_cast<void>(resolve_side<true>(reads, slot, ordering));
-  static_cast<void>(resolve_side<false>(writes, slot, ordering));
+  Resolved in;
+  Resolved out;
+  resolve_all<true>(reads, writes, slot, ordering, in, out);
 }
 
 // ------------------------------------------------------------ launches
@@ -409,8 +436,9 @@ LaunchResult Device::launch_locked(std::uint32_t slot, std::string_view kernel,
   memory_.sweep();
   const bool ordering = ordering_active();
   // Every binding is checked before anything is claimed (P3, S1).
-  const Resolved in = resolve_side<true>(reads, slot, ordering);
-  const Resolved out = resolve_side<false>(writes, slot, ordering);
+  Resolved in;
+  Resolved out;
+  resolve_all<true>(reads, writes, slot, ordering, in, out);
   return launch_resolved(slot, kernel, reads, writes, body, in, out);
 }
 
@@ -506,11 +534,20 @@ Device::run_flat(std::uint32_t slot, std::string_view kernel, std::span<const Bi
   }
   // A plan's context is this one built in advance (its views are the plan's
   // bound buffers, its stream is `slot`'s: the lock found it live): a copy
-  // and two stores instead of two table loads and a virtual call.
+  // and two stores instead of two table loads and a virtual call. A plain
+  // launch's views the scratch resolve_all() filled, reads then writes (the
+  // Device's own views are not pointed at it on the clean path). Ordered
+  // (not Plain: from launch_not_plain, plan or not) the views were adopted
+  // on the way there, and are the only record of a plan's bindings here.
+  const BoundBuffer* const bound = bound_store_.data();
   const KernelContext context =
-      plan != nullptr ? plan->context_.relaunched(launch, kernel)
-                      : KernelContext(launch, kernel, reads_, writes_, backend_.backend_data(),
-                                      streams_.id(slot), streams_.handle(slot));
+      !Plain ? KernelContext(launch, kernel, reads_, writes_, backend_.backend_data(),
+                             streams_.id(slot), streams_.handle(slot))
+      : plan != nullptr
+          ? plan->context_.relaunched(launch, kernel)
+          : KernelContext(launch, kernel, {bound, reads.size()},
+                          {bound + reads.size(), writes.size()}, backend_.backend_data(),
+                          streams_.id(slot), streams_.handle(slot));
   // G1: a scope with outputs mints its provisional id; with every output
   // clean it claims nothing unless the body fails or throws (see enter()).
   // So the id is minted now and its node made only when the scope claims
@@ -530,7 +567,9 @@ Device::run_flat(std::uint32_t slot, std::string_view kernel, std::span<const Bi
     } catch (...) {
       // Ids exhausted (never, in practice): as the general scope, the
       // launch is queued and logged as failed, and the error propagates.
-      adopt_views(plan, ordering);
+      if constexpr (Plain) { // Ordered: adopted before run_flat (launch_not_plain).
+        adopt_views(plan, ordering, reads.size(), writes.size());
+      }
       abandon_plain(slot, launch, kernel, reads, writes, std::nullopt);
     }
   }
@@ -545,7 +584,9 @@ Device::run_flat(std::uint32_t slot, std::string_view kernel, std::span<const Bi
       if (deferred) {
         graph_.materialize_provisional(*provisional);
       }
-      adopt_views(plan, ordering);
+      if constexpr (Plain) { // Ordered: adopted before run_flat (launch_not_plain).
+        adopt_views(plan, ordering, reads.size(), writes.size());
+      }
       abandon_plain(slot, launch, kernel, reads, writes, provisional); // S3; rethrows
     }
   };
@@ -555,15 +596,26 @@ Device::run_flat(std::uint32_t slot, std::string_view kernel, std::span<const Bi
       if (deferred) {
         graph_.materialize_provisional(*provisional);
       }
-      adopt_views(plan, ordering);
+      if constexpr (Plain) { // Ordered: adopted before run_flat (launch_not_plain).
+        adopt_views(plan, ordering, reads.size(), writes.size());
+      }
       finished_ = finish_plain(slot, launch, kernel, reads, writes, provisional, *answer, fresh);
       return PlainEnd::Finished;
     });
   }
   if (fresh) [[unlikely]] {
-    // N1: a whole write; cannot fail (see there). Fresh outputs are not
-    // clean, so a plan's views were adopted before the body (launch_plain).
-    release_fresh_outputs(outcome);
+    // N1: a whole write (anything else went cold above), so every output's
+    // claims, all the never-written node's and inside its binding, go: T2
+    // on the binding is T4 there, and clear() cannot fail (as in
+    // release_fresh_outputs). The taints are the plan's, or the scratch's
+    // that resolve_all() filled, reads then writes: the views are not read.
+    const std::span<Taint* const> outputs =
+        plan != nullptr
+            ? plan->write_taints_
+            : std::span<Taint* const>(taint_store_.data() + reads.size(), writes.size());
+    for (Taint* const output : outputs) {
+      output->clear(graph_);
+    }
   }
   if (provisional && !deferred) [[unlikely]] {
     // G5: it claimed nothing, so it goes.
@@ -605,11 +657,12 @@ Device::launch_plain(std::uint32_t slot, std::string_view kernel, std::span<cons
     // adopted only where it leaves that path (adopt_views), and a clean
     // plain launch writes none of them (issue 11, item 7).
     if (!clean) [[unlikely]] {
-      adopt_views(plan, ordering);
+      adopt_views(plan, ordering, reads.size(), writes.size());
     }
   } else {
-    in = resolve_side<true>(reads, slot, ordering);
-    out = resolve_side<false>(writes, slot, ordering);
+    // The views are pointed at the scratch only off the clean path, as a
+    // plan's are (adopt_views): 12 stores a launch fewer (issue 11, item 7).
+    resolve_all<false>(reads, writes, slot, ordering, in, out);
   }
   // O2 plain: no binding crosses streams and no cross-stream record exists
   // (detect mode never is: O4 needs every access recorded).
@@ -622,8 +675,9 @@ Device::launch_plain(std::uint32_t slot, std::string_view kernel, std::span<cons
   // the general one, and the mode cost ~15 ns more than its budget.
   const bool fresh = out.dirty && out.fresh && !in.dirty && plain && Taint::inline_claims;
   if (in.dirty || (out.dirty && !fresh) || !plain || !Taint::inline_claims) [[unlikely]] {
-    adopt_views(plan, ordering); // Read from here on (launch_not_plain).
-    return PlainEnd::General;    // Nothing done yet: launch_not_plain() decides.
+    adopt_views(plan, ordering, reads.size(),
+                writes.size()); // Read from here on (launch_not_plain).
+    return PlainEnd::General;   // Nothing done yet: launch_not_plain() decides.
   }
   return run_flat<true>(slot, kernel, reads, writes, body, ordering, fresh, plan);
 }

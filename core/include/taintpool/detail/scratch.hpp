@@ -46,6 +46,10 @@ class Scratch {
     return data_;
   }
 
+  /// What the last reserve() returned (null before the first): a caller
+  /// that filled it earlier reads its elements back without asking again.
+  [[nodiscard]] T* data() const noexcept { return data_; }
+
   /// Elements there is room for.
   [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
 

@@ -593,19 +593,34 @@ class Device {
   /// Both sides' bindings into the scratch, as a launch does, out of line.
   void resolve_bindings(std::span<const Binding> reads, std::span<const Binding> writes,
                         std::uint32_t slot);
-  /// Checks and resolves every binding of one side (reads, or writes) into
-  /// the scratch and points the views at it; throws NotFound /
-  /// InvalidBinding for a bad one, nothing claimed.
+  /// Checks and resolves every binding, reads then writes, into one run of
+  /// each scratch (bound_store_, taint_store_, and access_store_ when
+  /// `ordering`), noting what each side found in `in` and `out`; throws
+  /// NotFound / InvalidBinding for a bad one, nothing claimed. With `Views`
+  /// it points the views at them too (point_views); the plain launch does
+  /// not, since its clean path reads none of them (issue 11, item 7).
+  template <bool Views>
+  void resolve_all(std::span<const Binding> reads, std::span<const Binding> writes,
+                   std::uint32_t slot, bool ordering, Resolved& in, Resolved& out);
+  /// One side of resolve_all(), into `bound`, `taints` and `accesses`
+  /// (null unless ordering).
   template <bool Reading>
-  Resolved resolve_side(std::span<const Binding> bindings, std::uint32_t slot, bool ordering);
+  Resolved resolve_side(std::span<const Binding> bindings, std::uint32_t slot, bool ordering,
+                        BoundBuffer* bound, Taint** taints, StreamAccess* accesses);
+  /// Points the views at what resolve_all() filled for a launch of `reads`
+  /// read and `writes` write bindings.
+  void point_views(std::size_t reads, std::size_t writes, bool ordering) noexcept;
   /// resolve_side() from a plan: checks only the taints (the look-ups and range checks were the
   /// plan's); `clean`: every taint of the plan is, so there is nothing to note.
   template <bool Reading>
   Resolved planned_side(const LaunchPlan& plan, bool ordering, bool clean);
   /// Points the views (reads_, writes_, their taints and accesses) at
-  /// `plan`'s, as resolve_side() would fill them; nothing for null. A plan
-  /// launch does so only where it leaves the clean plain path.
-  void adopt_views(const LaunchPlan* plan, bool ordering) noexcept;
+  /// `plan`'s, as resolve_all() would fill them; for null, at what
+  /// resolve_all() filled for `reads` and `writes` bindings (point_views). A
+  /// plain launch, planned or not, does so only where it leaves the clean
+  /// plain path.
+  void adopt_views(const LaunchPlan* plan, bool ordering, std::size_t reads,
+                   std::size_t writes) noexcept;
   /// One binding's taint that is not clean, as resolve_side() and
   /// planned_side() note it: a read is dirty when a claim lies in its range
   /// (S1); an output when it holds any claim (S6), fresh while every such
@@ -668,19 +683,23 @@ class Device {
   MemoryManager memory_;
   StreamTable streams_; // After memory_: its pins are handles into it, dropped first.
   // The current launch's bindings, resolved (views of the scratch below,
-  // which is reused across launches: no allocation once warm, G10).
+  // which is reused across launches: no allocation once warm, G10). Set by
+  // resolve_all<true>, or by adopt_views() where a plain launch leaves the
+  // clean path; a clean plain launch leaves them as they were — possibly
+  // pointing at scratch since grown and freed — since nothing on its path
+  // reads them, and every scope that does sets them first (twelve stores a
+  // launch, issue 11, item 7).
   std::span<const BoundBuffer> reads_;
   std::span<const BoundBuffer> writes_;
   std::span<Taint* const> read_taints_;
   std::span<Taint* const> write_taints_;
   std::span<const StreamAccess> read_accesses_;  ///< Filled only while ordering_active().
   std::span<const StreamAccess> write_accesses_; ///< Likewise.
-  detail::Scratch<BoundBuffer> read_store_;
-  detail::Scratch<BoundBuffer> write_store_;
-  detail::Scratch<Taint*> read_taint_store_;
-  detail::Scratch<Taint*> write_taint_store_;
-  detail::Scratch<StreamAccess> read_access_store_;
-  detail::Scratch<StreamAccess> write_access_store_;
+  // Reads first, then writes, in one run of each: one capacity check per
+  // array a launch, not one per side.
+  detail::Scratch<BoundBuffer> bound_store_;
+  detail::Scratch<Taint*> taint_store_;
+  detail::Scratch<StreamAccess> access_store_;
   std::vector<Hazard> hazards_;
   /// O3: a binding's pin, taken in order() and handed to streams_ in
   /// commit(): a new handle, or none when the stream's newest pin at that
