@@ -118,9 +118,9 @@ std::uint64_t allocations_refusing(Fn&& fn) {
 }
 
 // Each refusal is its words in one string sized once (the Error's message)
-// and the Exception's what() in one more; nothing else. The operator+
-// chains before this allocated three to eight times a refusal, and the
-// runtime_error's own copy of the text once more: the pool fuzzer refuses
+// and the Exception's what() in one more; nothing else. Before, the same
+// refusals cost 6, 5, 3, 7 and 4 (operator+ chains, a temporary per piece,
+// and the runtime_error's own copy of the text): the pool fuzzer refuses
 // on purpose several times an input (issue 13, twenty-ninth round). The
 // words themselves are pinned in refusal_text_test.cpp.
 TEST_F(PoolTest, P3_EachRefusalOfTheManagerAllocatesItsMessageAndItsWhatTextOnly) {

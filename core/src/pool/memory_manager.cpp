@@ -33,7 +33,7 @@ constexpr std::uint64_t first_raw_id(std::uint32_t space) {
 
 /// The refusals below write their words into one string reserved once,
 /// with words.hpp's appends: the operator+ chains they replace built a
-/// temporary per piece, three to eight allocations a refusal, and the pool
+/// temporary per piece, three to seven allocations a refusal, and the pool
 /// fuzzer refuses on purpose several times an input (issue 13). Reserved
 /// for the longest text (every number 20 digits: 231 bytes), so no refusal
 /// grows its string. The words are pinned by tests/pool/refusal_text_test.cpp.
