@@ -38,7 +38,7 @@ void EngineModel::restart() {
     spares_.push_back(std::move(*allocation));
   }
   bytes_.clear();
-  failures_.clear();
+  minted_ = 0; // The slots stay, as spares insert() copies into.
   owners_before_.clear();
 }
 
@@ -46,17 +46,27 @@ void EngineModel::reset() {
   for (OwnerMap& allocation : bytes_) {
     allocation.reset();
   }
-  failures_.clear();
+  minted_ = 0; // The slots stay, as spares insert() copies into.
   owners_before_.clear();
 }
 
-FailureId EngineModel::insert(Error error) {
-  failures_.push_back(Failure{std::move(error), true, {}});
-  return FailureId::from_raw(failures_.size());
+FailureId EngineModel::insert(const Error& error) {
+  if (minted_ < failures_.size()) {
+    // A slot an earlier input (before reset or restart) left: copied into,
+    // its message's buffer and its records kept.
+    Failure& slot = failures_[minted_];
+    slot.error = error;
+    slot.live = true;
+    slot.recorded = 0;
+  } else {
+    failures_.push_back(Failure{error, true, {}, 0});
+  }
+  ++minted_;
+  return FailureId::from_raw(minted_);
 }
 
 const EngineModel::Failure* EngineModel::find_live(FailureId failure) const {
-  if (failure.raw() > failures_.size()) {
+  if (failure.raw() > minted_) {
     return nullptr;
   }
   const Failure& found = failures_[failure.raw() - 1];
@@ -68,7 +78,7 @@ void EngineModel::bury(const std::vector<std::uint64_t>& owners) {
     const FailureId failure = FailureId::from_raw(owner);
     if (live(failure) && tags(failure) == 0) {
       failures_[owner - 1].live = false;
-      failures_[owner - 1].records.clear();
+      failures_[owner - 1].recorded = 0;
     }
   }
 }
@@ -106,15 +116,21 @@ void EngineModel::replace(FailureId failure, Error error) {
 void EngineModel::prune(FailureId failure) {
   if (find_live(failure) != nullptr && tags(failure) == 0) {
     failures_[failure.raw() - 1].live = false;
-    failures_[failure.raw() - 1].records.clear();
+    failures_[failure.raw() - 1].recorded = 0;
   }
 }
 
-void EngineModel::skipped(FailureId root, SkipRecord record) {
+void EngineModel::skipped(FailureId root, const SkipRecord& record) {
   if (find_live(root) == nullptr) {
     refuse("model: skip recorded on a failure that is not live (G7)");
   }
-  failures_[root.raw() - 1].records.push_back(std::move(record));
+  Failure& found = failures_[root.raw() - 1];
+  if (found.recorded < found.records.size()) {
+    found.records[found.recorded] = record; // A spare: its kernel and produced buffers kept.
+  } else {
+    found.records.push_back(record);
+  }
+  ++found.recorded;
 }
 
 std::vector<FailureId> EngineModel::failures(std::size_t allocation, ByteRange range) const {
@@ -157,7 +173,7 @@ std::uint64_t EngineModel::tags(FailureId failure) const {
 
 std::vector<FailureId> EngineModel::live_failures() const {
   std::vector<FailureId> found;
-  for (std::size_t index = 0; index < failures_.size(); ++index) {
+  for (std::size_t index = 0; index < minted_; ++index) {
     if (failures_[index].live) {
       found.push_back(FailureId::from_raw(index + 1));
     }
@@ -166,8 +182,9 @@ std::vector<FailureId> EngineModel::live_failures() const {
 }
 
 std::size_t EngineModel::size() const {
+  const auto minted = failures_.begin() + static_cast<std::ptrdiff_t>(minted_);
   return static_cast<std::size_t>(std::count_if(
-      failures_.begin(), failures_.end(), [](const Failure& failure) { return failure.live; }));
+      failures_.begin(), minted, [](const Failure& failure) { return failure.live; }));
 }
 
 EngineModel::FailureView EngineModel::view(FailureId failure) const {
@@ -175,12 +192,12 @@ EngineModel::FailureView EngineModel::view(FailureId failure) const {
   if (found == nullptr) {
     return {};
   }
-  return {&found->error, found->records.size()};
+  return {&found->error, found->recorded};
 }
 
 std::uint64_t EngineModel::skips_recorded(FailureId failure) const {
   const Failure* found = find_live(failure);
-  return found != nullptr ? found->records.size() : 0;
+  return found != nullptr ? found->recorded : 0;
 }
 
 std::vector<SkipRecord> EngineModel::skip_records(FailureId failure) const {
@@ -193,23 +210,17 @@ std::span<const SkipRecord> EngineModel::kept_records(FailureId failure) const {
   if (found == nullptr) {
     return {};
   }
-  const std::size_t total = found->records.size();
+  const std::size_t total = found->recorded;
   const std::size_t first = total > kept_skip_records ? total - kept_skip_records : 0;
-  return std::span<const SkipRecord>(found->records).subspan(first);
+  return std::span<const SkipRecord>(found->records).first(total).subspan(first);
 }
 
 Report EngineModel::report(FailureId failure, AllocationId read) const {
   std::vector<const SkipRecord*> path;
   const AllocationId origin = report_path(failure, read, path);
   const Failure& found = *find_live(failure);
-  Report expected{failure,
-                  found.error,
-                  read,
-                  std::nullopt,
-                  {},
-                  origin,
-                  found.records.size(),
-                  found.records.size() > kept_skip_records};
+  Report expected{failure, found.error, read,           std::nullopt,
+                  {},      origin,      found.recorded, found.recorded > kept_skip_records};
   expected.path.reserve(path.size());
   for (const SkipRecord* record : path) {
     expected.path.push_back(*record);

@@ -25,6 +25,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -335,6 +336,49 @@ TEST(SteadyState, R1_ARefcountCheckWithAKeptScratchAllocatesNothingOnceWarm) {
   const std::uint64_t fresh =
       allocations_during([&] { check_refcounts(device.graph, carriers, {}); });
   EXPECT_GT(fresh, 0u);
+}
+
+/// Heap allocations made while `fn` is refused with an E (the exception
+/// object itself comes from the C++ runtime's allocator, not counted).
+template <class E, class Fn>
+std::uint64_t allocations_refusing(Fn&& fn) {
+  bool refused = false;
+  const std::uint64_t count = allocations_during([&] {
+    try {
+      fn();
+    } catch (const E&) {
+      refused = true;
+    }
+  });
+  EXPECT_TRUE(refused) << "the call was not refused";
+  return count;
+}
+
+// Each violation and bad range is its text in one string sized once and
+// the exception's own copy of it; nothing else. The operator+ chains before
+// built a temporary per piece, and taint_fuzzer provokes these on purpose
+// (issue 13, twenty-ninth round). refusal_text_test.cpp pins the words.
+TEST(SteadyState, G2_G3_G8_T1_EachRefusalAllocatesItsTextAndTheExceptionsCopyOnly) {
+  ErrorGraph graph;
+  const FailureId gone = FailureId::from_raw(99);
+  const FailureId held = graph.insert(Error::generic("held"));
+  EXPECT_EQ(allocations_refusing<std::logic_error>([&] { graph.tag(gone); }), 2u) << "tag";
+  EXPECT_EQ(allocations_refusing<std::logic_error>([&] { graph.untag(gone); }), 2u) << "untag";
+  EXPECT_EQ(allocations_refusing<std::logic_error>([&] { graph.untag(held); }), 2u)
+      << "untag below zero";
+  EXPECT_EQ(allocations_refusing<std::logic_error>(
+                [&] { static_cast<void>(graph.report(gone, AllocationId::from_raw(1))); }),
+            2u)
+      << "report";
+  EXPECT_EQ(
+      allocations_refusing<std::invalid_argument>([] { static_cast<void>(ByteRange::of(9, 3)); }),
+      2u)
+      << "an inverted range";
+  EXPECT_EQ(allocations_refusing<std::overflow_error>(
+                [] { static_cast<void>(ByteRange::sized(UINT64_MAX, 2)); }),
+            2u)
+      << "an overflowing range";
+  graph.prune(held);
 }
 
 } // namespace

@@ -3,11 +3,13 @@
 // every pool — slice records are recycled, the id table has grown, pages are
 // reused. A timing would be noisy; a count is exact. Its own executable: it
 // replaces the global operator new (testing/src/replace_new.cpp).
+#include <taintpool/exception.hpp>
 #include <taintpool/testing/heap_allocations.hpp>
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <stdexcept>
 #include <vector>
 
 #include "pool_fixture.hpp"
@@ -96,6 +98,64 @@ TEST_F(PoolTest, TaintAndReleaseOnABoundSliceAllocateNothingForOneClaim) {
   };
   scope();
   EXPECT_EQ(allocations_during(scope), 0u);
+}
+
+/// Heap allocations (global operator new) made while `fn` is refused with
+/// an exception of type E; the exception object itself comes from the C++
+/// runtime's own allocator (__cxa_allocate_exception), not counted here.
+template <class E, class Fn>
+std::uint64_t allocations_refusing(Fn&& fn) {
+  bool refused = false;
+  const std::uint64_t count = allocations_during([&] {
+    try {
+      fn();
+    } catch (const E&) {
+      refused = true;
+    }
+  });
+  EXPECT_TRUE(refused) << "the call was not refused";
+  return count;
+}
+
+// Each refusal is its words in one string sized once (the Error's message)
+// and the Exception's what() in one more; nothing else. Before, the same
+// refusals cost 6, 5, 3, 7 and 4 (operator+ chains, a temporary per piece,
+// and the runtime_error's own copy of the text): the pool fuzzer refuses
+// on purpose several times an input (issue 13, twenty-ninth round). The
+// words themselves are pinned in refusal_text_test.cpp.
+TEST_F(PoolTest, P3_EachRefusalOfTheManagerAllocatesItsMessageAndItsWhatTextOnly) {
+  Allocation buffer = memory->allocate(100);
+  const Binding past{buffer.id(), ByteRange::of(40, 101)};
+  Allocation gone = memory->allocate(100);
+  const Binding stale = gone.whole();
+  gone.reset();
+  memory->sweep();
+  ErrorGraph other_graph;
+  MemoryManager other(storage, other_graph, testing::small_ladder());
+  Allocation theirs = other.allocate(8);
+  const Binding foreign = theirs.whole();
+  EXPECT_EQ(allocations_refusing<Exception>([&] { (void)memory->allocate((1 << 20) + 1); }), 2u)
+      << "BufferTooBig";
+  EXPECT_EQ(allocations_refusing<Exception>([&] { memory->written(past); }), 2u)
+      << "InvalidBinding, past the end";
+  EXPECT_EQ(allocations_refusing<Exception>([&] { (void)memory->failure(stale); }), 2u)
+      << "NotFound";
+  EXPECT_EQ(allocations_refusing<Exception>([&] { memory->written(foreign); }), 2u)
+      << "InvalidBinding, another manager's";
+  // std::invalid_argument copies its text into its own buffer: the text
+  // and that copy.
+  EXPECT_EQ(allocations_refusing<std::invalid_argument>(
+                [&] { (void)memory->allocate(8, MemoryManager::max_lanes); }),
+            2u)
+      << "a lane past the last";
+}
+
+TEST(ExceptionAllocations, P3_AnExceptionAllocatesItsWhatTextOnceAndNothingForAnEmptyMessage) {
+  Error worded = Error::not_found("allocation 12345 no longer exists, and this is long");
+  EXPECT_EQ(allocations_during([&] { const Exception error(std::move(worded)); }), 1u)
+      << "one buffer for what(), the message moved in";
+  EXPECT_EQ(allocations_during([] { const Exception error(Error::torn_down()); }), 0u)
+      << "\"torn down\" fits the string's own buffer, and runtime_error holds no text";
 }
 
 } // namespace

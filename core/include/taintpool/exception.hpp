@@ -16,6 +16,8 @@
 #include <taintpool/error.hpp>
 
 #include <stdexcept>
+#include <string>
+#include <utility>
 
 namespace taintpool {
 
@@ -23,18 +25,27 @@ namespace taintpool {
 /// left its state as it was, so the caller may recover and retry.
 class Exception : public std::runtime_error {
  public:
-  /// what() is to_string(error). Builds that string, so it allocates: this
-  /// is only ever the failure path.
+  /// what() is to_string(error), built here, so this allocates: it is only
+  /// ever the failure path. The text is kept in the Exception itself, sized
+  /// once; std::runtime_error is given none (its empty message is the
+  /// library's shared empty string, no allocation) — handing it the text
+  /// copied it into a second, reference-counted buffer. A refusal costs the
+  /// exception object, its Error's message and this text: the pool fuzzer
+  /// refuses on purpose several times an input (issue 13).
   explicit Exception(Error error)
-      : std::runtime_error(to_string(error))
+      : std::runtime_error("")
+      , text_(to_string(error))
       , error_(std::move(error)) {}
 
+  /// to_string(error()): "invalid binding: bytes [0, 9) reach past ...".
+  [[nodiscard]] const char* what() const noexcept override { return text_.c_str(); }
   /// The Error itself, message and kind.
   [[nodiscard]] const Error& error() const noexcept { return error_; }
   /// error().kind(), for catch sites that branch on it (retry an OutOfMemory).
   [[nodiscard]] ErrorKind kind() const noexcept { return error_.kind(); }
 
  private:
+  std::string text_; ///< Before error_: built from the Error before it is moved in.
   Error error_;
 };
 

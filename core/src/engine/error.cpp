@@ -39,7 +39,10 @@ std::string_view name(ErrorKind kind) noexcept {
 }
 
 std::string to_string(const Error& error) {
+  // Sized once: Exception's what() is this text, so every refusal builds
+  // it; appended piecewise it grew twice for a long message.
   std::string text;
+  text.reserve(name(error.kind()).size() + 2 + error.message().size());
   words::append(text, error);
   return text;
 }

@@ -1,10 +1,13 @@
 #include <taintpool/error_graph.hpp>
 
 #include <algorithm>
+#include <cstddef>
 #include <initializer_list>
 #include <memory>
 #include <stdexcept>
 #include <string>
+
+#include "words.hpp"
 
 namespace taintpool {
 
@@ -46,15 +49,35 @@ void ErrorGraph::materialize_provisional(FailureId reserved) {
   ++size_;
 }
 
+// The contract violations below write their words into one string reserved
+// once (words.hpp's appends): the operator+ chains they replace built a
+// temporary per piece, and taint_fuzzer provokes these on purpose a few
+// times an input (issue 13, twenty-ninth round). 128 bytes hold the longest
+// (a 20-digit id included); std::logic_error then copies the text once.
+// tests/engine/refusal_text_test.cpp pins the words.
+namespace {
+constexpr std::size_t violation_capacity = 128;
+} // namespace
+
 void ErrorGraph::throw_missing(const char* operation, FailureId failure) {
-  throw std::logic_error(std::string("ErrorGraph::") + operation + ": " + to_string(failure) +
-                         " has no node (R2: a claim or skip must point at a live failure)");
+  std::string text;
+  text.reserve(violation_capacity);
+  text += "ErrorGraph::";
+  text += operation;
+  text += ": ";
+  words::append(text, failure);
+  text += " has no node (R2: a claim or skip must point at a live failure)";
+  throw std::logic_error(text);
 }
 
 void ErrorGraph::throw_bad_untag(FailureId failure, bool exists) {
-  throw std::logic_error("ErrorGraph::untag: " + to_string(failure) +
-                         (exists ? " has no tags left (an untag without a matching tag)"
-                                 : " has no node (R2: untag of a failure no carrier holds)"));
+  std::string text;
+  text.reserve(violation_capacity);
+  text += "ErrorGraph::untag: ";
+  words::append(text, failure);
+  text += exists ? " has no tags left (an untag without a matching tag)"
+                 : " has no node (R2: untag of a failure no carrier holds)";
+  throw std::logic_error(text);
 }
 
 void ErrorGraph::throw_carried_clear(FailureId failure, std::uint64_t tags) {
@@ -114,8 +137,12 @@ std::vector<SkipRecord> ErrorGraph::skip_records(FailureId failure) const {
 const detail::FailureNode& ErrorGraph::reported_node(FailureId failure) const {
   const detail::FailureNode* node = find(failure.raw());
   if (node == nullptr) {
-    throw std::logic_error("ErrorGraph::report: " + to_string(failure) +
-                           " has no node; only a live failure can explain a read (G8)");
+    std::string text;
+    text.reserve(violation_capacity);
+    text += "ErrorGraph::report: ";
+    words::append(text, failure);
+    text += " has no node; only a live failure can explain a read (G8)";
+    throw std::logic_error(text);
   }
   return *node;
 }

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <utility>
 
+#include "../engine/words.hpp"
 #include "pools.hpp"
 
 namespace taintpool {
@@ -30,8 +31,18 @@ constexpr std::uint64_t first_raw_id(std::uint32_t space) {
   return allocation_id(space, 1).raw();
 }
 
-std::string bytes(std::uint64_t count) {
-  return std::to_string(count) + " bytes";
+/// The refusals below write their words into one string reserved once,
+/// with words.hpp's appends: the operator+ chains they replace built a
+/// temporary per piece, three to seven allocations a refusal, and the pool
+/// fuzzer refuses on purpose several times an input (issue 13). Reserved
+/// for the longest text (every number 20 digits: 231 bytes), so no refusal
+/// grows its string. The words are pinned by tests/pool/refusal_text_test.cpp.
+constexpr std::size_t refusal_capacity = 256;
+
+/// "4096 bytes".
+void append_bytes(std::string& text, std::uint64_t count) {
+  words::append_number(text, count);
+  text += " bytes";
 }
 
 /// The allocation id spaces live managers hold, a bit each (failure_id.hpp):
@@ -238,10 +249,16 @@ std::uint32_t MemoryManager::route(std::uint64_t size) const noexcept {
 
 std::vector<std::unique_ptr<detail::Pool>>& MemoryManager::open_lane(std::uint32_t lane) {
   if (lane >= max_lanes) {
-    throw std::invalid_argument("MemoryManager: lane " + std::to_string(lane) +
-                                " is not one of the " + std::to_string(max_lanes) +
-                                " lanes a manager serves (0 to " + std::to_string(max_lanes - 1) +
-                                ")");
+    std::string text;
+    text.reserve(refusal_capacity);
+    text += "MemoryManager: lane ";
+    words::append_number(text, lane);
+    text += " is not one of the ";
+    words::append_number(text, max_lanes);
+    text += " lanes a manager serves (0 to ";
+    words::append_number(text, max_lanes - 1);
+    text += ")";
+    throw std::invalid_argument(text);
   }
   if (!closed_lanes_[lane].empty()) {
     // Closed by restart(), emptied as reset() empties a lane that goes on
@@ -373,9 +390,7 @@ Allocation MemoryManager::allocate(std::uint64_t size, std::uint32_t lane) {
     end_allocations(released, /*erase_later=*/true);
   }
   if (size > config_.max_allocation) {
-    throw Exception(
-        Error::buffer_too_big("cannot allocate " + bytes(size) + ": no pool holds more than " +
-                              bytes(config_.max_allocation) + " (MemoryConfig::max_allocation)"));
+    throw_too_big(size);
   }
   if ((next_allocation_ & allocation_number_mask) == 0) [[unlikely]] {
     throw_ids_exhausted(); // 2^52 - 1 allocations minted: the space is spent.
@@ -432,10 +447,23 @@ Allocation MemoryManager::allocate(std::uint64_t size, std::uint32_t lane) {
 
 // ------------------------------------------------------------ bindings
 
+void MemoryManager::throw_too_big(std::uint64_t size) const {
+  std::string text;
+  text.reserve(refusal_capacity);
+  text += "cannot allocate ";
+  append_bytes(text, size);
+  text += ": no pool holds more than ";
+  append_bytes(text, config_.max_allocation);
+  text += " (MemoryConfig::max_allocation)";
+  throw Exception(Error::buffer_too_big(std::move(text)));
+}
+
 void MemoryManager::throw_not_found(AllocationId allocation) {
-  throw Exception(
-      Error::not_found(to_string(allocation) +
-                       " no longer exists: its last handle was dropped, or the memory was reset"));
+  std::string text;
+  text.reserve(refusal_capacity);
+  words::append(text, allocation);
+  text += " no longer exists: its last handle was dropped, or the memory was reset";
+  throw Exception(Error::not_found(std::move(text)));
 }
 
 void MemoryManager::throw_ids_exhausted() const {
@@ -444,21 +472,32 @@ void MemoryManager::throw_ids_exhausted() const {
 }
 
 void MemoryManager::throw_bad_binding(const Binding& binding) const {
+  std::string text;
   if (allocation_space(binding.allocation) != space_) {
     // Never minted here: the lookup missed, as for an unknown id, but the
     // caller mixed up devices, which deserves its own words.
-    throw Exception(Error::invalid_binding(
-        to_string(binding.allocation) + " was made by another memory manager (memory " +
-        std::to_string(allocation_space(binding.allocation)) + "), not this one (memory " +
-        std::to_string(space_) + "): a binding is used only on the device that made its buffer"));
+    text.reserve(refusal_capacity);
+    words::append(text, binding.allocation);
+    text += " was made by another memory manager (memory ";
+    words::append_number(text, allocation_space(binding.allocation));
+    text += "), not this one (memory ";
+    words::append_number(text, space_);
+    text += "): a binding is used only on the device that made its buffer";
+    throw Exception(Error::invalid_binding(std::move(text)));
   }
   const detail::LiveAllocation* entry = live_.find(binding.allocation.raw());
   if (entry == nullptr) {
     throw_not_found(binding.allocation);
   }
-  throw Exception(Error::invalid_binding("bytes " + to_string(binding.range) +
-                                         " reach past the end of " + to_string(binding.allocation) +
-                                         " (size " + std::to_string(entry->slice->size) + ")"));
+  text.reserve(refusal_capacity);
+  text += "bytes ";
+  words::append(text, binding.range);
+  text += " reach past the end of ";
+  words::append(text, binding.allocation);
+  text += " (size ";
+  words::append_number(text, entry->slice->size);
+  text += ")";
+  throw Exception(Error::invalid_binding(std::move(text)));
 }
 
 void MemoryManager::taint(const Binding& binding, FailureId failure) {

@@ -315,6 +315,7 @@ class MemoryManager {
   }
   [[noreturn]] void throw_bad_binding(const Binding& binding) const;
   [[noreturn]] void throw_ids_exhausted() const;
+  [[noreturn]] void throw_too_big(std::uint64_t size) const;
   [[nodiscard]] std::uint32_t route(std::uint64_t size) const noexcept;
   /// The lane's pools, made on first use (cold; throws for a lane past
   /// max_lanes, or std::bad_alloc).

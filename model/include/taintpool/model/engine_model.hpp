@@ -54,8 +54,10 @@ class EngineModel {
   void restart();
   [[nodiscard]] std::size_t allocations() const { return bytes_.size(); }
 
-  /// G1: a live failure with the next id (1, 2, 3 …).
-  FailureId insert(Error error);
+  /// G1: a live failure with the next id (1, 2, 3 …). Copies `error` into
+  /// the id's slot; a slot left by an input before reset() or restart()
+  /// keeps its buffers, so a warm model allocates nothing for it.
+  FailureId insert(const Error& error);
 
   /// T1: bytes of `range` now owned by `failure`. Throws std::logic_error,
   /// changing nothing, when the range is non-empty and `failure` is not live.
@@ -68,8 +70,9 @@ class EngineModel {
   void replace(FailureId failure, Error error);
   /// G5: a live failure with no carrier dies.
   void prune(FailureId failure);
-  /// G7: throws std::logic_error when `root` is not live.
-  void skipped(FailureId root, SkipRecord record);
+  /// G7: throws std::logic_error when `root` is not live. Copies `record`
+  /// into the failure's next slot (a spare keeps its buffers, see insert).
+  void skipped(FailureId root, const SkipRecord& record);
 
   /// T3: owners of a byte of `range`, ascending.
   [[nodiscard]] std::vector<FailureId> failures(std::size_t allocation, ByteRange range) const;
@@ -90,7 +93,7 @@ class EngineModel {
   [[nodiscard]] std::vector<FailureId> live_failures() const;
   /// Live failures, counted.
   [[nodiscard]] std::size_t size() const;
-  [[nodiscard]] FailureId next_id() const { return FailureId::from_raw(failures_.size() + 1); }
+  [[nodiscard]] FailureId next_id() const { return FailureId::from_raw(minted_ + 1); }
 
   /// One failure as a fuzzer compares it after every op, from one lookup:
   /// error() (null when not live, so also live()) and skips_recorded().
@@ -127,7 +130,10 @@ class EngineModel {
   struct Failure {
     Error error;
     bool live = true;
-    std::vector<SkipRecord> records; ///< All of them, oldest first.
+    /// All of them, oldest first: the first `recorded`. The rest are
+    /// spares from an earlier life of the slot, copied into by skipped().
+    std::vector<SkipRecord> records;
+    std::size_t recorded = 0;
   };
 
   [[nodiscard]] const Failure* find_live(FailureId failure) const;
@@ -136,8 +142,15 @@ class EngineModel {
   void bury(const std::vector<std::uint64_t>& owners);
 
   std::vector<OwnerMap> bytes_;
-  std::vector<OwnerMap> spares_;  ///< restart()'s maps, empty, for add_allocation().
-  std::vector<Failure> failures_; ///< Index = id - 1; dead ones stay, marked.
+  std::vector<OwnerMap> spares_; ///< restart()'s maps, empty, for add_allocation().
+  /// Index = id - 1; dead ones stay, marked. Only the first minted_ are
+  /// failures; the rest are slots reset() and restart() left, kept with
+  /// their buffers so that a model reset per input (taint_fuzzer's) copies
+  /// each failure and skip record into memory it already has: a fresh
+  /// vector per input was about a tenth of that fuzzer's allocations, the
+  /// records' copies a fifth (issue 13, twenty-ninth round).
+  std::vector<Failure> failures_;
+  std::size_t minted_ = 0;
   /// The owners of the allocation an update changes, before it: the
   /// failures bury() looks at. Kept between updates, so they allocate nothing.
   std::vector<std::uint64_t> owners_before_;

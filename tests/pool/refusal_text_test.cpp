@@ -1,0 +1,113 @@
+// Pins the pool's refusals word for word (P3): what a person reads when a
+// size is too big, a binding reaches past its allocation, names one that is
+// gone or one another manager made, or a lane is past the last — and that
+// an Exception's what() is exactly to_string(error()) for every kind. The
+// messages are built in one reserved string each, and Exception keeps its
+// own text (issue 13, twenty-ninth round); these expectations were written
+// against the operator+ chains that came before and pass on both, so the
+// rewrite changed no word.
+#include <taintpool/exception.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "pool_fixture.hpp"
+
+namespace taintpool {
+namespace {
+
+using testing::PoolTest;
+
+/// what() of the taintpool::Exception `fn` throws; a failure of the test,
+/// and no text, when it throws none.
+template <class Fn>
+std::string exception_text(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Exception& error) {
+    EXPECT_EQ(std::string(error.what()), to_string(error.error()))
+        << "P3: what() is to_string(error())";
+    return error.what();
+  }
+  ADD_FAILURE() << "no taintpool::Exception was thrown";
+  return {};
+}
+
+TEST(ExceptionText, P3_WhatIsToStringOfItsErrorForEveryKindWithAndWithoutAMessage) {
+  for (std::uint8_t raw = 0; raw <= static_cast<std::uint8_t>(ErrorKind::NeverWritten); ++raw) {
+    const auto kind = static_cast<ErrorKind>(raw);
+    const Error worded{kind, "a message longer than any short-string buffer holds"};
+    const Exception with(worded);
+    EXPECT_EQ(std::string(with.what()),
+              std::string(name(kind)) + ": a message longer than any short-string buffer holds");
+    EXPECT_EQ(with.error(), worded);
+    EXPECT_EQ(with.kind(), kind);
+    const Exception bare(Error{kind, std::string()});
+    EXPECT_EQ(std::string(bare.what()), std::string(name(kind)));
+    EXPECT_EQ(std::string(static_cast<const std::exception&>(bare).what()), std::string(name(kind)))
+        << "what() through the base is the same text";
+  }
+}
+
+TEST(ExceptionText, P3_ACopiedExceptionSaysTheSameWordsAsItsOriginal) {
+  const Exception original(Error::not_found("allocation 3 no longer exists"));
+  const Exception copy = original; // NOLINT(performance-unnecessary-copy-initialization)
+  EXPECT_EQ(std::string(copy.what()), "not found: allocation 3 no longer exists");
+  EXPECT_EQ(copy.error(), original.error());
+}
+
+TEST_F(PoolTest, P3_ASizeNoPoolHoldsIsRefusedInTheseWords) {
+  EXPECT_EQ(exception_text([&] { (void)memory->allocate((1 << 20) + 1); }),
+            "buffer too big: cannot allocate 1048577 bytes: no pool holds more than 1048576 "
+            "bytes (MemoryConfig::max_allocation)");
+}
+
+TEST_F(PoolTest, P3_ABindingPastTheEndIsRefusedInTheseWords) {
+  Allocation buffer = memory->allocate(100);
+  const Binding past{buffer.id(), ByteRange::of(40, 101)};
+  EXPECT_EQ(exception_text([&] { memory->written(past); }),
+            "invalid binding: bytes [40, 101) reach past the end of " + to_string(buffer.id()) +
+                " (size 100)");
+}
+
+TEST_F(PoolTest, P3_ABindingToAnAllocationThatIsGoneIsRefusedInTheseWords) {
+  Allocation buffer = memory->allocate(100);
+  const Binding stale = buffer.whole();
+  buffer.reset();
+  EXPECT_EQ(exception_text([&] { (void)memory->failure(stale); }),
+            "not found: " + to_string(stale.allocation) +
+                " no longer exists: its last handle was dropped, or the memory was reset");
+}
+
+TEST_F(PoolTest, P3_ABindingAnotherManagerMadeIsRefusedInTheseWords) {
+  ErrorGraph other_graph;
+  MemoryManager other(storage, other_graph, testing::small_ladder());
+  Allocation theirs = other.allocate(8);
+  const Binding foreign = theirs.whole();
+  const std::uint32_t space = allocation_space(foreign.allocation);
+  ASSERT_NE(space, memory->id_space());
+  EXPECT_EQ(exception_text([&] { memory->written(foreign); }),
+            "invalid binding: " + to_string(foreign.allocation) +
+                " was made by another memory manager (memory " + std::to_string(space) +
+                "), not this one (memory " + std::to_string(memory->id_space()) +
+                "): a binding is used only on the device that made its buffer");
+}
+
+TEST_F(PoolTest, P4_ALanePastTheLastIsRefusedInTheseWords) {
+  const std::uint32_t past = MemoryManager::max_lanes;
+  try {
+    (void)memory->allocate(8, past);
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "MemoryManager: lane " + std::to_string(past) + " is not one of the " +
+                  std::to_string(MemoryManager::max_lanes) + " lanes a manager serves (0 to " +
+                  std::to_string(MemoryManager::max_lanes - 1) + ")");
+  }
+}
+
+} // namespace
+} // namespace taintpool
