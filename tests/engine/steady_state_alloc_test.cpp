@@ -33,6 +33,7 @@ namespace taintpool {
 namespace {
 
 using testing::allocations_during;
+using testing::allocations_refusing;
 using testing::frees_during;
 
 constexpr std::uint64_t kBinding = 1 << 20; // each buffer's whole binding
@@ -336,22 +337,6 @@ TEST(SteadyState, R1_ARefcountCheckWithAKeptScratchAllocatesNothingOnceWarm) {
   const std::uint64_t fresh =
       allocations_during([&] { check_refcounts(device.graph, carriers, {}); });
   EXPECT_GT(fresh, 0u);
-}
-
-/// Heap allocations made while `fn` is refused with an E (the exception
-/// object itself comes from the C++ runtime's allocator, not counted).
-template <class E, class Fn>
-std::uint64_t allocations_refusing(Fn&& fn) {
-  bool refused = false;
-  const std::uint64_t count = allocations_during([&] {
-    try {
-      fn();
-    } catch (const E&) {
-      refused = true;
-    }
-  });
-  EXPECT_TRUE(refused) << "the call was not refused";
-  return count;
 }
 
 // Each violation and bad range is its text in one string sized once and

@@ -18,6 +18,7 @@ namespace taintpool {
 namespace {
 
 using testing::allocations_during;
+using testing::allocations_refusing;
 using testing::PoolTest;
 
 TEST_F(PoolTest, AWarmReserveBindReleaseCycleAllocatesNothing) {
@@ -98,23 +99,6 @@ TEST_F(PoolTest, TaintAndReleaseOnABoundSliceAllocateNothingForOneClaim) {
   };
   scope();
   EXPECT_EQ(allocations_during(scope), 0u);
-}
-
-/// Heap allocations (global operator new) made while `fn` is refused with
-/// an exception of type E; the exception object itself comes from the C++
-/// runtime's own allocator (__cxa_allocate_exception), not counted here.
-template <class E, class Fn>
-std::uint64_t allocations_refusing(Fn&& fn) {
-  bool refused = false;
-  const std::uint64_t count = allocations_during([&] {
-    try {
-      fn();
-    } catch (const E&) {
-      refused = true;
-    }
-  });
-  EXPECT_TRUE(refused) << "the call was not refused";
-  return count;
 }
 
 // Each refusal is its words in one string sized once (the Error's message)

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 namespace taintpool::testing {
 
@@ -45,6 +46,23 @@ template <class Fn>
   const std::uint64_t before = heap_frees();
   fn();
   return heap_frees() - before;
+}
+
+/// Allocations made while `fn` runs and throws an E, which is caught here:
+/// what one refusal costs (issue 13: the fuzzers refuse on purpose several
+/// times an input). The exception object itself comes from the C++
+/// runtime's own allocator (__cxa_allocate_exception), not operator new, so
+/// it is not counted. nullopt when `fn` returned without throwing an E, so
+/// a test tells "refused, cheaply" from "not refused at all".
+template <class E, class Fn>
+[[nodiscard]] std::optional<std::uint64_t> allocations_refusing(Fn&& fn) {
+  const std::uint64_t before = heap_allocations();
+  try {
+    fn();
+  } catch (const E&) {
+    return heap_allocations() - before;
+  }
+  return std::nullopt;
 }
 
 } // namespace taintpool::testing
