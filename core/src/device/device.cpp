@@ -339,6 +339,13 @@ Device::resolve_all(std::span<const Binding> reads, std::span<const Binding> wri
   }
 }
 
+[[gnu::always_inline]] inline void Device::clear_fresh_outputs(std::span<Taint* const> outputs,
+                                                               ErrorGraph& graph) noexcept {
+  for (Taint* const output : outputs) {
+    output->clear(graph);
+  }
+}
+
 void Device::point_views(std::size_t reads, std::size_t writes, bool ordering) noexcept {
   // Out of line: the general scope and exchanges call it, and a plain
   // launch only where it leaves the clean path (adopt_views).
@@ -604,18 +611,13 @@ Device::run_flat(std::uint32_t slot, std::string_view kernel, std::span<const Bi
     });
   }
   if (fresh) [[unlikely]] {
-    // N1: a whole write (anything else went cold above), so every output's
-    // claims, all the never-written node's and inside its binding, go: T2
-    // on the binding is T4 there, and clear() cannot fail (as in
-    // release_fresh_outputs). The taints are the plan's, or the scratch's
-    // that resolve_all() filled, reads then writes: the views are not read.
-    const std::span<Taint* const> outputs =
-        plan != nullptr
-            ? plan->write_taints_
-            : std::span<Taint* const>(taint_store_.data() + reads.size(), writes.size());
-    for (Taint* const output : outputs) {
-      output->clear(graph_);
-    }
+    // N1: a whole write (anything else went cold above). The taints are the
+    // plan's, or the scratch's that resolve_all() filled, reads then writes:
+    // the views are not read on this path.
+    clear_fresh_outputs(plan != nullptr ? plan->write_taints_
+                                        : std::span<Taint* const>(
+                                              taint_store_.data() + reads.size(), writes.size()),
+                        graph_);
   }
   if (provisional && !deferred) [[unlikely]] {
     // G5: it claimed nothing, so it goes.
@@ -675,9 +677,9 @@ Device::launch_plain(std::uint32_t slot, std::string_view kernel, std::span<cons
   // the general one, and the mode cost ~15 ns more than its budget.
   const bool fresh = out.dirty && out.fresh && !in.dirty && plain && Taint::inline_claims;
   if (in.dirty || (out.dirty && !fresh) || !plain || !Taint::inline_claims) [[unlikely]] {
-    adopt_views(plan, ordering, reads.size(),
-                writes.size()); // Read from here on (launch_not_plain).
-    return PlainEnd::General;   // Nothing done yet: launch_not_plain() decides.
+    // The views are read from here on (launch_not_plain).
+    adopt_views(plan, ordering, reads.size(), writes.size());
+    return PlainEnd::General; // Nothing done yet: launch_not_plain() decides.
   }
   return run_flat<true>(slot, kernel, reads, writes, body, ordering, fresh, plan);
 }
@@ -1345,13 +1347,7 @@ void Device::claim_write_set(FailureId provisional) {
   // whole write set; a wrote_only one only its valid named ranges, and every
   // other byte keeps its prior state — its never-written claim, untouched.
   if (!outcome.wrote_only()) {
-    // Every claim on an output is the node's and inside its binding
-    // (outputs_fresh), so writing the binding releases exactly what clear()
-    // releases (T2 = T4), and clear() cannot fail: it frees a spilled array
-    // but never allocates, so there is nothing to undo.
-    for (Taint* const output : write_taints_) {
-      output->clear(graph_);
-    }
+    clear_fresh_outputs(write_taints_, graph_);
     return;
   }
   for (const WrittenRange& written : outcome.written()) {

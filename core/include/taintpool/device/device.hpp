@@ -639,6 +639,11 @@ class Device {
   /// write set, or a wrote_only outcome's valid named ranges. T2 on a
   /// split claim may spill (std::bad_alloc; the rest stays never-written).
   void release_fresh_outputs(const LaunchOutcome& outcome);
+  /// N1: a whole write of outputs whose every claim is the never-written
+  /// node's and inside its binding (outputs_fresh) releases exactly what
+  /// clear() releases (T2 = T4); clear() cannot fail (it frees a spilled
+  /// array, never allocates), so there is nothing to undo.
+  static void clear_fresh_outputs(std::span<Taint* const> outputs, ErrorGraph& graph) noexcept;
   /// A wrote_only outcome's valid, non-empty named ranges into named_ (S6).
   void note_named_ranges(const LaunchOutcome& outcome);
   /// S1, S2: the failure a body returned replaces `provisional`.
