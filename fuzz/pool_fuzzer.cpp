@@ -211,6 +211,12 @@ testing::RecyclingStorage& storage_for(std::size_t index) {
   return *all[index];
 }
 
+/// Where setup `setup` in `mode` sits among the per-process tables below:
+/// two modes (N1: trusted, never-written) per setup.
+std::size_t slot_of(std::size_t setup, const FreshMode& mode) {
+  return setup * 2 + (mode.fresh == FreshBytes::NeverWritten ? 1 : 0);
+}
+
 /// Setup `setup`'s configuration with `mode`'s fresh bytes (N1), built once
 /// per setup and mode for the process: copied per input (for the model's
 /// restart) it was an allocation (the sliced ladder) of every input, about
@@ -228,7 +234,7 @@ const MemoryConfig& config_for(std::size_t setup, const FreshMode& mode) {
     }
     return configs;
   }();
-  return all[setup * 2 + (mode.fresh == FreshBytes::NeverWritten ? 1 : 0)];
+  return all[slot_of(setup, mode)];
 }
 
 /// One setup and mode's manager with what it holds references to — the
@@ -259,7 +265,7 @@ struct Rig {
 /// Setup `setup`'s rig for `mode`, built on its first input.
 Rig& rig_for(std::size_t setup, const FreshMode& mode, model::PoolModel& model) {
   static std::vector<std::unique_ptr<Rig>> all(setups().size() * 2);
-  std::unique_ptr<Rig>& rig = all[setup * 2 + (mode.fresh == FreshBytes::NeverWritten ? 1 : 0)];
+  std::unique_ptr<Rig>& rig = all[slot_of(setup, mode)];
   if (!rig) {
     rig = std::make_unique<Rig>(storage_for(setup), model, config_for(setup, mode));
   }
