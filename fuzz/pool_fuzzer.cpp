@@ -150,8 +150,13 @@ struct Kept {
   RefcountScratch refcounts;
   /// compare_everything: the manager's carriers, kept (MemoryManager::
   /// carriers(into); a list per full check was about 3% of a run, issue 13,
-  /// thirtieth round).
+  /// thirtieth round). Reserved for every allocation an input can make (one
+  /// per op at most) when the lists are made: grown inside an input it
+  /// would be a malloc without a free, which libFuzzer re-runs for a leak
+  /// check — a built-and-freed list never was.
   std::vector<const Taint*> carriers;
+
+  Kept() { carriers.reserve(kMaxOps); }
   /// The model, restarted for each input (PoolModel::restart: what a fresh
   /// one is, with its buffers and per-allocation maps kept): its growth
   /// was a quarter of a warm input's allocations.
