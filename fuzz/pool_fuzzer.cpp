@@ -148,6 +148,15 @@ struct Kept {
   /// list per full check: about a sixth of a warm input's allocations;
   /// issue 13, twenty-fourth round).
   RefcountScratch refcounts;
+  /// compare_everything: the manager's carriers, kept (MemoryManager::
+  /// carriers(into); a list per full check was about 3% of a run, issue 13,
+  /// thirtieth round). Reserved for every allocation an input can make (one
+  /// per op at most) when the lists are made: grown inside an input it
+  /// would be a malloc without a free, which libFuzzer re-runs for a leak
+  /// check — a built-and-freed list never was.
+  std::vector<const Taint*> carriers;
+
+  Kept() { carriers.reserve(kMaxOps); }
   /// The model, restarted for each input (PoolModel::restart: what a fresh
   /// one is, with its buffers and per-allocation maps kept): its growth
   /// was a quarter of a warm input's allocations.
@@ -164,6 +173,7 @@ struct Kept {
     live.clear();
     held_now.clear();
     claims.clear();
+    carriers.clear();
   }
 };
 
@@ -739,7 +749,8 @@ class Harness {
     try {
       memory_->check_invariants();
       graph_.check_invariants();
-      check_refcounts(graph_, memory_->carriers(), held, kept_.refcounts);
+      memory_->carriers(kept_.carriers);
+      check_refcounts(graph_, kept_.carriers, held, kept_.refcounts);
     } catch (const std::logic_error& error) {
       checker_.fail("P2/R1", error.what());
     }

@@ -18,6 +18,7 @@
 #include <taintpool/failure_id.hpp>
 #include <taintpool/report.hpp>
 #include <taintpool/taint.hpp>
+#include <taintpool/testing/alloc_faults.hpp>
 #include <taintpool/testing/heap_allocations.hpp>
 
 #include <gtest/gtest.h>
@@ -25,6 +26,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -364,6 +366,99 @@ TEST(SteadyState, G2_G3_G8_T1_EachRefusalAllocatesItsTextAndTheExceptionsCopyOnl
             2u)
       << "an overflowing range";
   graph.prune(held);
+}
+
+/// A record with `kernel` that needed allocation `needed` and produced
+/// `produced` more, from needed + 1 on.
+SkipRecord wide_record(const char* kernel, std::uint64_t needed, std::uint64_t produced) {
+  SkipRecord record{kernel, AllocationId::from_raw(needed), {}, false, false};
+  for (std::uint64_t at = 1; at <= produced; ++at) {
+    record.produced.push_back(AllocationId::from_raw(needed + at));
+  }
+  return record;
+}
+
+constexpr const char* kHeapKernel = "a_kernel_name_long_enough_for_the_heap";
+
+// A record the caller keeps, copied in once the ring is full, goes into the
+// buffers of the record it drops: no allocation when those are as wide.
+// Before (skipped took its record by value), the copy was the kernel's
+// string and the produced list: 2 a skip, and a fuzzer recording bursts
+// past the cap paid them for every record (issue 13, thirtieth round).
+TEST(SteadyState, G7_ASkipCopiedIntoAFullRingAllocatesNothingWhenTheDroppedRecordIsAsWide) {
+  ErrorGraph graph;
+  const FailureId root = graph.insert(Error::launch("f"));
+  for (std::uint64_t at = 1; at <= ErrorGraph::kept_skip_records; ++at) {
+    graph.skipped(root, wide_record(kHeapKernel, at, 3));
+  }
+  const SkipRecord kept = wide_record(kHeapKernel, 100, 3);
+  EXPECT_EQ(allocations_during([&] { graph.skipped(root, kept); }), 0u) << "full ring";
+  const SkipRecord narrower = wide_record("k", 200, 1);
+  EXPECT_EQ(allocations_during([&] { graph.skipped(root, narrower); }), 0u) << "narrower";
+  EXPECT_EQ(graph.skips_recorded(root), ErrorGraph::kept_skip_records + 2);
+  const std::vector<SkipRecord> records = graph.skip_records(root);
+  ASSERT_EQ(records.size(), ErrorGraph::kept_skip_records);
+  EXPECT_EQ(records[records.size() - 2], kept);
+  EXPECT_EQ(records.back(), narrower) << "a narrower record is itself, not its slot's leftovers";
+  graph.prune(root);
+}
+
+// G7 either way: records copied in and records moved in keep the same
+// newest sixteen, oldest first, whatever widths meet in a slot.
+TEST(SteadyState, G7_SkipsCopiedInKeepWhatSkipsMovedInKeep) {
+  ErrorGraph copied;
+  ErrorGraph moved;
+  const FailureId a = copied.insert(Error::launch("f"));
+  const FailureId b = moved.insert(Error::launch("f"));
+  ASSERT_EQ(a, b);
+  for (std::uint64_t at = 1; at <= 3 * ErrorGraph::kept_skip_records + 5; ++at) {
+    const SkipRecord record =
+        wide_record(at % 3 == 0 ? kHeapKernel : (at % 3 == 1 ? "" : "linear"), at, at % 4);
+    copied.skipped(a, record);
+    moved.skipped(b, SkipRecord(record));
+    ASSERT_EQ(copied.skip_records(a), moved.skip_records(b)) << "after record " << at;
+  }
+  EXPECT_EQ(copied.skips_recorded(a), moved.skips_recorded(b));
+  copied.prune(a);
+  moved.prune(b);
+}
+
+// The copy's room is made before the log changes: a std::bad_alloc on any
+// of its allocations — a new slot's record, or a full ring's slot too
+// narrow for the record — leaves the records and the count as they were
+// (taint.hpp "Contract", G10).
+TEST(SteadyState, G7_G10_ASkipCopiedInThatRunsOutOfMemoryChangesNothing) {
+  for (const std::uint64_t before :
+       {std::uint64_t{0}, std::uint64_t{3}, std::uint64_t{ErrorGraph::kept_skip_records + 2}}) {
+    for (std::uint64_t fault = 0;; ++fault) {
+      ErrorGraph graph;
+      const FailureId root = graph.insert(Error::launch("f"));
+      for (std::uint64_t at = 1; at <= before; ++at) {
+        graph.skipped(root, wide_record("k", at, 1)); // narrow: a wide copy needs room
+      }
+      const std::vector<SkipRecord> records = graph.skip_records(root);
+      const SkipRecord wide = wide_record(kHeapKernel, 500, 3);
+      bool threw = false;
+      testing::arm_allocation_fault(fault);
+      try {
+        graph.skipped(root, wide);
+      } catch (const std::bad_alloc&) {
+        threw = true;
+      }
+      const bool fired = testing::disarm_allocation_fault() < 0;
+      EXPECT_EQ(threw, fired) << "before " << before << ", fault " << fault;
+      if (!threw) {
+        EXPECT_EQ(graph.skips_recorded(root), before + 1);
+        EXPECT_EQ(graph.skip_records(root).back(), wide);
+        EXPECT_GT(fault, 0u) << "the copy allocates";
+        graph.prune(root);
+        break;
+      }
+      EXPECT_EQ(graph.skips_recorded(root), before) << "before " << before << ", fault " << fault;
+      EXPECT_EQ(graph.skip_records(root), records) << "before " << before << ", fault " << fault;
+      graph.prune(root);
+    }
+  }
 }
 
 } // namespace

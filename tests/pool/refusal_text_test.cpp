@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <exception>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -106,6 +108,43 @@ TEST_F(PoolTest, P4_ALanePastTheLastIsRefusedInTheseWords) {
               "MemoryManager: lane " + std::to_string(past) + " is not one of the " +
                   std::to_string(MemoryManager::max_lanes) + " lanes a manager serves (0 to " +
                   std::to_string(MemoryManager::max_lanes - 1) + ")");
+  }
+}
+
+// The storage's name is appended in place now (Storage::append_name, issue
+// 13, thirtieth round), not returned and copied: these words are literal,
+// not storage.name(), so a name() and an append_name() that drifted apart
+// would show here.
+TEST_F(PoolTest, P3_AFaultInjectingStorageNamesItselfInTheseWordsEitherWay) {
+  EXPECT_EQ(storage.name(), "host (fault-injecting)");
+  std::string text = "from ";
+  storage.append_name(text);
+  EXPECT_EQ(text, "from host (fault-injecting)");
+  FaultInjectingStorage twice(static_cast<Storage&>(storage)); // over it, not a copy of it
+  EXPECT_EQ(twice.name(), "host (fault-injecting) (fault-injecting)");
+}
+
+TEST_F(PoolTest, P3_AnOutOfMemoryRefusalAndItsFaultAreWordedInTheseWords) {
+  Allocation held = memory->allocate(3000); // one 64 KiB page, in use
+  storage.limit_capacity(storage.live_bytes() + (16 << 10));
+  EXPECT_EQ(exception_text([&] { (void)memory->allocate(100 << 10); }),
+            "out of memory: cannot allocate 102400 bytes from host (fault-injecting): in use "
+            "3000 bytes, reserved 65536 bytes in 1 pages, largest free block 62464 bytes; gave "
+            "back 0 bytes in 0 pages of cached free memory first (host: injected fault: the "
+            "capacity limit of 81920 bytes (65536 live) refused a map of 131072 bytes)");
+  storage.limit_capacity(std::nullopt);
+  storage.fail_next(1);
+  try {
+    (void)storage.allocate(4096);
+    FAIL() << "expected StorageExhausted";
+  } catch (const StorageExhausted& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "host: injected fault: a scheduled failure refused a page of 4096 bytes");
+    EXPECT_EQ(std::string(static_cast<const std::exception&>(error).what()),
+              std::string(error.what()))
+        << "what() through the base is the same text";
+    const StorageExhausted copy = error; // NOLINT(performance-unnecessary-copy-initialization)
+    EXPECT_EQ(std::string(copy.what()), std::string(error.what()));
   }
 }
 

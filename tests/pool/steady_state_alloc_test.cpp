@@ -4,10 +4,12 @@
 // reused. A timing would be noisy; a count is exact. Its own executable: it
 // replaces the global operator new (testing/src/replace_new.cpp).
 #include <taintpool/exception.hpp>
+#include <taintpool/pool/storage.hpp>
 #include <taintpool/testing/heap_allocations.hpp>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <vector>
@@ -132,6 +134,52 @@ TEST_F(PoolTest, P3_EachRefusalOfTheManagerAllocatesItsMessageAndItsWhatTextOnly
                 [&] { (void)memory->allocate(8, MemoryManager::max_lanes); }),
             2u)
       << "a lane past the last";
+}
+
+// An injected fault is its text, kept in the StorageExhausted itself; an
+// out-of-memory refusal is that fault, its message (the storage's name
+// appended in place) and the Exception's what() — beside the record the
+// pool makes for its page before it asks the storage (so that a yes is
+// never followed by a refusal). Before: 2 and 6 — the runtime_error's own
+// copy of the fault's text, and the adaptor's name returned as a heap
+// string ("host (fault-injecting)" is past the short-string buffer). The
+// pool fuzzer's faults refuse on purpose (issue 13, thirtieth round); the
+// words are pinned in refusal_text_test.cpp.
+TEST_F(PoolTest, P3_AnInjectedFaultAllocatesItsTextOnlyAndAnOutOfMemoryRefusalTwoMore) {
+  storage.fail_next(1);
+  EXPECT_EQ(allocations_refusing<StorageExhausted>([&] { (void)storage.allocate(4096); }), 1u)
+      << "a scheduled fault";
+  // A sliced pool's first page, refused: lane 0 is open (the 3000-byte
+  // allocation's pool has its page), the 1 KiB pool has none to give back.
+  Allocation held = memory->allocate(3000);
+  storage.fail_next(1);
+  EXPECT_EQ(allocations_refusing<Exception>([&] { (void)memory->allocate(500); }), 4u)
+      << "out of memory: the page's record, the scheduled fault, the message, what()";
+}
+
+// R1's carriers into a list the caller keeps: once it has room, a check
+// allocates nothing for it (the pool fuzzer lists them every full check:
+// about 3% of a run, issue 13, thirtieth round), and it lists what
+// carriers() returns.
+TEST_F(PoolTest, R1_CarriersIntoAKeptListAllocateNothingOnceWarmAndAreTheCarriers) {
+  std::vector<Allocation> live;
+  for (int index = 0; index < 6; ++index) {
+    live.push_back(memory->allocate(100));
+  }
+  const FailureId failure = fail();
+  for (std::size_t index = 0; index < live.size(); index += 2) {
+    memory->taint(live[index].whole(), failure);
+  }
+  std::vector<const Taint*> kept;
+  memory->carriers(kept);  // sizes the list
+  kept.push_back(nullptr); // stale: carriers(into) must clear it
+  EXPECT_EQ(allocations_during([&] { memory->carriers(kept); }), 0u);
+  std::vector<const Taint*> returned = memory->carriers();
+  std::sort(kept.begin(), kept.end());
+  std::sort(returned.begin(), returned.end());
+  EXPECT_EQ(kept, returned);
+  EXPECT_EQ(kept.size(), 3u) << "the three tainted allocations, nothing else";
+  graph.prune(failure);
 }
 
 TEST(ExceptionAllocations, P3_AnExceptionAllocatesItsWhatTextOnceAndNothingForAnEmptyMessage) {

@@ -311,7 +311,15 @@ class ErrorGraph {
   /// has no node (a skip is only decided on a live failure, S1). Allocates:
   /// the log on a failure's first skip (its whole ring, once), and the
   /// record itself — the skip path, never the success path.
-  void skipped(FailureId root, SkipRecord record);
+  void skipped(FailureId root, SkipRecord&& record);
+  /// The same, for a record the caller keeps: copied in. Once the failure's
+  /// ring is full, the copy goes into the slot of the record it drops,
+  /// reusing that record's buffers — no allocation when they are as wide
+  /// (a fuzzer records skips in bursts past the cap, and a record built per
+  /// skip was most of its allocations; issue 13, thirtieth round). Either
+  /// way the room is made before anything changes, so a std::bad_alloc
+  /// leaves the graph as it was.
+  void skipped(FailureId root, const SkipRecord& record);
 
   /// Every skip recorded on the failure (kept or dropped); 0 once it is gone.
   [[nodiscard]] std::uint64_t skips_recorded(FailureId failure) const noexcept;

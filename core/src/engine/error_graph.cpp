@@ -90,7 +90,7 @@ void ErrorGraph::throw_ids_exhausted() {
   throw std::overflow_error("ErrorGraph::insert: every 64-bit failure id has been used (G1)");
 }
 
-void ErrorGraph::skipped(FailureId root, SkipRecord record) {
+void ErrorGraph::skipped(FailureId root, SkipRecord&& record) {
   detail::FailureNode* node = find(root.raw());
   if (node == nullptr) {
     throw_missing("skipped", root);
@@ -111,6 +111,26 @@ void ErrorGraph::skipped(FailureId root, SkipRecord record) {
   } else {
     log.ring[log.recorded % kept_skip_records] = std::move(record);
   }
+  ++log.recorded;
+}
+
+void ErrorGraph::skipped(FailureId root, const SkipRecord& record) {
+  detail::FailureNode* node = find(root.raw());
+  if (node == nullptr) {
+    throw_missing("skipped", root);
+  }
+  if (node->skips == nullptr || node->skips->ring.size() < kept_skip_records) {
+    // A new slot: the copy is made before the log changes, then moved in.
+    skipped(root, SkipRecord(record));
+    return;
+  }
+  detail::SkipLog& log = *node->skips;
+  SkipRecord& slot = log.ring[log.recorded % kept_skip_records];
+  // Room first (a reserve never shrinks, and may throw with nothing
+  // changed); then the assignment fits the slot's buffers and cannot throw.
+  slot.kernel.reserve(record.kernel.size());
+  slot.produced.reserve(record.produced.size());
+  slot = record;
   ++log.recorded;
 }
 

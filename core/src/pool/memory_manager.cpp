@@ -307,9 +307,11 @@ void MemoryManager::throw_out_of_memory(std::uint64_t size, std::string_view cau
   // The same words as ever, appended into one buffer reserved once: an
   // operator+ chain reallocated the message as it grew, and took `cause` as
   // a string copy. A fuzzer provokes this on purpose (issue 13).
+  // The storage's name is appended in place (Storage::append_name): a copy
+  // of an adaptor's name was one more heap string per refusal. 64 bytes of
+  // the reservation are for it; a longer name grows the buffer once.
   std::string text;
-  const std::string storage = storage_.name();
-  text.reserve(256 + storage.size() + cause.size());
+  text.reserve(320 + cause.size());
   const auto number = [&text](std::uint64_t value) {
     std::array<char, 24> digits{};
     text.append(digits.data(),
@@ -322,7 +324,7 @@ void MemoryManager::throw_out_of_memory(std::uint64_t size, std::string_view cau
   text += "cannot allocate ";
   count_of_bytes(size);
   text += " from ";
-  text += storage;
+  storage_.append_name(text);
   text += ": in use ";
   count_of_bytes(now.in_use);
   text += ", reserved ";
@@ -556,12 +558,17 @@ AllocationInfo MemoryManager::describe(const Slice* slice) noexcept {
 
 std::vector<const Taint*> MemoryManager::carriers() const {
   std::vector<const Taint*> found;
+  carriers(found);
+  return found;
+}
+
+void MemoryManager::carriers(std::vector<const Taint*>& into) const {
+  into.clear();
   live_.for_each([&](const detail::LiveAllocation& entry) {
     if (!entry.slice->taint.is_clean()) {
-      found.push_back(&entry.slice->taint);
+      into.push_back(&entry.slice->taint);
     }
   });
-  return found;
 }
 
 // ------------------------------------------------------------ cleanup, reset

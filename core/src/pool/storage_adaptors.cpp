@@ -5,6 +5,7 @@
 #include <array>
 #include <charconv>
 #include <string>
+#include <utility>
 
 namespace taintpool {
 
@@ -43,14 +44,13 @@ void FaultInjectingStorage::admit(const char* what, std::uint64_t size, bool mem
   }
   ++injected_;
   std::string text;
-  const std::string inner = inner_.name();
-  text.reserve(160 + inner.size());
+  text.reserve(224); // 64 bytes of it for the inner storage's name
   const auto number = [&text](std::uint64_t value) {
     std::array<char, 24> digits{};
     text.append(digits.data(),
                 std::to_chars(digits.data(), digits.data() + digits.size(), value).ptr);
   };
-  text += inner;
+  inner_.append_name(text);
   text += ": injected fault: ";
   switch (why) {
   case Why::Scheduled:
@@ -75,7 +75,7 @@ void FaultInjectingStorage::admit(const char* what, std::uint64_t size, bool mem
   text += " of ";
   number(size);
   text += " bytes";
-  throw StorageExhausted(text);
+  throw StorageExhausted(std::move(text));
 }
 
 StorageHandle FaultInjectingStorage::allocate(std::uint64_t size) {

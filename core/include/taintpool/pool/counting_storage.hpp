@@ -50,6 +50,7 @@ class CountingStorage final : public Storage, public VirtualMemory {
     return inner_.resolve(handle);
   }
   [[nodiscard]] std::string name() const override { return inner_.name(); }
+  void append_name(std::string& text) const override { inner_.append_name(text); }
   /// This adaptor when `inner` has virtual memory, else null.
   [[nodiscard]] VirtualMemory* virtual_memory() noexcept override;
 

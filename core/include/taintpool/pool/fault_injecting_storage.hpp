@@ -58,7 +58,15 @@ class FaultInjectingStorage final : public Storage, public VirtualMemory {
   [[nodiscard]] void* resolve(StorageHandle handle) const noexcept override {
     return inner_.resolve(handle);
   }
-  [[nodiscard]] std::string name() const override { return inner_.name() + " (fault-injecting)"; }
+  [[nodiscard]] std::string name() const override {
+    std::string text;
+    append_name(text);
+    return text;
+  }
+  void append_name(std::string& text) const override {
+    inner_.append_name(text);
+    text += " (fault-injecting)";
+  }
   /// This adaptor when `inner` has virtual memory, else null.
   [[nodiscard]] VirtualMemory* virtual_memory() noexcept override;
 

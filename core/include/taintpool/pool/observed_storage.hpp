@@ -46,6 +46,7 @@ class ObservedStorage final : public Storage, public VirtualMemory {
     return inner_.resolve(handle);
   }
   [[nodiscard]] std::string name() const override { return inner_.name(); }
+  void append_name(std::string& text) const override { inner_.append_name(text); }
   /// This adaptor when `inner` has virtual memory and the observer accepts
   /// mapped chunks (AllocationObserver::accepts_mapped_chunks), else null.
   [[nodiscard]] VirtualMemory* virtual_memory() noexcept override;

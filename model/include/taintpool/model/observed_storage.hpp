@@ -41,6 +41,7 @@ class ObservedStorage final : public Storage, public VirtualMemory {
     return inner_.resolve(handle);
   }
   [[nodiscard]] std::string name() const override { return inner_.name(); }
+  void append_name(std::string& text) const override { inner_.append_name(text); }
   [[nodiscard]] VirtualMemory* virtual_memory() noexcept override {
     return inner_.virtual_memory() != nullptr ? this : nullptr;
   }
