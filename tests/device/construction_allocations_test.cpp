@@ -13,6 +13,7 @@
 #include <taintpool/device/device.hpp>
 #include <taintpool/host/deferred_host_backend.hpp>
 #include <taintpool/host/host_backend.hpp>
+#include <taintpool/model/device_model.hpp>
 #include <taintpool/testing/heap_allocations.hpp>
 
 #include <gtest/gtest.h>
@@ -196,6 +197,45 @@ TEST(NewDevice, ALoopbackWorldOfFourRanksAllocatesAtMostEightTimes) {
   // 12 — its open collectives and open pairs a deque each (2 + 2).
   const std::uint64_t made = allocations_during([] { const LoopbackWorld world(4); });
   EXPECT_LE(made, 8U);
+}
+
+// ------------------------------------------------------------ the model
+
+TEST(NewModel, D1_SixteenCreatesAllocateTwoByteListsEachAndTheListOfAllocationsOnce) {
+  // Before: 37 — the list of allocations grew 1, 2, 4, 8, 16.
+  model::DeviceModel model;
+  const std::uint64_t made = allocations_during([&] {
+    for (int count = 0; count < 16; ++count) {
+      static_cast<void>(model.create(8));
+    }
+  });
+  EXPECT_EQ(made, 2U * 16U + 1U);
+  EXPECT_EQ(model.allocations().size(), 16U);
+}
+
+TEST(NewModel, D1_SixteenLaunchesAndASynchronizeAllocateTheLogAndItsSparesOnceEach) {
+  // Before: 30 — the log grew 1, 2, 4, 8, 16 and its spares the same at
+  // the synchronize, beside the launches' own 20 (each entry's list of
+  // writes, the output's owners).
+  model::DeviceModel model;
+  const AllocationId out = model.create(8);
+  const Binding whole{out, ByteRange::sized(0, 8)};
+  const model::BodyPlan plan;
+  std::uint64_t made = allocations_during([&] {
+    for (int count = 0; count < 16; ++count) {
+      static_cast<void>(model.launch("k", {}, {&whole, 1}, plan));
+    }
+    model.synchronize(false);
+  });
+  EXPECT_LE(made, 22U);
+  // Warm: the spares are refilled in place.
+  made = allocations_during([&] {
+    for (int count = 0; count < 16; ++count) {
+      static_cast<void>(model.launch("k", {}, {&whole, 1}, plan));
+    }
+    model.synchronize(false);
+  });
+  EXPECT_EQ(made, 0U);
 }
 
 } // namespace
