@@ -199,6 +199,55 @@ TEST(NewDevice, ALoopbackWorldOfFourRanksAllocatesAtMostEightTimes) {
   EXPECT_LE(made, 8U);
 }
 
+// ------------------------------------------------------------ failed launches
+
+/// A kernel name and an error message past std::string's inline buffer, so
+/// every string built from them is a heap allocation the count sees.
+constexpr const char* kKernel = "a_kernel_with_a_long_name";
+
+TEST(FailedLaunch, S1_AFailedLaunchBuildsItsNamedErrorInOneAllocation) {
+  // The failure's stored text ("<kernel>: <message>") sized once. The
+  // whole failed launch, body's own error included: before 11 — the text
+  // was appended piece by piece, the kernel's copy first, and grew.
+  HostBackend backend;
+  Device device(backend);
+  const Allocation out = device.create_buffer(16);
+  const Binding whole = out.whole();
+  const auto fail = [&] {
+    const LaunchResult result = device.launch(kKernel, {}, {&whole, 1}, [](const KernelContext&) {
+      return LaunchOutcome::failure(Error::launch("the body failed on purpose"));
+    });
+    ASSERT_EQ(result.status, LaunchStatus::Failed);
+    ASSERT_EQ(result.error->message(), std::string(kKernel) + ": the body failed on purpose");
+  };
+  fail(); // Warm: the graph's tables and the device's scratch grown.
+  const std::uint64_t made = allocations_during(fail);
+  EXPECT_LE(made, 8U);
+}
+
+TEST(FailedLaunch, S5_ALateFailureBuildsItsNamedErrorInOneAllocation) {
+  // As above, with the synchronize's suffix in the same string. The whole
+  // launch and synchronize: before 11 — the suffix was one more string
+  // and a second Error holding the whole text again.
+  DeferredHostBackend backend;
+  Device device(backend);
+  const Allocation out = device.create_buffer(16);
+  const Binding whole = out.whole();
+  const auto fail = [&] {
+    static_cast<void>(device.launch(kKernel, {}, {&whole, 1}, [&](const KernelContext& context) {
+      backend.fail_later(context, Error::launch("the body failed on purpose"));
+      return LaunchOutcome::success();
+    }));
+    device.synchronize();
+  };
+  fail();
+  const std::uint64_t made = allocations_during(fail);
+  EXPECT_LE(made, 6U);
+  EXPECT_EQ(device.stale_reports(whole).at(0).root.message(),
+            std::string(kKernel) +
+                ": the body failed on purpose (reported when the device synchronised)");
+}
+
 // ------------------------------------------------------------ the model
 
 TEST(NewModel, D1_SixteenCreatesAllocateTwoByteListsEachAndTheListOfAllocationsOnce) {
