@@ -56,11 +56,6 @@ class Fifo {
       ++index_;
       return *this;
     }
-    Iterator operator++(int) noexcept {
-      Iterator was = *this;
-      ++index_;
-      return was;
-    }
     friend bool operator==(const Iterator& a, const Iterator& b) noexcept {
       return a.index_ == b.index_;
     }
