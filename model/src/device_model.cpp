@@ -15,6 +15,24 @@
 
 namespace taintpool::model {
 
+namespace {
+
+/// Room a model's per-allocation and per-launch lists take at their first
+/// entry. Grown by doubling from one, each had reallocated (moving every
+/// entry's own vectors) five times by its sixteenth entry — and a model
+/// is built new for every fuzzer input (issue 13). Capacity only: what the
+/// lists hold, and so every answer, is unchanged.
+constexpr std::size_t kFirstRoom = 16;
+
+template <class T>
+void reserve_first(std::vector<T>& list) {
+  if (list.capacity() == 0) {
+    list.reserve(kFirstRoom);
+  }
+}
+
+} // namespace
+
 Error named_error(std::string_view kernel, const Error& error, std::size_t ignored_ranges) {
   std::string message(kernel);
   message += ": ";
@@ -56,6 +74,7 @@ AllocationId DeviceModel::create(std::uint64_t size) {
   }
   fresh.writer.assign(size, writer);
   fresh.value.assign(size, std::nullopt); // …whatever bytes it holds.
+  reserve_first(allocations_);
   allocations_.push_back(std::move(fresh));
   return id_at(allocations_.size() - 1);
 }
@@ -515,6 +534,7 @@ DeviceModel::Logged& DeviceModel::log_entry(std::uint64_t launch, std::string_vi
   logged.released.clear();
   logged.named_only = false;
   logged.named.clear();
+  reserve_first(log_);
   log_.push_back(std::move(logged));
   return log_.back();
 }
@@ -817,7 +837,13 @@ void DeviceModel::synchronize(bool drops_discovered) {
   }
   late_.clear();
   // Everything is confirmed now. The entries go to spare_log_ for the
-  // launches after this one to refill.
+  // launches after this one to refill: room made once for all of them
+  // (doubling, so a model that synchronizes often does not reallocate at
+  // each), not grown entry by entry.
+  const std::size_t spares = spare_log_.size() + log_.size();
+  if (spares > spare_log_.capacity()) {
+    spare_log_.reserve(std::max({kFirstRoom, spares, 2 * spare_log_.capacity()}));
+  }
   for (Logged& logged : log_) {
     spare_log_.push_back(std::move(logged));
   }

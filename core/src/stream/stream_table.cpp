@@ -161,7 +161,7 @@ void StreamTable::track(std::uint32_t slot, EventHandle event, std::uint64_t seq
 }
 
 void StreamTable::pin(std::uint32_t slot, std::uint64_t seq, Allocation allocation) {
-  std::deque<Pin>& pins = pins_[slot];
+  detail::Fifo<Pin>& pins = pins_[slot];
   const AllocationId id = allocation.id();
   if (!pins.empty() && pins.back().id == id) {
     // The caller decides (Device::order follows the newest pin): a second
@@ -174,7 +174,7 @@ void StreamTable::pin(std::uint32_t slot, std::uint64_t seq, Allocation allocati
 }
 
 void StreamTable::pin_again(std::uint32_t slot, std::uint64_t seq, AllocationId allocation) {
-  std::deque<Pin>& pins = pins_[slot];
+  detail::Fifo<Pin>& pins = pins_[slot];
   if (pins.empty() || pins.back().id != allocation) {
     throw std::logic_error("StreamTable::pin_again: " + to_string(allocation) +
                            " is not the stream's newest pin (O3)");
@@ -183,7 +183,7 @@ void StreamTable::pin_again(std::uint32_t slot, std::uint64_t seq, AllocationId 
 }
 
 void StreamTable::drop_pins(std::uint32_t slot) noexcept {
-  std::deque<Pin>& pins = pins_[slot];
+  detail::Fifo<Pin>& pins = pins_[slot];
   const std::uint64_t done = order_.completed(slot);
   while (!pins.empty() && pins.front().seq <= done) {
     pins.pop_front();
@@ -195,14 +195,14 @@ void StreamTable::poll() {
     if (handles_[slot] == nullptr) {
       continue;
     }
-    std::deque<Tracker>& trackers = trackers_[slot];
+    detail::Fifo<Tracker>& trackers = trackers_[slot];
     while (!trackers.empty() && backend_.done(trackers.front().event)) {
       order_.completed(slot, trackers.front().seq);
       backend_.release(trackers.front().event);
       trackers.pop_front();
     }
     drop_pins(slot);
-    const std::deque<Pin>& pins = pins_[slot];
+    const detail::Fifo<Pin>& pins = pins_[slot];
     if (!pins.empty() && (trackers.empty() || trackers.back().seq < pins.back().seq)) {
       // Nothing kept will tell when the newest pinned work completes.
       const std::uint64_t tail = order_.tail(slot);
@@ -224,7 +224,7 @@ void StreamTable::poll() {
 void StreamTable::finished(std::uint32_t slot) {
   const std::uint64_t tail = order_.tail(slot);
   order_.completed(slot, tail);
-  std::deque<Tracker>& trackers = trackers_[slot];
+  detail::Fifo<Tracker>& trackers = trackers_[slot];
   while (!trackers.empty() && trackers.front().seq <= tail) {
     backend_.release(trackers.front().event);
     trackers.pop_front();

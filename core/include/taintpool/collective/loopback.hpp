@@ -29,7 +29,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -91,9 +90,11 @@ class LoopbackWorld {
   void give_back(std::vector<std::byte>& buffer) noexcept;
 
   std::vector<std::unique_ptr<Rank>> ranks_;
-  std::deque<Match> collectives_;            ///< Open collectives, oldest first.
+  // Vectors, not deques: a few open matches at most, and a deque allocates
+  // its map and first block when the world is built (issue 13).
+  std::vector<Match> collectives_;           ///< Open collectives, oldest first.
   std::vector<std::uint64_t> next_sequence_; ///< Per rank: its next collective's k.
-  std::deque<Match> pairs_;                  ///< Open sends and recvs.
+  std::vector<Match> pairs_;                 ///< Open sends and recvs, oldest first.
   std::optional<Error> broken_;
   /// The byte buffers of finished calls (their snapshots) and released
   /// slots (their summaries), reused by the next calls: each call took

@@ -131,6 +131,7 @@
 #pragma once
 
 #include <taintpool/detail/biased_mutex.hpp>
+#include <taintpool/detail/fifo.hpp>
 #include <taintpool/detail/scratch.hpp>
 #include <taintpool/device/backend.hpp>
 #include <taintpool/device/exchange.hpp>
@@ -146,7 +147,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <initializer_list>
 #include <optional>
 #include <span>
@@ -727,7 +727,7 @@ class Device {
   // S6: the current launch's body named the only bytes it wrote, named_.
   bool named_only_ = false;
   std::vector<Binding> named_;
-  std::deque<LoggedLaunch> log_;
+  detail::Fifo<LoggedLaunch> log_; // Nothing allocated until a launch is logged.
   /// Entries trim_log() retired, refilled by log_if_unconfirmed (their
   /// capacity only; every field is set again). At most kSpareLog, reserved
   /// once, so retiring an entry never allocates and cannot throw.

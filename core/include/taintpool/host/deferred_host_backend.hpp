@@ -30,10 +30,10 @@
 // std::function's small buffer.
 #pragma once
 
+#include <taintpool/detail/fifo.hpp>
 #include <taintpool/host/host_backend.hpp>
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -152,7 +152,7 @@ class DeferredHostBackend final : public HostBackend {
     std::shared_ptr<Marker> marker; ///< Record: completes it; Wait: waits for it.
   };
   struct Queue {
-    std::deque<Item> items;
+    detail::Fifo<Item> items; // Allocates on the stream's first item.
     bool live = true;
   };
   struct Event {

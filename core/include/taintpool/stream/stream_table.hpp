@@ -29,6 +29,7 @@
 // pin (a handle copy) per crossing binding.
 #pragma once
 
+#include <taintpool/detail/fifo.hpp>
 #include <taintpool/pool/allocation.hpp>
 #include <taintpool/stream/happens_before.hpp>
 #include <taintpool/stream/queue_backend.hpp>
@@ -36,7 +37,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <span>
 #include <vector>
@@ -121,7 +121,7 @@ class StreamTable {
   /// binds it again needs no new handle (pin_again), which spares the
   /// crossing launch of a pipeline a table probe and two atomic operations.
   [[nodiscard]] std::optional<AllocationId> last_pinned(std::uint32_t slot) const noexcept {
-    const std::deque<Pin>& pins = pins_[slot];
+    const detail::Fifo<Pin>& pins = pins_[slot];
     if (pins.empty()) {
       return std::nullopt;
     }
@@ -169,11 +169,11 @@ class StreamTable {
   bool several_ = false;
   std::uint32_t next_number_ = 1;
   HappensBefore order_;
-  std::vector<StreamHandle> handles_;         ///< Per slot; null when free.
-  std::vector<std::uint32_t> number_;         ///< Per slot: the live stream's number.
-  std::vector<std::uint32_t> slot_of_{1};     ///< Per number ever made: slot + 1, 0 if destroyed.
-  std::vector<std::deque<Pin>> pins_;         ///< Per slot, oldest first.
-  std::vector<std::deque<Tracker>> trackers_; ///< Per slot: kept events, oldest first.
+  std::vector<StreamHandle> handles_;           ///< Per slot; null when free.
+  std::vector<std::uint32_t> number_;           ///< Per slot: the live stream's number.
+  std::vector<std::uint32_t> slot_of_{1};       ///< Per number ever made: slot + 1, 0 if destroyed.
+  std::vector<detail::Fifo<Pin>> pins_;         ///< Per slot, oldest first.
+  std::vector<detail::Fifo<Tracker>> trackers_; ///< Per slot: kept events, oldest first.
   StreamStats stats_;
   std::size_t prune_at_ = 64; ///< poll() prunes completed records at this many.
 };
