@@ -216,6 +216,45 @@ TEST(Loopback, D2_ASendMeetsOnlyTheRecvOfItsPeerAndCarriesItsSummary) {
   EXPECT_EQ(world.waiting(), 1u);
 }
 
+TEST(Loopback, C3_D2_APairMatchedBehindAnOlderOpenPairLeavesThatOneOpenAndItsBytesIntact) {
+  // Pairs can complete out of call order (collectives cannot: the k-th of
+  // every rank comes after its (k-1)-th), so the open pair a match closes
+  // need not be the oldest. Only the matched one may leave the open list:
+  // the older one must still meet its own peer, with its own bytes.
+  LoopbackWorld world(3);
+  const std::vector<std::byte> older_bytes = bytes_of(std::vector<std::int32_t>{7, -7});
+  const std::vector<std::byte> newer_bytes = bytes_of(std::vector<std::int32_t>{40, 41});
+  std::vector<std::byte> older_into(8);
+  std::vector<std::byte> newer_into(8);
+  // Oldest: rank 1 sends to rank 0. Then rank 2 waits to receive from 0.
+  const Ticket older = world.rank(1).start(
+      call_of(CollectiveKind::send, &older_bytes, nullptr, 2, DataType::i32, ReduceOp::sum, 0));
+  const Ticket newer_recv = world.rank(2).start(
+      call_of(CollectiveKind::recv, nullptr, &newer_into, 2, DataType::i32, ReduceOp::sum, 0));
+  ASSERT_EQ(world.waiting(), 2u);
+  // Rank 0's send to rank 2 closes the newer pair, behind the older one.
+  const Ticket newer_send = world.rank(0).start(
+      call_of(CollectiveKind::send, &newer_bytes, nullptr, 2, DataType::i32, ReduceOp::sum, 2));
+  EXPECT_TRUE(world.rank(0).landed(newer_send));
+  EXPECT_TRUE(world.rank(2).landed(newer_recv));
+  EXPECT_EQ(values_of<std::int32_t>(newer_into), (std::vector<std::int32_t>{40, 41}));
+  EXPECT_FALSE(world.rank(1).landed(older)) << "the older send has no receiver yet";
+  EXPECT_EQ(world.waiting(), 1u);
+  // The older send still meets rank 0's receive, with the bytes it sent.
+  const Ticket older_recv = world.rank(0).start(
+      call_of(CollectiveKind::recv, nullptr, &older_into, 2, DataType::i32, ReduceOp::sum, 1));
+  EXPECT_TRUE(world.rank(0).landed(older_recv));
+  EXPECT_TRUE(world.rank(1).landed(older));
+  EXPECT_FALSE(world.rank(0).failure(older_recv));
+  EXPECT_FALSE(world.rank(1).failure(older));
+  EXPECT_EQ(values_of<std::int32_t>(older_into), (std::vector<std::int32_t>{7, -7}));
+  EXPECT_EQ(world.waiting(), 0u);
+  for (int rank = 0; rank < 3; ++rank) {
+    world.rank(rank).wait_all();
+  }
+  EXPECT_FALSE(world.broken());
+}
+
 TEST(Loopback, C6_ASendNobodyReceivesBreaksTheWorldWhenItsSenderWaits) {
   LoopbackWorld world(3);
   const std::vector<std::byte> payload(4, std::byte{1});
