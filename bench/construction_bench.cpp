@@ -23,6 +23,7 @@
 #include <taintpool/host/host_backend.hpp>
 #include <taintpool/pool/host_storage.hpp>
 #include <taintpool/testing/bench_allocations.hpp>
+#include <taintpool/testing/many_slices_config.hpp>
 
 #include <benchmark/benchmark.h>
 
@@ -34,14 +35,8 @@ namespace {
 
 using bench::run_counted;
 
-/// The fuzzers' pools (device_fuzzer.cpp, collective_fuzzer.cpp config()).
-MemoryConfig fuzzer_config() {
-  MemoryConfig config;
-  config.alignment = 16;
-  config.sliced = {{1024, 128}, {4096, 1024}};
-  config.max_allocation = std::uint64_t{1} << 20;
-  return config;
-}
+/// The fuzzers' pools (testing/many_slices_config.hpp).
+using testing::many_slices_config;
 
 void Construct_Default(benchmark::State& state) {
   HostBackend backend;
@@ -53,7 +48,7 @@ BENCHMARK(Construct_Default);
 
 void Construct_Deferred(benchmark::State& state) {
   HostStorage pages(256);
-  const MemoryConfig config = fuzzer_config();
+  const MemoryConfig config = many_slices_config();
   const auto cycle = [&] {
     DeferredHostBackend backend(pages, config);
     DeviceOptions options;
@@ -76,7 +71,7 @@ BENCHMARK(Construct_DeferredStream);
 
 void Construct_Rank(benchmark::State& state) {
   HostStorage pages(256);
-  const MemoryConfig config = fuzzer_config();
+  const MemoryConfig config = many_slices_config();
   LoopbackWorld world(2);
   const auto cycle = [&] {
     DeferredHostBackend backend(pages, config);
@@ -101,7 +96,7 @@ BENCHMARK(Construct_World)->ArgName("N")->Arg(2)->Arg(4);
 
 void Construct_FirstLaunch(benchmark::State& state) {
   HostStorage pages(256);
-  const MemoryConfig config = fuzzer_config();
+  const MemoryConfig config = many_slices_config();
   const auto cycle = [&] {
     DeferredHostBackend backend(pages, config);
     DeviceOptions options;

@@ -72,6 +72,7 @@
 #include <taintpool/device/device.hpp>
 #include <taintpool/host/deferred_host_backend.hpp>
 #include <taintpool/model/ranks_model.hpp>
+#include <taintpool/testing/many_slices_config.hpp>
 #include <taintpool/testing/planned_body.hpp>
 #include <taintpool/testing/recycling_storage.hpp>
 
@@ -120,12 +121,9 @@ constexpr std::array<ReduceOp, 4> kOps = {ReduceOp::sum, ReduceOp::max, ReduceOp
 constexpr std::array<const char*, 3> kNames = {"grads", "params",
                                                "a_name_long_enough_for_the_heap"};
 
+/// The device fuzzer's pools (testing/many_slices_config.hpp).
 MemoryConfig config() {
-  MemoryConfig config;
-  config.alignment = 16;
-  config.sliced = {{1024, 128}, {4096, 1024}};
-  config.max_allocation = std::uint64_t{1} << 20;
-  return config;
+  return taintpool::testing::many_slices_config();
 }
 
 /// N1, N2: the input's mode (common/fresh_mode.hpp) on the pools above.

@@ -96,6 +96,7 @@
 #include <taintpool/device/device.hpp>
 #include <taintpool/host/deferred_host_backend.hpp>
 #include <taintpool/model/device_model.hpp>
+#include <taintpool/testing/many_slices_config.hpp>
 #include <taintpool/testing/planned_body.hpp>
 #include <taintpool/testing/recycling_storage.hpp>
 
@@ -379,13 +380,8 @@ class Harness {
   }
 
  private:
-  static MemoryConfig config() {
-    MemoryConfig config;
-    config.alignment = 16;
-    config.sliced = {{1024, 128}, {4096, 1024}}; // Many slices per page: reuse, split, coalesce.
-    config.max_allocation = std::uint64_t{1} << 20;
-    return config;
-  }
+  /// Many slices per page: reuse, split, coalesce (testing/many_slices_config.hpp).
+  static MemoryConfig config() { return taintpool::testing::many_slices_config(); }
 
   /// N1, N2: the input's mode (common/fresh_mode.hpp) on the pools above.
   static taintpool::DeviceOptions options(const taintpool::fuzz::FreshMode& mode) {
