@@ -195,6 +195,24 @@ TEST(NewDevice, O1_ANewStreamOnTheDeferredHostBackendAllocatesAtMostThreeTimes) 
   EXPECT_LE(made, 3U);
 }
 
+TEST(NewDevice, O1_StreamsMadeOneAfterAnotherGrowTheDevicesTablesByDoubling) {
+  // A Device keeps one number-to-slot entry per stream it ever made. That
+  // list once grew by exactly one entry per create, so every create copied
+  // it whole: quadratic in the streams made over a Device's life. On
+  // HostBackend a create + destroy allocates nothing else once warm (the
+  // slot is reused), so 4,096 of them may allocate only the list's
+  // doublings (12), not once each.
+  HostBackend backend;
+  Device device(backend);
+  device.destroy_stream(device.create_stream());
+  const std::uint64_t made = allocations_during([&] {
+    for (int made_so_far = 0; made_so_far < 4096; ++made_so_far) {
+      device.destroy_stream(device.create_stream());
+    }
+  });
+  EXPECT_LE(made, 13U);
+}
+
 TEST(NewDevice, ALoopbackWorldOfFourRanksAllocatesAtMostEightTimes) {
   // What collective_fuzzer builds per input beside its Devices. Before:
   // 12 — its open collectives and open pairs a deque each (2 + 2).
