@@ -38,6 +38,15 @@ using bench::run_counted;
 /// The fuzzers' pools (testing/many_slices_config.hpp).
 using testing::many_slices_config;
 
+/// A Device's options on `config` (the fuzzers' pools, built once per
+/// benchmark): copied into the default options' lists, whose capacity it
+/// reuses.
+DeviceOptions options_on(const MemoryConfig& config) {
+  DeviceOptions options;
+  options.memory = config;
+  return options;
+}
+
 void Construct_Default(benchmark::State& state) {
   HostBackend backend;
   { const Device warm(backend); }
@@ -51,9 +60,7 @@ void Construct_Deferred(benchmark::State& state) {
   const MemoryConfig config = many_slices_config();
   const auto cycle = [&] {
     DeferredHostBackend backend(pages, config);
-    DeviceOptions options;
-    options.memory = config;
-    const Device device(backend, std::move(options));
+    const Device device(backend, options_on(config));
   };
   cycle();
   run_counted(state, cycle, &pages);
@@ -76,9 +83,7 @@ void Construct_Rank(benchmark::State& state) {
   const auto cycle = [&] {
     DeferredHostBackend backend(pages, config);
     CollectiveBackend adaptor(backend);
-    DeviceOptions options;
-    options.memory = config;
-    Device device(adaptor, std::move(options));
+    Device device(adaptor, options_on(config));
     const Collectives collectives(device, world.rank(0));
   };
   cycle();
@@ -99,9 +104,7 @@ void Construct_FirstLaunch(benchmark::State& state) {
   const MemoryConfig config = many_slices_config();
   const auto cycle = [&] {
     DeferredHostBackend backend(pages, config);
-    DeviceOptions options;
-    options.memory = config;
-    Device device(backend, std::move(options));
+    Device device(backend, options_on(config));
     const Allocation in = device.create_buffer(64);
     const Allocation out = device.create_buffer(64);
     (void)device.launch("k", {in.whole()}, {out.whole()},
