@@ -9,16 +9,25 @@
 namespace taintpool {
 
 DeferredHostBackend::DeferredHostBackend(std::uint64_t alignment)
-    : HostBackend(alignment) {
-  queues_.push_back(std::make_unique<Queue>());
+    : HostBackend(alignment)
+    , queues_(only_the_default_queue())
+    , default_queue_(queues_.front().get()) {
 }
 
 DeferredHostBackend::DeferredHostBackend(Storage& storage, MemoryConfig config)
-    : HostBackend(storage, std::move(config)) {
-  queues_.push_back(std::make_unique<Queue>());
+    : HostBackend(storage, std::move(config))
+    , queues_(only_the_default_queue())
+    , default_queue_(queues_.front().get()) {
 }
 
 DeferredHostBackend::~DeferredHostBackend() = default;
+
+std::vector<std::unique_ptr<DeferredHostBackend::Queue>>
+DeferredHostBackend::only_the_default_queue() {
+  std::vector<std::unique_ptr<Queue>> queues;
+  queues.push_back(std::make_unique<Queue>());
+  return queues;
+}
 
 void DeferredHostBackend::FinishingStorage::deallocate(StorageHandle handle,
                                                        std::uint64_t size) noexcept {
@@ -139,7 +148,7 @@ std::size_t DeferredHostBackend::pending() const noexcept {
 }
 
 StreamHandle DeferredHostBackend::default_stream() noexcept {
-  return queues_.front().get();
+  return default_queue_;
 }
 
 StreamHandle DeferredHostBackend::create_stream() {
@@ -148,22 +157,33 @@ StreamHandle DeferredHostBackend::create_stream() {
 }
 
 void DeferredHostBackend::destroy_stream(StreamHandle stream) noexcept {
-  for (auto& owned : queues_) {
-    if (owned.get() == stream) {
-      // As cudaStreamDestroy: queued work still runs; the handle is dead.
-      try {
-        while (!owned->items.empty()) {
-          if (!step()) {
-            break;
-          }
-        }
-      } catch (...) {
-      }
-      owned->live = false;
-      owned->items.clear();
-      return;
-    }
+  const auto position = [&] {
+    return std::find_if(queues_.begin(), queues_.end(),
+                        [&](const std::unique_ptr<Queue>& owned) { return owned.get() == stream; });
+  };
+  auto found = position();
+  if (found == queues_.end()) {
+    return; // Dead already, or not this backend's.
   }
+  Queue& dying = **found;
+  // As cudaStreamDestroy: queued work still runs; the handle is dead.
+  try {
+    while (!dying.items.empty()) {
+      if (!step()) {
+        break;
+      }
+    }
+  } catch (...) {
+  }
+  dying.live = false;
+  dying.items = detail::Fifo<Item>{}; // Drops what could not run, and the ring.
+  found = position();                 // The items ran: found again, not trusted.
+  try {
+    retired_.push_back(std::move(*found)); // Strong guarantee: on a throw, *found still owns it.
+  } catch (...) {
+    return; // Out of memory: it stays in the walk, dead and empty, as before.
+  }
+  queues_.erase(found);
 }
 
 EventHandle DeferredHostBackend::record(StreamHandle stream) {

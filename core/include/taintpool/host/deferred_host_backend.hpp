@@ -159,6 +159,8 @@ class DeferredHostBackend final : public HostBackend {
     std::shared_ptr<Marker> current; ///< The newest record's marker.
   };
 
+  /// queues_ as a backend starts: the default stream's alone.
+  [[nodiscard]] static std::vector<std::unique_ptr<Queue>> only_the_default_queue();
   [[nodiscard]] Queue& queue(StreamHandle stream);
   [[nodiscard]] static bool runnable(const Queue& queue) noexcept;
   void run_until(const bool& flag);
@@ -168,7 +170,18 @@ class DeferredHostBackend final : public HostBackend {
   std::uint64_t next_random() noexcept;
 
   FinishingStorage pages_{HostBackend::storage(), *this};
-  std::vector<std::unique_ptr<Queue>> queues_; ///< [0] is the default stream.
+  /// The live streams' queues, in the order they were made ([0] is the
+  /// default stream until it is destroyed). A step walks only these, so its
+  /// cost is in the live streams, not in every stream the backend ever made;
+  /// the pick among runnable queues is by position, and erasing a dead one
+  /// keeps the others' order, so a seed gives the interleaving it gave when
+  /// dead queues stayed in the walk.
+  std::vector<std::unique_ptr<Queue>> queues_;
+  /// Destroyed streams' queues, empty and with no ring: kept (one small
+  /// object each) so a dead handle never names a live stream — a later
+  /// create cannot get its address — and is told apart as such.
+  std::vector<std::unique_ptr<Queue>> retired_;
+  Queue* default_queue_ = nullptr; ///< Whether live or not (destroy_stream).
   std::vector<std::unique_ptr<Event>> events_;
   std::vector<Event*> free_events_;
   std::uint64_t rng_ = 0;
