@@ -203,6 +203,14 @@ std::vector<int> interleaving(std::uint64_t seed, int churn) {
   return order;
 }
 
+/// `stream` is live: an item queued on it runs, alone, at the next run_all.
+void expect_takes_and_runs_one_item(DeferredHostBackend& backend, StreamHandle stream) {
+  int ran = 0;
+  backend.enqueue(stream, [&] { ++ran; });
+  EXPECT_EQ(backend.run_all(), 1u);
+  EXPECT_EQ(ran, 1);
+}
+
 TEST(DeferredHostBackend, O1_StreamsMadeAndDestroyedLeaveTheSeedsInterleavingOfTheOthersAsItWas) {
   // A step picks at random among runnable queues by position; a destroyed
   // stream's queue leaves the walk, and must neither shift the others'
@@ -233,10 +241,7 @@ TEST(DeferredHostBackend, O1_P3_ADestroyedStreamsHandleIsNeverGivenToALaterStrea
   EXPECT_EQ(backend.pending(), 0u);
   // Destroying a dead stream again changes nothing; the default stream lives on.
   backend.destroy_stream(dead.front());
-  int ran = 0;
-  backend.enqueue(backend.default_stream(), [&] { ++ran; });
-  EXPECT_EQ(backend.run_all(), 1u);
-  EXPECT_EQ(ran, 1);
+  expect_takes_and_runs_one_item(backend, backend.default_stream());
 }
 
 TEST(DeferredHostBackend, O1_TheDefaultStreamDestroyedThroughTheBackendIsDeadAndStillItsDefault) {
@@ -246,10 +251,7 @@ TEST(DeferredHostBackend, O1_TheDefaultStreamDestroyedThroughTheBackendIsDeadAnd
   backend.destroy_stream(first);
   EXPECT_EQ(backend.default_stream(), first);
   EXPECT_THROW(backend.enqueue(first, [] {}), std::logic_error);
-  int ran = 0;
-  backend.enqueue(other, [&] { ++ran; });
-  EXPECT_EQ(backend.run_all(), 1u);
-  EXPECT_EQ(ran, 1);
+  expect_takes_and_runs_one_item(backend, other);
 }
 
 TEST(DeferredHostBackend, O1_AWaitOnARecordThatWasDroppedIsALoudDeadlockNotAHang) {
