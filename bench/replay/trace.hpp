@@ -29,7 +29,6 @@
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <memory>
 #include <optional>
@@ -75,9 +74,10 @@ struct PipeCloser {
 struct FileCloser {
   void operator()(std::FILE* file) const noexcept { std::fclose(file); }
 };
-struct FreeCloser {
-  void operator()(char* line) const noexcept { std::free(line); } // getline's buffer.
-};
+
+/// The longest line load_trace reads: an event is a few dozen bytes, a
+/// fact a few hundred.
+inline constexpr std::size_t max_line_bytes = std::size_t{1} << 16;
 
 /// One blank-separated field of `line` from `at` (spaces and tabs), empty
 /// at the end; `at` moves past it.
@@ -117,9 +117,9 @@ inline std::optional<std::uint64_t> decimal(std::string_view field) noexcept {
 /// anything. sscanf("%llu") took "-5" as 2^64 - 5, ignored what followed
 /// the last field, and a fixed 512-byte buffer cut long lines in two, the
 /// second half read as a line of its own; a truncated .gz was replayed as
-/// far as gzip got (review1). Lines are read whole (getline), so a line's
-/// length is bounded by memory only; a trace is read once per replay, so
-/// the parse's cost is beside the point.
+/// far as gzip got (review1). Lines are read whole, up to
+/// detail::max_line_bytes (a longer one is refused, not cut); a trace is
+/// read once per replay, so the parse's cost is beside the point.
 inline Trace load_trace(const std::string& path) {
   Trace trace;
   std::string base = path.substr(path.find_last_of('/') + 1);
@@ -180,18 +180,24 @@ inline Trace load_trace(const std::string& path) {
     check_gzip();
     throw std::runtime_error(path + ":" + std::to_string(number) + ": " + why);
   };
-  std::unique_ptr<char, detail::FreeCloser> buffer;
-  std::size_t capacity = 0;
+  std::string bytes; // The line being read, kept for its capacity.
   for (;;) {
-    char* raw = buffer.release();
-    const ssize_t read = ::getline(&raw, &capacity, in);
-    buffer.reset(raw);
-    if (read < 0) {
+    int c = getc_unlocked(in);
+    if (c == EOF) {
       break;
     }
     ++number;
-    // The whole line, NULs included: a NUL is then a malformed field.
-    std::string_view line(buffer.get(), static_cast<std::size_t>(read));
+    bytes.clear();
+    // Byte by byte, NULs included (a NUL is then a malformed field), up to
+    // a bound: a line is a few dozen bytes, and a file of one endless line
+    // must be refused, not read into memory until the host runs out.
+    for (; c != EOF && c != '\n'; c = getc_unlocked(in)) {
+      if (bytes.size() == detail::max_line_bytes) {
+        fail("a line longer than " + std::to_string(detail::max_line_bytes) + " bytes");
+      }
+      bytes.push_back(static_cast<char>(c));
+    }
+    std::string_view line(bytes);
     while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) {
       line.remove_suffix(1);
     }

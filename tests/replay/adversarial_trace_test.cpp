@@ -8,7 +8,8 @@
 // stop the replay, not become a slightly different workload: before this
 // audit (review1) a truncated .gz, a size of -5, 2^64 live bytes, a
 // misspelt fact or a fact longer than 511 bytes were read silently as
-// something else. Each of those rows failed then.
+// something else. Each of those rows failed then. Lines are bounded (64
+// KiB), so a file of one endless line is refused, not read whole.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -143,6 +144,11 @@ TEST_F(TraceFiles, P3_AFactLongerThanAnyBufferIsOneLineNotAFactAndAnEvent) {
   const std::string what =
       refusal(write("long_bad.trace", "a 1 10 0\na 2 " + std::string(600, '1') + " 0\n"));
   EXPECT_NE(what.find("long_bad.trace:2:"), std::string::npos) << what;
+  // A line past the bound is refused, not read into memory whole.
+  const std::string endless = refusal(
+      write("endless.trace", "a 1 10 0\n# " + std::string(detail::max_line_bytes, 'x') + "\n"));
+  EXPECT_NE(endless.find("endless.trace:2: a line longer than 65536 bytes"), std::string::npos)
+      << endless.substr(0, 200);
 }
 
 TEST_F(TraceFiles, P3_ATruncatedOrCorruptCompressedTraceIsRefusedNotReadInPart) {

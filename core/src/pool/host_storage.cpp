@@ -134,7 +134,7 @@ void HostStorage::check_granular(const char* call, std::uint64_t value) const {
 }
 
 void HostStorage::check_mappable(StorageHandle reservation, std::uint64_t offset,
-                                 std::uint64_t size) const {
+                                 std::uint64_t size) {
   // MAP_FIXED replaces whatever the address holds. A reservation of ours is
   // never null, and its ranges end inside the address space; a range that
   // is neither would put fresh memory over memory the process is using (a

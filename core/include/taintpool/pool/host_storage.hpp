@@ -79,7 +79,7 @@ class HostStorage final : public Storage, public VirtualMemory {
   void check_granular(const char* call, std::uint64_t value) const;
   /// Refuses (std::invalid_argument) a null reservation and a range whose
   /// addresses would wrap: what MAP_FIXED cannot be trusted with.
-  void check_mappable(StorageHandle reservation, std::uint64_t offset, std::uint64_t size) const;
+  static void check_mappable(StorageHandle reservation, std::uint64_t offset, std::uint64_t size);
 
   HostStorageOptions options_;
 };
