@@ -4,8 +4,11 @@
 // `gzip -dc`, which every machine we run on has.
 //
 // Format: `# key value` facts, then one event per line in program order:
-//   a <id> <size> <stream>   allocate <size> bytes (as requested)
-//   f <id> <size>            free allocation <id>
+//   a <id> <size> <stream>   allocate <size> bytes (as requested); older
+//                            traces have no <stream>
+//   f <id> <size>            free allocation <id> (<size>: as allocated)
+// Fields are decimal numbers below 2^64, separated by blanks; a line is
+// read whole and must hold nothing else (load_trace says what it refuses).
 // Ids are turned into dense slots (a slot is reused once its allocation is
 // freed), so a replay holds its live buffers in a plain vector.
 //
@@ -23,12 +26,16 @@
 #pragma once
 
 #include <algorithm>
+#include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <unordered_map>
 #include <vector>
 
@@ -67,11 +74,52 @@ struct PipeCloser {
 struct FileCloser {
   void operator()(std::FILE* file) const noexcept { std::fclose(file); }
 };
+
+/// The longest line load_trace reads: an event is a few dozen bytes, a
+/// fact a few hundred.
+inline constexpr std::size_t max_line_bytes = std::size_t{1} << 16;
+
+/// One blank-separated field of `line` from `at` (spaces and tabs), empty
+/// at the end; `at` moves past it.
+inline std::string_view next_field(std::string_view line, std::size_t& at) noexcept {
+  while (at < line.size() && (line[at] == ' ' || line[at] == '\t')) {
+    ++at;
+  }
+  const std::size_t begin = at;
+  while (at < line.size() && line[at] != ' ' && line[at] != '\t') {
+    ++at;
+  }
+  return line.substr(begin, at - begin);
+}
+
+/// `field` as a decimal number if it is one exactly: digits only (no sign,
+/// no blank, no unit, no NUL) and below 2^64.
+inline std::optional<std::uint64_t> decimal(std::string_view field) noexcept {
+  std::uint64_t value = 0;
+  const char* end = field.data() + field.size();
+  const auto [stop, error] = std::from_chars(field.data(), end, value);
+  if (field.empty() || error != std::errc() || stop != end) {
+    return std::nullopt;
+  }
+  return value;
+}
 } // namespace detail
 
 /// Reads a trace (plain or .gz). Throws std::runtime_error naming the file
-/// and line of anything malformed: an unknown event, a free of an id that
-/// is not live, an id allocated twice.
+/// and line of anything malformed: an unknown event, a field that is not a
+/// decimal below 2^64 (a sign, a unit, a NUL, an overflow), a field too
+/// many, a free of an id that is not live or of another size than it was
+/// allocated with, an id allocated twice, live bytes past 2^64; and a .gz
+/// that gzip cannot decode whole (corrupt, truncated, not gzip).
+///
+/// Strict on purpose: the replays' figures stand for the workload only if
+/// the trace is read exactly as written, and a file users hand us may be
+/// anything. sscanf("%llu") took "-5" as 2^64 - 5, ignored what followed
+/// the last field, and a fixed 512-byte buffer cut long lines in two, the
+/// second half read as a line of its own; a truncated .gz was replayed as
+/// far as gzip got (review1). Lines are read whole, up to
+/// detail::max_line_bytes (a longer one is refused, not cut); a trace is
+/// read once per replay, so the parse's cost is beside the point.
 inline Trace load_trace(const std::string& path) {
   Trace trace;
   std::string base = path.substr(path.find_last_of('/') + 1);
@@ -94,7 +142,8 @@ inline Trace load_trace(const std::string& path) {
         throw std::runtime_error("trace path with a quote: " + path);
       }
     }
-    pipe.reset(popen(("gzip -dc '" + path + "'").c_str(), "r"));
+    // "--": a path that starts with '-' is a file, not an option.
+    pipe.reset(popen(("gzip -dc -- '" + path + "'").c_str(), "r"));
     in = pipe.get();
   } else {
     file.reset(std::fopen(path.c_str(), "r"));
@@ -109,44 +158,100 @@ inline Trace load_trace(const std::string& path) {
   std::vector<std::uint32_t> free_slots;
   std::uint64_t in_use = 0;
   std::uint64_t earlier_high = 0; ///< The highest in use before the current event.
-  std::string line;
   std::size_t number = 0;
-  char buffer[512];
+  // gzip writes what it decoded before it finds the stream corrupt or cut
+  // short, so only its exit status says whether what was read is the whole
+  // trace; it is asked at the end, and before a malformed line is blamed
+  // (a cut stream ends in half a line: the cause is the cut).
+  auto check_gzip = [&] {
+    if (!gz) {
+      return;
+    }
+    char drain[4096];
+    while (std::fread(drain, 1, sizeof drain, in) == sizeof drain) {
+    }
+    const int status = pclose(pipe.release());
+    if (status != 0) {
+      throw std::runtime_error("trace " + path + ": gzip -dc failed (status " +
+                               std::to_string(status) + "): corrupt, truncated or not gzip");
+    }
+  };
   auto fail = [&](const std::string& why) {
+    check_gzip();
     throw std::runtime_error(path + ":" + std::to_string(number) + ": " + why);
   };
-  while (std::fgets(buffer, sizeof buffer, in) != nullptr) {
+  std::string bytes; // The line being read, kept for its capacity.
+  for (;;) {
+    int c = getc_unlocked(in);
+    if (c == EOF) {
+      break;
+    }
     ++number;
-    line = buffer;
+    bytes.clear();
+    // Byte by byte, NULs included (a NUL is then a malformed field), up to
+    // a bound: a line is a few dozen bytes, and a file of one endless line
+    // must be refused, not read into memory until the host runs out.
+    for (; c != EOF && c != '\n'; c = getc_unlocked(in)) {
+      if (bytes.size() == detail::max_line_bytes) {
+        fail("a line longer than " + std::to_string(detail::max_line_bytes) + " bytes");
+      }
+      bytes.push_back(static_cast<char>(c));
+    }
+    std::string_view line(bytes);
     while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) {
-      line.pop_back();
+      line.remove_suffix(1);
     }
     if (line.empty()) {
       continue;
     }
     if (line[0] == '#') {
+      // A fact is "# key value"; any other '#' line is a comment.
       const std::size_t key_end = line.find(' ', 2);
-      if (key_end != std::string::npos && line.size() > 2) {
-        trace.facts[line.substr(2, key_end - 2)] = line.substr(key_end + 1);
+      if (line.size() > 2 && line[1] == ' ' && key_end != std::string_view::npos) {
+        trace.facts[std::string(line.substr(2, key_end - 2))] = line.substr(key_end + 1);
       }
       continue;
     }
-    char kind = 0;
-    unsigned long long id = 0;
-    unsigned long long size = 0;
-    if (std::sscanf(line.c_str(), "%c %llu %llu", &kind, &id, &size) != 3) {
-      fail("cannot read the event '" + line + "'");
+    std::size_t at = 0;
+    const std::string_view kind = detail::next_field(line, at);
+    if (line[0] == ' ' || line[0] == '\t' || (kind != "a" && kind != "f")) {
+      fail("unknown event '" + std::string(line.substr(0, 64)) + "'");
+    }
+    const auto field = [&](const char* what, bool required) -> std::optional<std::uint64_t> {
+      const std::string_view text = detail::next_field(line, at);
+      if (text.empty() && !required) {
+        return std::nullopt;
+      }
+      const std::optional<std::uint64_t> value = detail::decimal(text);
+      if (!value) {
+        fail(std::string("the ") + what + " '" + std::string(text.substr(0, 32)) +
+             "' is not a decimal number below 2^64");
+      }
+      return value;
+    };
+    const std::uint64_t id = *field("id", true);
+    const std::uint64_t size = *field("size", true);
+    if (kind == "a") {
+      static_cast<void>(field("stream", false)); // Optional: older traces have none.
+    }
+    if (!detail::next_field(line, at).empty()) {
+      fail("a field after the last in '" + std::string(line.substr(0, 64)) + "'");
     }
     Event event;
     event.size = size;
-    if (kind == 'a') {
+    if (kind == "a") {
       if (live.count(id) != 0) {
         fail("id " + std::to_string(id) + " allocated twice");
+      }
+      if (size > UINT64_MAX - in_use) {
+        fail("live bytes overflow 64 bits");
       }
       std::uint32_t slot = trace.slots;
       if (!free_slots.empty()) {
         slot = free_slots.back();
         free_slots.pop_back();
+      } else if (trace.slots == UINT32_MAX) {
+        fail("more than 2^32 - 1 buffers live at once");
       } else {
         ++trace.slots;
       }
@@ -156,26 +261,31 @@ inline Trace load_trace(const std::string& path) {
       ++trace.allocations;
       in_use += event.size;
       trace.peak_in_use = in_use > trace.peak_in_use ? in_use : trace.peak_in_use;
-    } else if (kind == 'f') {
+    } else {
       const auto found = live.find(id);
       if (found == live.end()) {
         fail("free of id " + std::to_string(id) + ", which is not live");
       }
+      if (found->second.second != size) {
+        fail("free of id " + std::to_string(id) + " as " + std::to_string(size) +
+             " bytes, allocated as " + std::to_string(found->second.second));
+      }
       event.slot = found->second.first;
-      event.size = found->second.second;
       free_slots.push_back(event.slot);
       live.erase(found);
       in_use -= event.size;
-    } else {
-      fail(std::string("unknown event '") + kind + "'");
     }
     trace.events.push_back(event);
     trace.new_high.push_back(in_use > earlier_high);
     earlier_high = std::max(earlier_high, in_use);
     trace.in_use.push_back(in_use);
   }
+  if (std::ferror(in) != 0) {
+    throw std::runtime_error("cannot read trace " + path);
+  }
+  check_gzip();
   if (trace.events.empty()) {
-    throw std::runtime_error("trace " + path + " has no events (is gzip installed?)");
+    throw std::runtime_error("trace " + path + " has no events");
   }
   return trace;
 }

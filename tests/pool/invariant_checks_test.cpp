@@ -362,7 +362,8 @@ TEST(MemoryConfigChecks, P3_EachInconsistencyIsRejectedByName) {
   expect_rejected(bad, "max allocation is below the largest sliced pool's max slice");
   bad = config;
   bad.max_allocation = (std::numeric_limits<std::uint64_t>::max() >> 1) + 1;
-  expect_rejected(bad, "max allocation above 2^63 cannot be aligned without overflow");
+  expect_rejected(bad, "max allocation 9223372036854775808 is not below 2^63, so it cannot be "
+                       "aligned without overflow");
   bad = config;
   bad.sliced[1].max_slice = bad.sliced[0].max_slice;
   expect_rejected(bad, "not in strictly ascending order of max slice (1024 after 1024)");

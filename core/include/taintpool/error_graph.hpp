@@ -333,7 +333,12 @@ class ErrorGraph {
   /// the failure is gone. For readers that only compare or search them — a
   /// report's walk, a fuzzer's check after every op — where skip_records()'s
   /// copy of every record (a string and a vector each) was most of the cost
-  /// (issue 13). No allocation; `fn` must not change the graph.
+  /// (issue 13). No allocation; `fn` must not change the graph. One that
+  /// removes a node (an untag to zero, a prune, a clear) may have freed the
+  /// records being visited: the visit then throws std::logic_error at once
+  /// instead of reading them (review1: it read freed memory). Records
+  /// visited before the change were valid when `fn` saw them; the one `fn`
+  /// holds when it removes the node is not valid after that removal.
   template <class Fn>
   void for_each_skip_record(FailureId failure, Fn&& fn) const {
     const detail::FailureNode* node = find(failure.raw());
@@ -345,8 +350,12 @@ class ErrorGraph {
     // Once the ring is full, its next write position holds the oldest record.
     const std::size_t oldest =
         log.recorded > kept_skip_records ? static_cast<std::size_t>(log.recorded % kept) : 0;
+    const std::uint64_t removals = removals_;
     for (std::size_t step = 0; step < kept; ++step) {
       fn(log.ring[(oldest + step) % kept]);
+      if (removals_ != removals) [[unlikely]] {
+        throw_changed_during_visit(failure);
+      }
     }
   }
 
@@ -491,16 +500,19 @@ class ErrorGraph {
         node->tags = 0;
         node->error = Error::torn_down();
       } else {
+        ++removals_; // May free a skip log (for_each_skip_record).
         node->vacate();
       }
     } else if (node == &never_written_) {
       // Its error stays (insert_never_written restores NeverWritten if a G4
       // replace changed it); a skip log goes with the node.
+      ++removals_;
       node->id = 0;
       node->tags = 0;
       delete node->skips;
       node->skips = nullptr;
     } else {
+      ++removals_;
       cold_.erase(node);
     }
   }
@@ -513,6 +525,7 @@ class ErrorGraph {
   [[noreturn]] static void throw_bad_untag(FailureId failure, bool exists);
   [[noreturn]] static void throw_ids_exhausted();
   [[noreturn]] static void throw_carried_clear(FailureId failure, std::uint64_t tags);
+  [[noreturn]] static void throw_changed_during_visit(FailureId failure);
 
   detail::FailureNode hot_;      ///< The first inline slot (id 0 = vacant).
   detail::FailureNode resident_; ///< The second inline slot (id 0 = vacant).
@@ -522,6 +535,10 @@ class ErrorGraph {
   detail::FailureTable cold_; ///< Every other live node.
   std::size_t size_ = 0;
   std::uint64_t next_id_ = 1;
+  /// Removals that may have freed a skip log: a visit of one
+  /// (for_each_skip_record) stops when it moves. Counted on the cold
+  /// removal paths only; the inline vacate of a log-free node frees nothing.
+  std::uint64_t removals_ = 0;
 };
 
 } // namespace taintpool

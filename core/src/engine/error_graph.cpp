@@ -33,6 +33,7 @@ void ErrorGraph::clear() {
   cold_.clear();
   size_ = 0;
   next_id_ = 1;
+  ++removals_; // Every skip log went (for_each_skip_record).
 }
 
 void ErrorGraph::materialize_provisional(FailureId reserved) {
@@ -78,6 +79,13 @@ void ErrorGraph::throw_bad_untag(FailureId failure, bool exists) {
   text += exists ? " has no tags left (an untag without a matching tag)"
                  : " has no node (R2: untag of a failure no carrier holds)";
   throw std::logic_error(text);
+}
+
+void ErrorGraph::throw_changed_during_visit(FailureId failure) {
+  throw std::logic_error("ErrorGraph::for_each_skip_record: the visitor removed a node while " +
+                         to_string(failure) +
+                         "'s records were visited (it must not change the graph; the records "
+                         "may be gone)");
 }
 
 void ErrorGraph::throw_carried_clear(FailureId failure, std::uint64_t tags) {

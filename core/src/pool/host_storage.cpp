@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cstddef>
+#include <cstdint>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -132,6 +133,26 @@ void HostStorage::check_granular(const char* call, std::uint64_t value) const {
   }
 }
 
+void HostStorage::check_mappable(StorageHandle reservation, std::uint64_t offset,
+                                 std::uint64_t size) {
+  // MAP_FIXED replaces whatever the address holds. A reservation of ours is
+  // never null, and its ranges end inside the address space; a range that
+  // is neither would put fresh memory over memory the process is using (a
+  // null base makes the offset an absolute address; a wrapping one lands
+  // below the reservation). Which reservation the range lies in is not
+  // checked: that would take a table of reservations, kept under a lock
+  // for managers that share the storage, on every reserve (review1).
+  if (!reservation) {
+    throw std::invalid_argument("HostStorage::map: no reservation (a null handle) for offset " +
+                                std::to_string(offset));
+  }
+  if (offset > UINTPTR_MAX - reservation.value || size > UINTPTR_MAX - reservation.value - offset) {
+    throw std::invalid_argument(
+        "HostStorage::map: offset " + std::to_string(offset) + " size " + std::to_string(size) +
+        " from " + std::to_string(reservation.value) + " runs past the end of the address space");
+  }
+}
+
 #if TAINTPOOL_HOST_HAS_MMAP
 
 StorageHandle HostStorage::reserve(std::uint64_t size) {
@@ -152,6 +173,7 @@ StorageHandle HostStorage::map(StorageHandle reservation, std::uint64_t offset,
                                std::uint64_t size) {
   check_granular("map", offset);
   check_granular("map", size);
+  check_mappable(reservation, offset, size);
   auto* at = static_cast<std::byte*>(resolve(reservation)) + offset;
   // MAP_FIXED over our own reservation: fresh zeroed memory, committed by
   // the system as it is touched.

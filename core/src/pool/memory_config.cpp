@@ -38,20 +38,21 @@ void MemoryConfig::validate(std::uint64_t storage_alignment) const {
     reject("max allocation is below the largest sliced pool's max slice");
   }
   if (max_allocation > (UINT64_MAX >> 1)) {
-    reject("max allocation above 2^63 cannot be aligned without overflow");
+    reject("max allocation " + std::to_string(max_allocation) +
+           " is not below 2^63, so it cannot be aligned without overflow");
   }
   if (arena_address_space == 0 || arena_address_space > (UINT64_MAX >> 1)) {
     reject("arena address space " + std::to_string(arena_address_space) +
-           " is not positive and at most 2^63");
+           " is not positive and below 2^63");
   }
   if (arena_min_growth == 0 || arena_min_growth % alignment != 0 ||
       arena_min_growth > (UINT64_MAX >> 1)) {
     reject("arena min growth " + std::to_string(arena_min_growth) +
-           " is not a positive multiple of the alignment, at most 2^63");
+           " is not a positive multiple of the alignment, below 2^63");
   }
   if (arena_ramp_growth % alignment != 0 || arena_ramp_growth > (UINT64_MAX >> 1)) {
     reject("arena ramp growth " + std::to_string(arena_ramp_growth) +
-           " is not a multiple of the alignment, at most 2^63");
+           " is not a multiple of the alignment, below 2^63");
   }
 }
 

@@ -62,8 +62,11 @@ class HostStorage final : public Storage, public VirtualMemory {
   /// has mmap; else null.
   [[nodiscard]] VirtualMemory* virtual_memory() noexcept override;
 
-  /// VirtualMemory (see above). reserve, map and unmap check their ranges
-  /// against the granularity (std::invalid_argument: a caller's bug).
+  /// VirtualMemory (see above). reserve and map check their ranges against
+  /// the granularity, and map refuses a null reservation and a range past
+  /// the end of the address space (std::invalid_argument: a caller's bug).
+  /// unmap cannot throw and checks nothing: its caller gives back exactly
+  /// what map gave.
   [[nodiscard]] std::uint64_t granularity() const noexcept override { return options_.granularity; }
   [[nodiscard]] StorageHandle reserve(std::uint64_t size) override;
   void unreserve(StorageHandle reservation, std::uint64_t size) noexcept override;
@@ -74,6 +77,9 @@ class HostStorage final : public Storage, public VirtualMemory {
 
  private:
   void check_granular(const char* call, std::uint64_t value) const;
+  /// Refuses (std::invalid_argument) a null reservation and a range whose
+  /// addresses would wrap: what MAP_FIXED cannot be trusted with.
+  static void check_mappable(StorageHandle reservation, std::uint64_t offset, std::uint64_t size);
 
   HostStorageOptions options_;
 };

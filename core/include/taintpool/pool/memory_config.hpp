@@ -48,8 +48,9 @@ struct MemoryConfig {
   };
 
   /// Requests above the last sliced pool, up to this, go to the arena;
-  /// larger ones are BufferTooBig. At least the last max_slice, and at most
-  /// 2^63 so that rounding a size up cannot overflow (P2).
+  /// larger ones are BufferTooBig. At least the last max_slice, and below
+  /// 2^63 (validate refuses 2^63 itself) so that rounding a size up cannot
+  /// overflow (P2). The arena knobs below are bounded the same way.
   std::uint64_t max_allocation = std::uint64_t{1} << 40;
 
   /// Address space the arena reserves at a time, per lane, when the storage
