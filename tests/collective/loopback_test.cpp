@@ -134,6 +134,23 @@ TEST(Loopback, C3_ElementSizesAndNamesAreThoseOfTheWireFormat) {
   EXPECT_EQ(size_of(static_cast<DataType>(200)), 1u);
 }
 
+TEST(Loopback, C6_P3_AWorldPastItsBoundIsRefusedByNumberNotAllocatedUntilTheHostRunsOut) {
+  // INT_MAX ranks: on main before the bound, an allocation per rank until
+  // std::bad_alloc (or the host's OOM killer first).
+  for (const int ranks : {LoopbackWorld::max_ranks + 1, std::numeric_limits<int>::max(), -1}) {
+    try {
+      LoopbackWorld world(ranks);
+      ADD_FAILURE() << ranks << " ranks made a world";
+    } catch (const std::invalid_argument& error) {
+      EXPECT_NE(std::string(error.what()).find(std::to_string(ranks) + " ranks (1 to 4096)"),
+                std::string::npos)
+          << error.what();
+    }
+  }
+  const LoopbackWorld largest(LoopbackWorld::max_ranks);
+  EXPECT_EQ(largest.size(), 4096);
+}
+
 TEST(Loopback, C6_AWorldOfNoRanksOrAMissingRankIsRefusedWithItsNumber) {
   EXPECT_THROW(LoopbackWorld(0), std::invalid_argument);
   LoopbackWorld world(2);

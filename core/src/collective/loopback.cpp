@@ -58,8 +58,9 @@ class LoopbackWorld::Rank final : public Communicator {
 };
 
 LoopbackWorld::LoopbackWorld(int ranks) {
-  if (ranks < 1) {
-    throw std::invalid_argument("LoopbackWorld: " + std::to_string(ranks) + " ranks");
+  if (ranks < 1 || ranks > max_ranks) {
+    throw std::invalid_argument("LoopbackWorld: " + std::to_string(ranks) + " ranks (1 to " +
+                                std::to_string(max_ranks) + ")");
   }
   for (int rank = 0; rank < ranks; ++rank) {
     ranks_.push_back(std::make_unique<Rank>(*this, rank));

@@ -39,7 +39,13 @@ namespace taintpool {
 /// N in-process ranks (see above).
 class LoopbackWorld {
  public:
-  /// `ranks` ≥ 1; std::invalid_argument otherwise.
+  /// The most ranks one world holds. Every rank lives in this process and
+  /// a collective waits for all of them, so a world far larger than any
+  /// test or fuzzer needs is a caller's mistake: refused by number (P3),
+  /// not allocated until the host runs out.
+  static constexpr int max_ranks = 4096;
+
+  /// 1 ≤ `ranks` ≤ max_ranks; std::invalid_argument otherwise.
   explicit LoopbackWorld(int ranks);
   ~LoopbackWorld();
   LoopbackWorld(const LoopbackWorld&) = delete;
