@@ -143,6 +143,57 @@ TEST_F(PoolTest, P2_AnExtentJustReleasedIsServedAgainFromTheNewestParkedSliceOfT
   memory->check_invariants();
 }
 
+TEST(PoolRecentList, P2_OnlyAParkedSliceOfExactlyTheRequestedExtentIsServedFromTheRecentList) {
+  // The recent list rules a request out by a 7-bit tag of its extent
+  // before it compares extents (pools.hpp, take_recent), so two extents may
+  // share a tag. Eight slices parked, walled in by live spacers; then one
+  // request of every other extent from 256 bytes to 64 KiB, all kept live:
+  // 248 extents over 128 tags, so some share a tag with a parked extent
+  // (with this hash, 12 do, and two parked extents share one), and none may
+  // be served a parked slice. Then each parked extent, whatever slot it
+  // sits in, is served its own parked slice. One 16 MiB page holds it all,
+  // so no request finds the pool full (which would merge the parked slices
+  // away).
+  HostStorage host;
+  ErrorGraph graph;
+  MemoryConfig config;
+  config.sliced = {{std::uint64_t{16} << 20, std::uint64_t{64} << 10}};
+  MemoryManager memory(host, graph, config);
+  const std::vector<std::uint64_t> parked_sizes = {3 * 256,   17 * 256,  40 * 256,  77 * 256,
+                                                   101 * 256, 150 * 256, 199 * 256, 250 * 256};
+  std::vector<Allocation> parked;
+  std::vector<Allocation> kept;
+  std::vector<std::byte*> parked_at;
+  for (const std::uint64_t size : parked_sizes) {
+    parked.push_back(memory.allocate(size));
+    parked_at.push_back(memory.resolve(parked.back().whole()).data);
+    kept.push_back(memory.allocate(256)); // the wall
+  }
+  for (Allocation& allocation : parked) {
+    allocation.reset();
+    memory.sweep();
+  }
+  memory.check_invariants();
+  for (std::uint64_t size = 256; size <= (std::uint64_t{64} << 10); size += 256) {
+    if (std::find(parked_sizes.begin(), parked_sizes.end(), size) != parked_sizes.end()) {
+      continue;
+    }
+    kept.push_back(memory.allocate(size));
+    std::byte* const at = memory.resolve(kept.back().whole()).data;
+    EXPECT_EQ(std::find(parked_at.begin(), parked_at.end(), at), parked_at.end())
+        << "a request of " << size << " bytes was served a parked slice of another extent";
+  }
+  memory.check_invariants();
+  ASSERT_EQ(memory.stats().pages, 1u) << "the pool never grew, so nothing merged the parked slices";
+  // Oldest first, then the rest, so matches are found in every slot.
+  for (const std::size_t index : {0u, 7u, 3u, 1u, 6u, 2u, 5u, 4u}) {
+    kept.push_back(memory.allocate(parked_sizes[index]));
+    EXPECT_EQ(memory.resolve(kept.back().whole()).data, parked_at[index])
+        << "size " << parked_sizes[index];
+    memory.check_invariants();
+  }
+}
+
 /// The arena's address of an allocation, as an offset from `base`.
 std::uint64_t offset_of(MemoryManager& memory, const Allocation& allocation,
                         const std::byte* base) {

@@ -233,28 +233,14 @@ Slice* SlicedPool::grow(std::uint64_t /*extent*/) {
   return add_page(page_size_);
 }
 
-Slice* SlicedPool::take_recent(std::uint64_t extent) noexcept {
-  // The newest first, alone: a same-size allocate/drop pair (a training
-  // step's buffers, the pool's headline case) takes back the slice it just
-  // released, and one compare costs less than the sweep below (callgrind:
-  // 47 instructions a pair more without it).
-  if (recent_count_ != 0) {
-    const std::uint32_t newest = recent_slot(recent_count_ - 1);
-    if (recent_extents_[newest] == extent) {
-      Slice* slice = recent_[newest];
-      --recent_count_;
-      recent_extents_[newest] = 0;
-      slice->state = SliceState::Free;
-      return slice;
-    }
-  }
+Slice* SlicedPool::take_recent_matching(std::uint64_t extent) noexcept {
   // Every slot at once, no early exit: a mask of the slots that match.
   unsigned matches = 0;
   for (std::uint32_t slot = 0; slot < kept_recent; ++slot) {
     matches |= static_cast<unsigned>(recent_extents_[slot] == extent) << slot;
   }
   if (matches == 0) {
-    return nullptr;
+    return nullptr; // Only a tag matched: another extent.
   }
   // In age order (bit a: the a-th oldest); the newest match is taken.
   const unsigned by_age =
@@ -264,11 +250,11 @@ Slice* SlicedPool::take_recent(std::uint64_t extent) noexcept {
   Slice* slice = recent_[recent_slot(newest)];
   // Close the gap: the newer ones move one slot back.
   for (std::uint32_t age = newest; age + 1 < recent_count_; ++age) {
-    recent_[recent_slot(age)] = recent_[recent_slot(age + 1)];
-    recent_extents_[recent_slot(age)] = recent_extents_[recent_slot(age + 1)];
+    const std::uint32_t from = recent_slot(age + 1);
+    set_recent(recent_slot(age), recent_[from], recent_extents_[from]);
   }
   --recent_count_;
-  recent_extents_[recent_slot(recent_count_)] = 0;
+  set_recent(recent_slot(recent_count_), nullptr, 0);
   slice->state = SliceState::Free;
   return slice;
 }
@@ -343,18 +329,23 @@ void SlicedPool::release(Slice* slice) noexcept {
   if (recent_count_ == kept_) {
     const std::uint32_t slot = recent_oldest_;
     Slice* oldest = recent_[slot];
-    recent_extents_[slot] = 0;
     recent_oldest_ = recent_slot(1);
-    --recent_count_;
+    // The newest slot: with the full eight, the one just vacated, which the
+    // new slice takes over whole (one tag update, not two); with one kept
+    // (best fit), the next one, so the vacated one is emptied.
+    const std::uint32_t newest = recent_slot(recent_count_ - 1);
+    if (newest != slot) {
+      set_recent(slot, nullptr, 0);
+    }
+    set_recent(newest, slice, slice->extent);
     // No hint here for what merging the next oldest will unfile (its free
     // neighbours' bin links): g++ had deleted such a call as pure, and
     // forced inline it cost 45 instructions and ~12 ns a pair at N = 10^3
     // for no gain at 10^5 (bench/RESULTS.md, pool6).
     merge(oldest);
+    return;
   }
-  const std::uint32_t slot = recent_slot(recent_count_++);
-  recent_[slot] = slice;
-  recent_extents_[slot] = slice->extent;
+  set_recent(recent_slot(recent_count_++), slice, slice->extent);
 }
 
 void SlicedPool::consolidate() noexcept {
@@ -363,7 +354,7 @@ void SlicedPool::consolidate() noexcept {
   const std::uint32_t oldest = recent_oldest_;
   recent_count_ = 0;
   recent_oldest_ = 0;
-  recent_extents_.fill(0);
+  clear_recent();
   for (std::uint32_t age = 0; age < count; ++age) {
     merge(recent_[(oldest + age) & recent_slot_mask]);
   }
@@ -373,7 +364,7 @@ void SlicedPool::release_all_pages() noexcept {
   // Their records go back to the cache with their pages.
   recent_count_ = 0;
   recent_oldest_ = 0;
-  recent_extents_.fill(0);
+  clear_recent();
   Pool::release_all_pages();
 }
 
@@ -444,6 +435,14 @@ void SlicedPool::check_invariants(MemoryStats& seen) const {
       layout_violation("the recent list's extent of slot " + std::to_string(slot) + " is " +
                        std::to_string(recent_extents_[slot]) + " where " +
                        std::to_string(expected) + " was expected");
+    }
+  }
+  for (std::uint32_t slot = 0; slot < kept_recent; ++slot) {
+    const std::uint64_t extent = recent_extents_[slot];
+    const std::uint64_t expected = extent == 0 ? 0 : recent_tag(extent);
+    if (((recent_tags_ >> (8 * slot)) & 0xFF) != expected) {
+      layout_violation("the recent list's tag of slot " + std::to_string(slot) +
+                       " does not match its extent " + std::to_string(extent));
     }
   }
   if (recent_count_ > kept_ || recent_oldest_ > recent_slot_mask) {

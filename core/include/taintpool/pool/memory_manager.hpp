@@ -325,8 +325,11 @@ class MemoryManager {
   /// The lane's pools, made on first use (cold; throws for a lane past
   /// max_lanes, or std::bad_alloc).
   [[nodiscard]] std::vector<std::unique_ptr<detail::Pool>>& open_lane(std::uint32_t lane);
-  [[nodiscard]] detail::Slice* reserve_or_throw(detail::Pool& pool, std::uint64_t size,
-                                                std::uint64_t extent);
+  /// Called from the handler of a failed pool.reserve(extent): out of
+  /// memory (StorageExhausted) gives every lane's free memory back and
+  /// tries once more; what still fails becomes OutOfMemory. Cold.
+  [[nodiscard]] detail::Slice* reserve_again_or_throw(detail::Pool& pool, std::uint64_t size,
+                                                      std::uint64_t extent);
   /// Every lane's free memory back to storage; what went.
   [[nodiscard]] detail::Released release_free_memory();
   template <class Fn>
