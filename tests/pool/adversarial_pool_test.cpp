@@ -30,22 +30,14 @@
 #include <string>
 #include <vector>
 
+#include "thrown_text.hpp"
+
 namespace taintpool {
 namespace {
 
 constexpr std::uint64_t kGranule = std::uint64_t{2} << 20;
 
-template <typename Call>
-std::string invalid_argument_of(Call call) {
-  try {
-    call();
-  } catch (const std::invalid_argument& error) {
-    return error.what();
-  } catch (const std::exception& error) {
-    return std::string("wrong exception: ") + error.what();
-  }
-  return "no error";
-}
+using test::invalid_argument_of;
 
 TEST(AdversarialHostStorage, P3_AMapWithNoReservationIsRefusedAndLeavesLiveMemoryAsItWas) {
   // A live page, aligned to the granularity so that its address is a valid

@@ -19,20 +19,14 @@
 #include <string>
 #include <unistd.h>
 
+#include "thrown_text.hpp"
+
 namespace taintpool {
 namespace {
 
 constexpr std::uint64_t kGranule = std::uint64_t{2} << 20;
 
-template <typename Call>
-std::string invalid_argument_of(Call call) {
-  try {
-    call();
-  } catch (const std::invalid_argument& error) {
-    return error.what();
-  }
-  return "no error";
-}
+using test::invalid_argument_of;
 
 template <typename Call>
 std::string exhausted_of(Call call) {
