@@ -6,7 +6,10 @@
 //     address holds. A null reservation, or an offset whose address wraps
 //     around the address space, put fresh zeroed memory over memory the
 //     process was using (or, under UBSan, overflowed a pointer). Both are
-//     now std::invalid_argument with nothing mapped.
+//     now std::invalid_argument with nothing mapped. So, since, is every
+//     range that does not lie inside a live reservation of that storage
+//     (an offset past its end, a handle that never was one, one given
+//     back); unmap and unreserve of such a range leave memory alone.
 //   * A MemoryManager with every arena knob at its limit (just below 2^63;
 //     the header said "at most 2^63", validate refuses 2^63 itself, and its
 //     message called 2^63 "above 2^63": both now say "below") answers every
@@ -68,11 +71,78 @@ TEST(AdversarialHostStorage, P3_AMapWhoseRangeWrapsTheAddressSpaceIsRefusedNamin
     const std::string what = invalid_argument_of([&, offset = offset, size = size] {
       static_cast<void>(memory.map(reservation, offset, size));
     });
-    EXPECT_NE(what.find("past the end of the address space"), std::string::npos) << what;
+    EXPECT_NE(what.find("past the end of the reservation"), std::string::npos) << what;
   }
   EXPECT_EQ(bytes[0], std::byte{7});
   memory.unmap(reservation, 0, kGranule, StorageHandle{reservation.value});
   memory.unreserve(reservation, 2 * kGranule);
+}
+
+TEST(AdversarialHostStorage, P3_AMapPastTheEndOfItsReservationIsRefusedAndLeavesTheNeighbourAlone) {
+  HostStorage storage;
+  VirtualMemory& memory = *storage.virtual_memory();
+  const StorageHandle small = memory.reserve(kGranule);
+  const StorageHandle other = memory.reserve(4 * kGranule);
+  auto* bytes = static_cast<std::byte*>(storage.resolve(memory.map(other, 0, 4 * kGranule)));
+  std::memset(bytes, 0x3C, 4 * kGranule);
+  // Offsets from `small` that reach past its one granule, up to the far end
+  // of `other`, wherever the system placed the two.
+  const std::uint64_t span = 8 * kGranule + (other.value > small.value ? other.value - small.value
+                                                                       : small.value - other.value);
+  for (const auto& [offset, size] :
+       {std::pair{kGranule, kGranule}, std::pair{std::uint64_t{0}, 2 * kGranule},
+        std::pair{span - span % kGranule, kGranule}}) {
+    const std::string what = invalid_argument_of(
+        [&, offset = offset, size = size] { static_cast<void>(memory.map(small, offset, size)); });
+    EXPECT_NE(what.find("past the end of the reservation"), std::string::npos) << what;
+  }
+  // unmap of such a range takes nothing either.
+  memory.unmap(small, kGranule, kGranule, StorageHandle{small.value + kGranule});
+  for (std::uint64_t at = 0; at < 4 * kGranule; at += 4096) {
+    ASSERT_EQ(bytes[at], std::byte{0x3C}) << "the neighbouring reservation changed at " << at;
+  }
+  // The one granule that is small's still maps.
+  auto* own = static_cast<std::byte*>(storage.resolve(memory.map(small, 0, kGranule)));
+  own[kGranule - 1] = std::byte{1};
+  memory.unmap(small, 0, kGranule, StorageHandle{small.value});
+  memory.unmap(other, 0, 4 * kGranule, StorageHandle{other.value});
+  memory.unreserve(small, kGranule);
+  memory.unreserve(other, 4 * kGranule);
+}
+
+TEST(AdversarialHostStorage, P3_AHandleThatIsNoLiveReservationIsRefusedByMapAndIgnoredByUnreserve) {
+  HostStorage storage(HostStorageOptions{kGranule, true, kGranule});
+  VirtualMemory& memory = *storage.virtual_memory();
+  // A live page: its address is granular, but it is no reservation.
+  const StorageHandle page = storage.allocate(kGranule);
+  auto* bytes = static_cast<std::byte*>(storage.resolve(page));
+  std::memset(bytes, 0x6B, kGranule);
+  std::string what = invalid_argument_of([&] { static_cast<void>(memory.map(page, 0, kGranule)); });
+  EXPECT_NE(what.find("is not a live reservation of this storage"), std::string::npos) << what;
+  memory.unreserve(page, kGranule); // Not a reservation: nothing given back.
+  EXPECT_EQ(bytes[0], std::byte{0x6B}) << "a page that was never reserved was unmapped";
+  EXPECT_EQ(bytes[kGranule - 1], std::byte{0x6B});
+  // A reservation of another storage is not this one's.
+  HostStorage elsewhere(HostStorageOptions{kGranule, true, kGranule});
+  const StorageHandle theirs = elsewhere.virtual_memory()->reserve(kGranule);
+  what = invalid_argument_of([&] { static_cast<void>(memory.map(theirs, 0, kGranule)); });
+  EXPECT_NE(what.find("is not a live reservation of this storage"), std::string::npos) << what;
+  elsewhere.virtual_memory()->unreserve(theirs, kGranule);
+  // One given back is no longer live, and unreserving it twice is harmless.
+  const StorageHandle gone = memory.reserve(2 * kGranule);
+  memory.unreserve(gone, 2 * kGranule);
+  memory.unreserve(gone, 2 * kGranule);
+  what = invalid_argument_of([&] { static_cast<void>(memory.map(gone, 0, kGranule)); });
+  EXPECT_NE(what.find("is not a live reservation of this storage"), std::string::npos) << what;
+  // A size other than the reservation's gives nothing back: it still maps.
+  const StorageHandle kept = memory.reserve(2 * kGranule);
+  memory.unreserve(kept, kGranule);
+  auto* mapped = static_cast<std::byte*>(storage.resolve(memory.map(kept, kGranule, kGranule)));
+  mapped[0] = std::byte{9};
+  EXPECT_EQ(mapped[0], std::byte{9});
+  memory.unmap(kept, kGranule, kGranule, StorageHandle{kept.value + kGranule});
+  memory.unreserve(kept, 2 * kGranule);
+  storage.deallocate(page, kGranule);
 }
 
 /// Every allocation of `sizes` on `memory`: an allocation of at least the

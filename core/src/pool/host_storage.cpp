@@ -134,23 +134,33 @@ void HostStorage::check_granular(const char* call, std::uint64_t value) const {
 }
 
 void HostStorage::check_mappable(StorageHandle reservation, std::uint64_t offset,
-                                 std::uint64_t size) {
-  // MAP_FIXED replaces whatever the address holds. A reservation of ours is
-  // never null, and its ranges end inside the address space; a range that
-  // is neither would put fresh memory over memory the process is using (a
-  // null base makes the offset an absolute address; a wrapping one lands
-  // below the reservation). Which reservation the range lies in is not
-  // checked: that would take a table of reservations, kept under a lock
-  // for managers that share the storage, on every reserve (review1).
+                                 std::uint64_t size) const {
+  // MAP_FIXED replaces whatever the address holds. A range outside the
+  // reservations this storage holds would put fresh memory over memory the
+  // process is using: a null base makes the offset an absolute address, an
+  // offset past the end (or one that wraps) lands on a neighbour, and a
+  // reservation given back may since hold someone else's mapping (review1).
   if (!reservation) {
     throw std::invalid_argument("HostStorage::map: no reservation (a null handle) for offset " +
                                 std::to_string(offset));
   }
-  if (offset > UINTPTR_MAX - reservation.value || size > UINTPTR_MAX - reservation.value - offset) {
-    throw std::invalid_argument(
-        "HostStorage::map: offset " + std::to_string(offset) + " size " + std::to_string(size) +
-        " from " + std::to_string(reservation.value) + " runs past the end of the address space");
+  const std::uint64_t reserved = reserved_size(reservation);
+  if (reserved == 0) {
+    throw std::invalid_argument("HostStorage::map: " + std::to_string(reservation.value) +
+                                " is not a live reservation of this storage");
   }
+  if (offset > reserved || size > reserved - offset) {
+    throw std::invalid_argument("HostStorage::map: offset " + std::to_string(offset) + " size " +
+                                std::to_string(size) + " runs past the end of the reservation at " +
+                                std::to_string(reservation.value) + " of " +
+                                std::to_string(reserved) + " bytes");
+  }
+}
+
+std::uint64_t HostStorage::reserved_size(StorageHandle reservation) const {
+  const std::lock_guard<std::mutex> lock(reservations_mutex_);
+  const auto found = reservations_.find(reservation.value);
+  return found != reservations_.end() ? found->second : 0;
 }
 
 #if TAINTPOOL_HOST_HAS_MMAP
@@ -162,10 +172,26 @@ StorageHandle HostStorage::reserve(std::uint64_t size) {
     throw StorageExhausted("host: the system refused to reserve " + std::to_string(size) +
                            " bytes of address space");
   }
-  return StorageHandle{reinterpret_cast<std::uintptr_t>(base)};
+  const auto address = reinterpret_cast<std::uintptr_t>(base);
+  try {
+    const std::lock_guard<std::mutex> lock(reservations_mutex_);
+    reservations_.emplace(address, size);
+  } catch (...) {
+    ::munmap(base, static_cast<std::size_t>(size)); // Nothing reserved after all.
+    throw;
+  }
+  return StorageHandle{address};
 }
 
 void HostStorage::unreserve(StorageHandle reservation, std::uint64_t size) noexcept {
+  {
+    const std::lock_guard<std::mutex> lock(reservations_mutex_);
+    const auto found = reservations_.find(reservation.value);
+    if (found == reservations_.end() || found->second != size) {
+      return; // Not a reservation of ours as named: leave the memory alone (see the header).
+    }
+    reservations_.erase(found);
+  }
   ::munmap(resolve(reservation), static_cast<std::size_t>(size));
 }
 
@@ -187,6 +213,10 @@ StorageHandle HostStorage::map(StorageHandle reservation, std::uint64_t offset,
 
 void HostStorage::unmap(StorageHandle reservation, std::uint64_t offset, std::uint64_t size,
                         StorageHandle /*chunk*/) noexcept {
+  const std::uint64_t reserved = reserved_size(reservation);
+  if (offset > reserved || size > reserved - offset) {
+    return; // Not ours to take: leave whatever lives there alone (see the header).
+  }
   auto* at = static_cast<std::byte*>(resolve(reservation)) + offset;
   // Back to an inaccessible, unbacked part of the reservation: the memory
   // goes back to the system.

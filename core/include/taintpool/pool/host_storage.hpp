@@ -15,12 +15,23 @@
 // is touched; unmap() makes the range inaccessible again and frees its
 // memory. So the CPU tests and fuzzers run the very pool code that a GPU's
 // virtual memory drives (CudaStorage), with the same granularity by default.
+//
+// Every live reservation is recorded (its base and size), so that map() and
+// unmap(), which replace memory with MAP_FIXED, touch only address space this
+// storage reserved and still holds: a range outside it — a handle that is no
+// reservation, one already given back, or an offset past its end — would
+// otherwise replace whatever the process keeps there (P3). cuMemMap refuses
+// such a range as well. The record costs a lock and an ordered-map step per
+// reserve, unreserve, map and unmap: cold calls, each a system call already
+// (an arena makes one reservation per lane; a warm pool makes none).
 #pragma once
 
 #include <taintpool/pool/storage.hpp>
 #include <taintpool/pool/virtual_memory.hpp>
 
 #include <cstdint>
+#include <map>
+#include <mutex>
 
 namespace taintpool {
 
@@ -63,10 +74,13 @@ class HostStorage final : public Storage, public VirtualMemory {
   [[nodiscard]] VirtualMemory* virtual_memory() noexcept override;
 
   /// VirtualMemory (see above). reserve and map check their ranges against
-  /// the granularity, and map refuses a null reservation and a range past
-  /// the end of the address space (std::invalid_argument: a caller's bug).
-  /// unmap cannot throw and checks nothing: its caller gives back exactly
-  /// what map gave.
+  /// the granularity, and map refuses (std::invalid_argument: a caller's
+  /// bug, nothing mapped) a handle that is not a live reservation of this
+  /// storage and a range that does not lie inside it. unmap cannot throw: a
+  /// range outside a live reservation is left alone (a caller's bug that
+  /// must not take memory the process uses), and otherwise it gives back
+  /// what map gave. unreserve forgets the reservation, and leaves alone a
+  /// handle or size that names none.
   [[nodiscard]] std::uint64_t granularity() const noexcept override { return options_.granularity; }
   [[nodiscard]] StorageHandle reserve(std::uint64_t size) override;
   void unreserve(StorageHandle reservation, std::uint64_t size) noexcept override;
@@ -77,11 +91,19 @@ class HostStorage final : public Storage, public VirtualMemory {
 
  private:
   void check_granular(const char* call, std::uint64_t value) const;
-  /// Refuses (std::invalid_argument) a null reservation and a range whose
-  /// addresses would wrap: what MAP_FIXED cannot be trusted with.
-  static void check_mappable(StorageHandle reservation, std::uint64_t offset, std::uint64_t size);
+  /// Refuses (std::invalid_argument) a null reservation, one this storage
+  /// does not hold, and a range that does not lie inside it: what MAP_FIXED
+  /// cannot be trusted with.
+  void check_mappable(StorageHandle reservation, std::uint64_t offset, std::uint64_t size) const;
+  /// The size of the live reservation at `reservation`, or 0 if there is none.
+  [[nodiscard]] std::uint64_t reserved_size(StorageHandle reservation) const;
 
   HostStorageOptions options_;
+  /// Live reservations: base address -> size (see the file comment).
+  /// Guarded by reservations_mutex_, so storages shared by managers on
+  /// several threads keep it whole.
+  mutable std::mutex reservations_mutex_;
+  std::map<std::uintptr_t, std::uint64_t> reservations_;
 };
 
 } // namespace taintpool
