@@ -381,7 +381,12 @@ class Harness {
 
  private:
   /// Many slices per page: reuse, split, coalesce (testing/many_slices_config.hpp).
-  static MemoryConfig config() { return taintpool::testing::many_slices_config(); }
+  /// Built once for the process: each input copies it (for the backend and
+  /// the Device's options) rather than building it twice.
+  static const MemoryConfig& config() {
+    static const MemoryConfig built = taintpool::testing::many_slices_config();
+    return built;
+  }
 
   /// N1, N2: the input's mode (common/fresh_mode.hpp) on the pools above.
   static taintpool::DeviceOptions options(const taintpool::fuzz::FreshMode& mode) {
@@ -465,8 +470,7 @@ class Harness {
       // Never minted, in this Device's id space: a describing re-run's
       // Device (space 1) would otherwise see an id of another manager's
       // space (InvalidBinding, not the NotFound the quiet run saw).
-      const std::uint64_t number =
-          model_.allocations().empty() ? 1 + in.below(4) : 100 + in.below(4);
+      const std::uint64_t number = model_.holds_any() ? 100 + in.below(4) : 1 + in.below(4);
       id = taintpool::allocation_id(device_.memory().id_space(), number);
     }
     touched_.push_back(*id);
@@ -960,7 +964,7 @@ class Harness {
   /// synchronize(), telling the model whether core discovered dropped
   /// handles on the way (it does when it had stale bytes to taint).
   void synchronize(std::uint8_t fault = 0) {
-    const std::vector<AllocationId> dropped = model_.dropped();
+    const std::optional<AllocationId> dropped = model_.first_dropped();
     if (fault != 0) {
       taintpool::fuzz::arm_allocation_fault(fault - 1u);
       const Ending armed = call([&] { device_.synchronize(); });
@@ -981,10 +985,10 @@ class Harness {
     expect_returned(ending, [] { return std::string("synchronize"); });
     trace_.called(device_);
     bool discovered = false;
-    if (!dropped.empty()) {
+    if (dropped) {
       discovered = true;
       device_.memory().for_each_allocation([&](const taintpool::AllocationInfo& info) {
-        if (info.id == dropped.front()) {
+        if (info.id == *dropped) {
           discovered = false;
         }
       });

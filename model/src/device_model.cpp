@@ -1069,6 +1069,20 @@ std::vector<AllocationId> DeviceModel::allocations() const {
   return out;
 }
 
+bool DeviceModel::holds_any() const {
+  return std::any_of(allocations_.begin(), allocations_.end(),
+                     [](const Allocation& allocation) { return allocation.state != State::gone; });
+}
+
+std::optional<AllocationId> DeviceModel::first_dropped() const {
+  for (std::size_t index = 0; index < allocations_.size(); ++index) {
+    if (allocations_[index].state == State::dropped) {
+      return id_at(index);
+    }
+  }
+  return std::nullopt;
+}
+
 std::vector<AllocationId> DeviceModel::dropped() const {
   std::vector<AllocationId> out;
   for (std::size_t index = 0; index < allocations_.size(); ++index) {

@@ -8,6 +8,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "../engine/words.hpp"
+
 namespace taintpool {
 
 // ------------------------------------------------------------ KernelContext
@@ -74,6 +76,20 @@ StaleRead::StaleRead(std::vector<Report> reports)
 // ------------------------------------------------------------ Device
 
 namespace {
+
+/// Room for a race's message (O4) without a second allocation in the
+/// common case: the fixed words are about 140 bytes, each number at most
+/// 20 digits, and a kernel name past this grows the string once. Built by
+/// appends into one string: the operator+ chains before took 8-10
+/// allocations per race, which stream_fuzzer provokes on purpose (issue 13).
+/// The words are unchanged.
+constexpr std::size_t kRaceMessageReserve = 256;
+
+/// "stream 3", as to_string(StreamId) spells it, appended in place.
+void append_stream(std::string& text, StreamId stream) {
+  text += "stream ";
+  words::append_number(text, stream.number());
+}
 
 /// The Device whose body this thread is running, if any (O5: a body must
 /// not call back into its own Device).
@@ -1020,10 +1036,18 @@ std::optional<FailureId> Device::stale_read_root(std::size_t index, FailureId ne
     if (!logged) {
       continue; // Its outputs already carry a failure, or it left the log.
     }
-    std::string message = describe_work(hazard.earlier) + " read " + to_string(hazard.allocation) +
-                          " bytes " + to_string(hazard.bytes) + " while launch " +
-                          std::to_string(launch) + " on " + to_string(streams_.id(slot)) +
-                          " wrote them, with nothing ordering the two (detect mode queued no wait)";
+    std::string message;
+    message.reserve(kRaceMessageReserve);
+    append_work(message, hazard.earlier);
+    message += " read ";
+    words::append(message, hazard.allocation);
+    message += " bytes ";
+    words::append(message, hazard.bytes);
+    message += " while launch ";
+    words::append_number(message, launch);
+    message += " on ";
+    append_stream(message, streams_.id(slot));
+    message += " wrote them, with nothing ordering the two (detect mode queued no wait)";
     unattributed_.push_back(
         LateFailure{hazard.earlier.launch, Error::race(std::move(message)), {}});
   }
@@ -1054,19 +1078,25 @@ void Device::commit(std::uint32_t slot, std::uint64_t launch) {
   }
 }
 
-std::string Device::describe_work(const StreamPoint& point) const {
-  const std::string stream = to_string(streams_.id(point.stream));
+void Device::append_work(std::string& text, const StreamPoint& point) const {
   if (point.launch == 0) {
-    return "earlier work on " + stream + " (its memory's previous use there)";
+    text += "earlier work on ";
+    append_stream(text, streams_.id(point.stream));
+    text += " (its memory's previous use there)";
+    return;
   }
   const auto logged = std::find_if(log_.begin(), log_.end(), [&](const LoggedLaunch& entry) {
     return entry.launch == point.launch;
   });
-  std::string text = "launch " + std::to_string(point.launch);
+  text += "launch ";
+  words::append_number(text, point.launch);
   if (logged != log_.end()) {
-    text += " (\"" + logged->kernel + "\")";
+    text += " (\"";
+    text += logged->kernel;
+    text += "\")";
   }
-  return text + " on " + stream;
+  text += " on ";
+  append_stream(text, streams_.id(point.stream));
 }
 
 namespace {
@@ -1156,13 +1186,24 @@ void Device::taint_races(std::string_view kernel, std::uint32_t slot, std::uint6
     }
   }
   const bool reading = first->conflict == Conflict::ReadAfterWrite;
-  std::string message = std::string(kernel) + " (launch " + std::to_string(launch) + " on " +
-                        to_string(streams_.id(slot)) + ") " + (reading ? "read " : "wrote ") +
-                        to_string(first->allocation) + " bytes " + to_string(first->bytes) +
-                        " that " + describe_work(first->earlier) +
-                        " wrote, with nothing ordering the two (detect mode queued no wait)";
+  std::string message;
+  message.reserve(kRaceMessageReserve + kernel.size());
+  message += kernel;
+  message += " (launch ";
+  words::append_number(message, launch);
+  message += " on ";
+  append_stream(message, streams_.id(slot));
+  message += reading ? ") read " : ") wrote ";
+  words::append(message, first->allocation);
+  message += " bytes ";
+  words::append(message, first->bytes);
+  message += " that ";
+  append_work(message, first->earlier);
+  message += " wrote, with nothing ordering the two (detect mode queued no wait)";
   if (more != 0) {
-    message += "; and " + std::to_string(more) + " more such conflicts";
+    message += "; and ";
+    words::append_number(message, more);
+    message += " more such conflicts";
   }
   hazards_.clear();
   Error error = Error::race(std::move(message));

@@ -562,7 +562,9 @@ class Device {
   /// O4: the Race failure of the current launch's RAW/WAW hazards.
   void taint_races(std::string_view kernel, std::uint32_t slot, std::uint64_t launch,
                    LaunchResult& result);
-  [[nodiscard]] std::string describe_work(const StreamPoint& point) const;
+  /// Appends the earlier work a race names ("launch 3 (\"fill\") on
+  /// stream 1") to `text`: the race messages are built in one string.
+  void append_work(std::string& text, const StreamPoint& point) const;
   [[nodiscard]] bool ordering_active() const noexcept {
     return streams_.several() && !streams_.synchronous();
   }

@@ -315,8 +315,13 @@ class DeviceModel {
   /// Allocations the manager still holds: live, and dropped but not yet
   /// discovered. Ascending.
   [[nodiscard]] std::vector<AllocationId> allocations() const;
+  /// Whether allocations() would list any, without building the list: a
+  /// fuzzer asks this per binding it decodes (issue 13).
+  [[nodiscard]] bool holds_any() const;
   /// Dropped, not yet discovered.
   [[nodiscard]] std::vector<AllocationId> dropped() const;
+  /// The first of dropped(), without building the list (issue 13).
+  [[nodiscard]] std::optional<AllocationId> first_dropped() const;
   /// Whether a binding of it resolves (created, not dropped).
   [[nodiscard]] bool live(AllocationId allocation) const;
   [[nodiscard]] std::uint64_t size(AllocationId allocation) const;
