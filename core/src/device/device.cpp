@@ -85,10 +85,11 @@ namespace {
 /// The words are unchanged.
 constexpr std::size_t kRaceMessageReserve = 256;
 
-/// "stream 3", as to_string(StreamId) spells it, appended in place.
+/// to_string(StreamId) appended: its one spelling ("stream 3"), which fits
+/// std::string's inline buffer for every number below 10^8, so it allocates
+/// nothing.
 void append_stream(std::string& text, StreamId stream) {
-  text += "stream ";
-  words::append_number(text, stream.number());
+  text += to_string(stream);
 }
 
 /// The Device whose body this thread is running, if any (O5: a body must

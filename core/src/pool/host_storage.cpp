@@ -149,12 +149,17 @@ void HostStorage::check_mappable(StorageHandle reservation, std::uint64_t offset
     throw std::invalid_argument("HostStorage::map: " + std::to_string(reservation.value) +
                                 " is not a live reservation of this storage");
   }
-  if (offset > reserved || size > reserved - offset) {
+  if (!lies_inside(reserved, offset, size)) {
     throw std::invalid_argument("HostStorage::map: offset " + std::to_string(offset) + " size " +
                                 std::to_string(size) + " runs past the end of the reservation at " +
                                 std::to_string(reservation.value) + " of " +
                                 std::to_string(reserved) + " bytes");
   }
+}
+
+bool HostStorage::lies_inside(std::uint64_t reserved, std::uint64_t offset,
+                              std::uint64_t size) noexcept {
+  return offset <= reserved && size <= reserved - offset; // No sum: it could wrap.
 }
 
 std::uint64_t HostStorage::reserved_size(StorageHandle reservation) const {
@@ -213,8 +218,7 @@ StorageHandle HostStorage::map(StorageHandle reservation, std::uint64_t offset,
 
 void HostStorage::unmap(StorageHandle reservation, std::uint64_t offset, std::uint64_t size,
                         StorageHandle /*chunk*/) noexcept {
-  const std::uint64_t reserved = reserved_size(reservation);
-  if (offset > reserved || size > reserved - offset) {
+  if (!lies_inside(reserved_size(reservation), offset, size)) {
     return; // Not ours to take: leave whatever lives there alone (see the header).
   }
   auto* at = static_cast<std::byte*>(resolve(reservation)) + offset;

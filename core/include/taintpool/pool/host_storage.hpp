@@ -95,6 +95,10 @@ class HostStorage final : public Storage, public VirtualMemory {
   /// does not hold, and a range that does not lie inside it: what MAP_FIXED
   /// cannot be trusted with.
   void check_mappable(StorageHandle reservation, std::uint64_t offset, std::uint64_t size) const;
+  /// Whether [offset, offset + size) lies inside a reservation of `reserved`
+  /// bytes (0: none), the one test map refuses by and unmap leaves alone by.
+  [[nodiscard]] static bool lies_inside(std::uint64_t reserved, std::uint64_t offset,
+                                        std::uint64_t size) noexcept;
   /// The size of the live reservation at `reservation`, or 0 if there is none.
   [[nodiscard]] std::uint64_t reserved_size(StorageHandle reservation) const;
 
