@@ -11,6 +11,7 @@
 #include <taintpool/device/device.hpp>
 #include <taintpool/exception.hpp>
 #include <taintpool/host/deferred_host_backend.hpp>
+#include <taintpool/host/host_backend.hpp>
 #include <taintpool/pool/host_storage.hpp>
 #include <taintpool/stream/happens_before.hpp>
 #include <taintpool/stream/queue_backend.hpp>
@@ -21,6 +22,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -411,6 +413,63 @@ TEST(Streams, P3_ADestroyedStreamAndANeverMadeOneAreNotFoundWithTheirReason) {
     EXPECT_NE(std::string(error.what()).find("default stream cannot be destroyed"),
               std::string::npos);
   }
+}
+
+// The number table finds a live stream in one load by its number's low
+// bits; a stream whose number shares an entry with an older live one (made
+// 2 * max_streams creates later) is found by the scan, and takes the entry
+// once the older one goes — both stay usable, each on its own queue.
+TEST(Streams, O1_AStreamSharingItsNumberEntryWithAnOlderLiveOneIsFoundAndTakesTheEntryLater) {
+  DeferredHostBackend backend;
+  Device device(backend);
+  const StreamId old = device.create_stream();
+  for (std::uint32_t made = 1; made < 2 * StreamTable::max_streams; ++made) {
+    device.destroy_stream(device.create_stream());
+  }
+  const StreamId young = device.create_stream();
+  ASSERT_EQ(young.number(), old.number() + 2 * StreamTable::max_streams);
+
+  Allocation a = device.create_buffer(8, old);
+  Allocation b = device.create_buffer(8, young);
+  EXPECT_TRUE(device.launch(old, "fill", {}, {a.whole()}, fill_later(backend, 3)).ran());
+  EXPECT_TRUE(device.launch(young, "fill", {}, {b.whole()}, fill_later(backend, 4)).ran());
+  EXPECT_EQ(read_ok(device, a.whole()), bytes_of(8, 3));
+  EXPECT_EQ(read_ok(device, b.whole()), bytes_of(8, 4));
+
+  a = Allocation();
+  device.destroy_stream(old);
+  EXPECT_THROW(device.destroy_stream(old), Exception) << "the older one is gone";
+  EXPECT_TRUE(device.launch(young, "fill", {}, {b.whole()}, fill_later(backend, 5)).ran());
+  EXPECT_EQ(read_ok(device, b.whole()), bytes_of(8, 5));
+  b = Allocation();
+  device.destroy_stream(young);
+  EXPECT_THROW(device.destroy_stream(young), Exception);
+  device.check_invariants();
+}
+
+// Numbers are never reused, so the last one a StreamId can hold ends the
+// creates: the next is a clear error that changes nothing, where a wrap
+// would hand number 0 — the default stream's — to a new stream.
+TEST(Streams, O1_OnceTheLastStreamNumberIsMadeTheNextCreateIsRefusedAndChangesNothing) {
+  HostBackend backend;
+  constexpr std::uint32_t last_number = std::numeric_limits<std::uint32_t>::max();
+  StreamTable table(backend, 7, last_number);
+  const StreamId last = table.create();
+  EXPECT_EQ(last, StreamId::of(7, last_number));
+  try {
+    static_cast<void>(table.create());
+    ADD_FAILURE() << "a stream past the last number was made";
+  } catch (const Exception& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::Generic);
+    EXPECT_NE(std::string(error.what()).find("made 4294967295 streams"), std::string::npos)
+        << error.what();
+  }
+  EXPECT_EQ(table.stats().streams_created, 1U);
+  EXPECT_EQ(table.slot(last), 1U) << "the live stream keeps working";
+  EXPECT_EQ(table.slot(table.default_stream()), 0U);
+  table.destroy(last);
+  EXPECT_THROW(static_cast<void>(table.create()), Exception) << "still none left";
+  EXPECT_THROW(static_cast<void>(table.slot(last)), Exception);
 }
 
 TEST(Streams, O2_ManyWaitsOnOneSourceKeepABoundedEventListAndDestroyingItReleasesThem) {

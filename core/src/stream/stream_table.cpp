@@ -2,6 +2,7 @@
 #include <taintpool/stream/stream_table.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -15,10 +16,11 @@ constexpr std::size_t kept_events = 16;
 constexpr std::size_t kPruneFloor = 64;
 } // namespace
 
-StreamTable::StreamTable(QueueBackend& backend, std::uint32_t device)
+StreamTable::StreamTable(QueueBackend& backend, std::uint32_t device, std::uint32_t first_number)
     : backend_(backend)
     , device_(device)
     , synchronous_(backend.synchronous())
+    , next_number_(first_number)
     , handles_{backend.default_stream()}
     , number_{0}
     , pins_(1)
@@ -53,13 +55,11 @@ StreamId StreamTable::create() {
                                    " are live on this device, the most it keeps (one memory "
                                    "lane each); destroy one first"));
   }
-  // Room for the new stream's entry before it exists, so the push_back below
-  // cannot throw. Doubled, not one more: the list keeps an entry per stream
-  // ever made, and reserving exactly one more copied it whole on every
-  // create, quadratic in the streams a Device makes over its life (79 us a
-  // create + destroy in construction_bench once a few thousand were made).
-  if (slot_of_.size() == slot_of_.capacity()) {
-    slot_of_.reserve(2 * slot_of_.size());
+  if (next_number_ > std::numeric_limits<std::uint32_t>::max()) {
+    throw Exception(Error::generic(
+        "cannot create a stream: this device has made 4294967295 streams, every number a "
+        "StreamId holds, and numbers are never reused (an old id would name the new stream); "
+        "its live streams keep working, and a new Device numbers afresh"));
   }
   if (!several_) {
     // Until now the Device had one stream, which needs no ordering, so it
@@ -78,9 +78,12 @@ StreamId StreamTable::create() {
       pins_.resize(slot + 1);
       trackers_.resize(slot + 1);
     }
+    const auto number = static_cast<std::uint32_t>(next_number_++);
     handles_[slot] = handle;
-    number_[slot] = next_number_++;
-    slot_of_.push_back(slot + 1); // Reserved above: cannot throw.
+    number_[slot] = number;
+    if (NumberEntry& entry = by_number_[number % number_table_size]; entry.slot_plus_one == 0) {
+      entry = NumberEntry{number, slot + 1};
+    } // Else an older live stream holds the entry: find_slot finds this one.
 
     several_ = true;
     ++stats_.streams_created;
@@ -104,8 +107,24 @@ void StreamTable::destroy(StreamId stream) {
   trackers_[at].clear();
   backend_.destroy_stream(handles_[at]);
   handles_[at] = nullptr;
-  slot_of_[number_[at]] = 0;
+  refill_number_entry(number_[at]);
   order_.remove_stream(at);
+}
+
+void StreamTable::refill_number_entry(std::uint32_t number) noexcept {
+  NumberEntry& entry = by_number_[number % number_table_size];
+  if (entry.number != number) {
+    return; // An older live stream holds it, and still lives.
+  }
+  entry.slot_plus_one = 0;
+  // The oldest live stream of the same residue, if any, takes it over: a
+  // scan of at most max_streams slots, on a destroy only.
+  for (std::uint32_t at = 0; at < handles_.size(); ++at) {
+    if (handles_[at] != nullptr && number_[at] % number_table_size == number % number_table_size &&
+        (entry.slot_plus_one == 0 || number_[at] < entry.number)) {
+      entry = NumberEntry{number_[at], at + 1};
+    }
+  }
 }
 
 std::uint32_t StreamTable::find_slot(StreamId stream) const {

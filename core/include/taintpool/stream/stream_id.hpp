@@ -11,7 +11,9 @@
 // be copied into records, compared and printed, and stays meaningful (and
 // refusable) after its stream is gone. `number` counts up from 0 per Device
 // and is never reused, so "stream 3" in a report names one stream over the
-// Device's life; `device` is a process-wide serial of the Device.
+// Device's life (a Device therefore makes at most 2^32 - 1 streams, then
+// refuses: StreamTable::create); `device` is a process-wide serial of the
+// Device.
 #pragma once
 
 #include <cstdint>

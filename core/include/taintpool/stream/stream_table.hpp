@@ -35,6 +35,7 @@
 #include <taintpool/stream/queue_backend.hpp>
 #include <taintpool/stream/stream_id.hpp>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -59,8 +60,10 @@ struct StreamStats {
 class StreamTable {
  public:
   /// The default stream only (the backend's default_stream()). `device` is
-  /// the Device's serial, which every StreamId it makes carries.
-  StreamTable(QueueBackend& backend, std::uint32_t device);
+  /// the Device's serial, which every StreamId it makes carries;
+  /// `first_number` the number of the first stream create() makes (tests of
+  /// the last numbers start near them; a Device starts at 1).
+  StreamTable(QueueBackend& backend, std::uint32_t device, std::uint32_t first_number = 1);
   /// Finishes and destroys every stream it created, gives back every event.
   ~StreamTable();
   StreamTable(const StreamTable&) = delete;
@@ -71,6 +74,10 @@ class StreamTable {
   /// A new stream (QueueBackend::create_stream); at most max_streams live.
   /// The first one blocks until the default stream's queued work completed
   /// (once per table): nothing before it was counted, so it must be done.
+  /// Numbers are never reused, so once number 2^32 - 1 is made every later
+  /// create throws Exception and changes nothing: the Device is spent for
+  /// new streams (its live ones keep working), where wrapping would let an
+  /// old StreamId name a new stream.
   [[nodiscard]] StreamId create();
   /// Finishes the stream's work, drops its pins and frees it. The default
   /// stream cannot be destroyed (std::invalid_argument).
@@ -82,14 +89,16 @@ class StreamTable {
   /// The slot of a live stream of this Device. Throws Exception(NotFound)
   /// for a stream of another Device, one destroyed, or one never made.
   [[nodiscard]] std::uint32_t slot(StreamId stream) const {
-    // One indexed load: numbers are never reused, so a table by number
-    // (slot + 1; 0 once destroyed) answers every live stream.
-    if (stream.device() == device_ && stream.number() < slot_of_.size()) [[likely]] {
-      if (const std::uint32_t entry = slot_of_[stream.number()]; entry != 0) [[likely]] {
-        return entry - 1;
+    // One 8-byte load in the common case: the stream's entry of the
+    // number table (see by_number_), which names it when it is live and no
+    // older live stream took the entry first.
+    if (stream.device() == device_) [[likely]] {
+      const NumberEntry entry = by_number_[stream.number() % number_table_size];
+      if (entry.number == stream.number() && entry.slot_plus_one != 0) [[likely]] {
+        return entry.slot_plus_one - 1;
       }
     }
-    return find_slot(stream); // Throws NotFound, naming why.
+    return find_slot(stream); // The live slots scanned; throws NotFound, naming why.
   }
   /// The id of the stream in `slot`.
   [[nodiscard]] StreamId id(std::uint32_t slot) const {
@@ -158,8 +167,19 @@ class StreamTable {
     EventHandle event;
     std::uint64_t seq;
   };
+  /// A live stream found by its number: which slot holds it (+ 1; 0 = none).
+  struct NumberEntry {
+    std::uint32_t number = 0;
+    std::uint32_t slot_plus_one = 0;
+  };
+  /// Entries of by_number_: twice the live streams, so consecutive numbers
+  /// (what create() gives) of up to 2 * max_streams streams never share one.
+  static constexpr std::uint32_t number_table_size = 2 * max_streams;
 
   [[nodiscard]] std::uint32_t find_slot(StreamId stream) const;
+  /// Points stream `number`'s entry of by_number_ at a live stream of that
+  /// entry, if any: the slot that held it was just destroyed.
+  void refill_number_entry(std::uint32_t number) noexcept;
   void drop_pins(std::uint32_t slot) noexcept;
   void track(std::uint32_t slot, EventHandle event, std::uint64_t seq);
 
@@ -167,11 +187,18 @@ class StreamTable {
   std::uint32_t device_;
   bool synchronous_;
   bool several_ = false;
-  std::uint32_t next_number_ = 1;
+  std::uint64_t next_number_; ///< Past 2^32 - 1: no number is left (create throws).
   HappensBefore order_;
-  std::vector<StreamHandle> handles_;           ///< Per slot; null when free.
-  std::vector<std::uint32_t> number_;           ///< Per slot: the live stream's number.
-  std::vector<std::uint32_t> slot_of_{1};       ///< Per number ever made: slot + 1, 0 if destroyed.
+  std::vector<StreamHandle> handles_; ///< Per slot; null when free.
+  std::vector<std::uint32_t> number_; ///< Per slot: the live stream's number.
+  /// Live streams by number modulo its size, the default stream's entry
+  /// first. Bounded memory: it was one entry per stream ever made, so a
+  /// runtime making a stream per request grew by 4 bytes a create forever.
+  /// An entry names the oldest live stream of its residue; a younger one
+  /// sharing it (only when a stream 128 or more creates older is still
+  /// live) is found by find_slot's scan of at most max_streams slots, and
+  /// takes the entry when the older one is destroyed.
+  std::array<NumberEntry, number_table_size> by_number_{NumberEntry{0, 1}};
   std::vector<detail::Fifo<Pin>> pins_;         ///< Per slot, oldest first.
   std::vector<detail::Fifo<Tracker>> trackers_; ///< Per slot: kept events, oldest first.
   StreamStats stats_;
