@@ -223,7 +223,8 @@ class Device {
   /// The stream every call without one runs on.
   [[nodiscard]] StreamId default_stream() const noexcept { return streams_.default_stream(); }
   /// A new stream, made by the backend (O1). Throws Exception when the
-  /// backend cannot make one, or when StreamTable::max_streams are live.
+  /// backend cannot make one, when StreamTable::max_streams are live, or
+  /// once 2^32 - 1 streams were made (numbers are never reused).
   /// The first waits for the default stream's queued work: a Device with
   /// one stream orders nothing and so records nothing to order by.
   [[nodiscard]] StreamId create_stream();
