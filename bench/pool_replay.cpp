@@ -3,7 +3,8 @@
 // GPU (issue 12). bench/gpu/trace_replay.cpp replays the same traces on a
 // GPU against cudaMalloc, cudaMallocAsync and PyTorch's allocator.
 //
-//   pool_replay [--plots DIR] [--repeat N] [--markdown FILE] TRACE...
+//   pool_replay [--plots DIR] [--repeat N] [--markdown FILE]
+//               [--address-space GIB] TRACE...
 //
 // For each trace (bench/replay/trace.hpp reads it), two configurations of
 // the pool, each on a CountingStorage over its own HostStorage:
@@ -37,6 +38,12 @@
 // its cost lands on the next allocate — as in a program. Memory is never
 // touched (the pool does not touch what it hands out), so RSS stays small
 // whatever the trace's footprint. Build Release (cmake --preset release).
+//
+// --address-space GIB sets MemoryConfig::arena_address_space (default 256
+// GiB). For valgrind, which cannot reserve the default's two 256 GiB ranges:
+// at 32 the 30 traces place every block as at the default (each peak and
+// storage call count equal; bench/RESULTS.md, pool20), so callgrind counts
+// the replay the table times.
 #include <taintpool/error_graph.hpp>
 #include <taintpool/pool/counting_storage.hpp>
 #include <taintpool/pool/host_storage.hpp>
@@ -145,7 +152,8 @@ void drop_all(std::vector<Allocation>& live) {
   }
 }
 
-Result run(const Trace& trace, const std::string& allocator, bool virtual_memory, int repeat) {
+Result run(const Trace& trace, const std::string& allocator, bool virtual_memory, int repeat,
+           const MemoryConfig& config) {
   Result result;
   result.allocator = allocator;
   HostStorageOptions options;
@@ -155,7 +163,7 @@ Result run(const Trace& trace, const std::string& allocator, bool virtual_memory
     HostStorage host(options);
     CountingStorage counting(host);
     ErrorGraph graph;
-    MemoryManager memory(counting, graph, MemoryConfig{});
+    MemoryManager memory(counting, graph, config);
     std::vector<Allocation> live(trace.slots);
     result.timeline.allocator = allocator;
     result.timeline.in_use = trace.in_use;
@@ -168,7 +176,7 @@ Result run(const Trace& trace, const std::string& allocator, bool virtual_memory
   HostStorage host(options);
   CountingStorage counting(host);
   ErrorGraph graph;
-  MemoryManager memory(counting, graph, MemoryConfig{});
+  MemoryManager memory(counting, graph, config);
   std::vector<Allocation> live(trace.slots);
   SteadyCalls steady;
   result.cold_ns = replay_once(trace, memory, live, counting, &steady, nullptr);
@@ -201,6 +209,7 @@ int main(int argc, char** argv) {
   std::string plots;
   std::string markdown;
   int repeat = 5;
+  MemoryConfig config;
   std::vector<std::string> paths;
   for (int at = 1; at < argc; ++at) {
     const std::string arg = argv[at];
@@ -210,8 +219,11 @@ int main(int argc, char** argv) {
       markdown = argv[++at];
     } else if (arg == "--repeat" && at + 1 < argc) {
       repeat = std::max(1, std::atoi(argv[++at]));
+    } else if (arg == "--address-space" && at + 1 < argc) {
+      config.arena_address_space = std::strtoull(argv[++at], nullptr, 10) << 30;
     } else if (arg == "-h" || arg == "--help") {
-      std::cout << "usage: pool_replay [--plots DIR] [--repeat N] [--markdown FILE] TRACE...\n";
+      std::cout << "usage: pool_replay [--plots DIR] [--repeat N] [--markdown FILE] "
+                   "[--address-space GIB] TRACE...\n";
       return 0;
     } else {
       paths.push_back(arg);
@@ -238,8 +250,8 @@ int main(int argc, char** argv) {
     }
     std::vector<Timeline> timelines;
     for (const bool virtual_memory : {true, false}) {
-      const Result result =
-          run(trace, virtual_memory ? "taintpool" : "taintpool, pages", virtual_memory, repeat);
+      const Result result = run(trace, virtual_memory ? "taintpool" : "taintpool, pages",
+                                virtual_memory, repeat, config);
       const double ratio =
           static_cast<double>(result.peak_reserved) / static_cast<double>(trace.peak_in_use);
       const double ratio_all =

@@ -194,6 +194,39 @@ TEST(PoolRecentList, P2_OnlyAParkedSliceOfExactlyTheRequestedExtentIsServedFromT
   }
 }
 
+TEST_F(PoolTest, P2_TheArenaParksOnlyTheNewestFreedSliceAndMergesTheOneFreedBeforeIt) {
+  // The arena, a best-fit pool, keeps one freed slice unmerged for a
+  // request of exactly its extent (pools.hpp, SlicedPool); a release that
+  // finds one parked merges it and parks itself in its place. Twelve rounds,
+  // more than the good-fit pools' ring has slots: each frees two arena
+  // buffers walled in by live ones. The second is served back to a request
+  // of its extent; the first was merged into free space, where the best
+  // fit finds it (its hole fits exactly); and the recent list's every slot
+  // matches its slice (check_invariants compares extents and tags).
+  std::vector<Allocation> kept;
+  const auto data = [&](const Allocation& allocation) {
+    return memory->resolve(allocation.whole()).data;
+  };
+  for (int round = 0; round < 12; ++round) {
+    Allocation first = memory->allocate(40 << 10);
+    kept.push_back(memory->allocate(20 << 10)); // the walls
+    Allocation second = memory->allocate(60 << 10);
+    kept.push_back(memory->allocate(20 << 10));
+    const std::byte* const first_at = data(first);
+    const std::byte* const second_at = data(second);
+    first.reset();
+    memory->sweep(); // parked
+    second.reset();
+    memory->sweep(); // parked in its place; the first merged
+    memory->check_invariants();
+    kept.push_back(memory->allocate(60 << 10));
+    EXPECT_EQ(data(kept.back()), second_at) << "round " << round << ": the parked slice";
+    kept.push_back(memory->allocate(40 << 10));
+    EXPECT_EQ(data(kept.back()), first_at) << "round " << round << ": the merged hole";
+    memory->check_invariants();
+  }
+}
+
 /// The arena's address of an allocation, as an offset from `base`.
 std::uint64_t offset_of(MemoryManager& memory, const Allocation& allocation,
                         const std::byte* base) {

@@ -329,15 +329,15 @@ void SlicedPool::release(Slice* slice) noexcept {
   if (recent_count_ == kept_) {
     const std::uint32_t slot = recent_oldest_;
     Slice* oldest = recent_[slot];
-    recent_oldest_ = recent_slot(1);
-    // The newest slot: with the full eight, the one just vacated, which the
-    // new slice takes over whole (one tag update, not two); with one kept
-    // (best fit), the next one, so the vacated one is emptied.
-    const std::uint32_t newest = recent_slot(recent_count_ - 1);
-    if (newest != slot) {
-      set_recent(slot, nullptr, 0);
+    // The new slice takes the vacated slot over whole (one tag update, not
+    // two). A full ring of kept_recent moves on by one, which makes that
+    // slot the newest; a best-fit pool's ring of one stays where it is
+    // (moving it on, as it did, cost a second update to empty the old
+    // slot: an arena release that finds a slice parked, pool20).
+    if (kept_ != 1) {
+      recent_oldest_ = recent_slot(1);
     }
-    set_recent(newest, slice, slice->extent);
+    set_recent(slot, slice, slice->extent);
     // No hint here for what merging the next oldest will unfile (its free
     // neighbours' bin links): g++ had deleted such a call as pure, and
     // forced inline it cost 45 instructions and ~12 ns a pair at N = 10^3
