@@ -165,11 +165,16 @@ class LaunchPlan {
         : block_(std::exchange(other.block_, nullptr))
         , capacity_(std::exchange(other.capacity_, 0))
         , size_(std::exchange(other.size_, 0)) {}
-    /// By value: a copy is made (and may throw) before anything here changes.
-    Arrays& operator=(Arrays other) noexcept {
-      std::swap(block_, other.block_);
-      std::swap(capacity_, other.capacity_);
-      std::swap(size_, other.size_);
+    /// The copy is made (and may throw) before anything here changes.
+    Arrays& operator=(const Arrays& other) {
+      Arrays copy(other);
+      return *this = std::move(copy);
+    }
+    Arrays& operator=(Arrays&& other) noexcept {
+      Arrays taken(std::move(other));
+      std::swap(block_, taken.block_);
+      std::swap(capacity_, taken.capacity_);
+      std::swap(size_, taken.size_);
       return *this;
     }
     ~Arrays() {
@@ -214,6 +219,7 @@ class LaunchPlan {
       return round_up(bound_at(count) + count * sizeof(BoundBuffer), alignof(Taint*));
     }
     static constexpr std::size_t accesses_at(std::size_t count) noexcept {
+      // NOLINTNEXTLINE(bugprone-sizeof-expression): the array holds pointers.
       return round_up(taints_at(count) + count * sizeof(Taint*), alignof(StreamAccess));
     }
     static constexpr std::size_t block_size(std::size_t count) noexcept {
