@@ -677,10 +677,7 @@ Device::launch_plain(std::uint32_t slot, std::string_view kernel, std::span<cons
     // host-plan launch so, 338 with `&&`, 334-335 with an unsigned
     // accumulator).
     bool clean = true;
-    // The taints are one array, reads then writes: the two views meet.
-    const std::span<Taint* const> taints(plan->read_taints_.data(),
-                                         plan->read_taints_.size() + plan->write_taints_.size());
-    for (const Taint* taint : taints) {
+    for (const Taint* taint : plan->taints_) {
       clean = static_cast<bool>(static_cast<unsigned>(clean) &
                                 static_cast<unsigned>(taint->is_clean()));
     }

@@ -118,6 +118,7 @@ class LaunchPlan {
     std::swap(write_bindings_, other.write_bindings_);
     std::swap(read_taints_, other.read_taints_);
     std::swap(write_taints_, other.write_taints_);
+    std::swap(taints_, other.taints_);
     std::swap(read_accesses_, other.read_accesses_);
     std::swap(write_accesses_, other.write_accesses_);
     std::swap(context_, other.context_);
@@ -133,6 +134,7 @@ class LaunchPlan {
     write_bindings_ = {arrays.bindings() + reads, writes};
     read_taints_ = {arrays.taints(), reads};
     write_taints_ = {arrays.taints() + reads, writes};
+    taints_ = {arrays.taints(), reads + writes};
     read_accesses_ = {arrays.accesses(), reads};
     write_accesses_ = {arrays.accesses() + reads, writes};
     context_ = KernelContext(0, {}, {arrays.bound(), reads}, {arrays.bound() + reads, writes},
@@ -269,6 +271,9 @@ class LaunchPlan {
   std::span<const Binding> write_bindings_;
   std::span<Taint* const> read_taints_;
   std::span<Taint* const> write_taints_;
+  /// Every taint, reads then writes: what a launch checks first, in one
+  /// pass (Device::launch_plain), read as the vector's ends were.
+  std::span<Taint* const> taints_;
   std::span<const StreamAccess> read_accesses_;
   std::span<const StreamAccess> write_accesses_;
   /// The body's context but for the launch's number and name: the bound
