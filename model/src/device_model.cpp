@@ -755,7 +755,7 @@ void DeviceModel::race_outputs(std::uint64_t launch, std::string_view kernel,
   // planned first), with bytes inside it.
   bool ok = false;
   const RaceKind first = read_race ? RaceKind::read_after_write : RaceKind::write_after_write;
-  const std::optional<Error>& core = context.core_error;
+  const Error* const core = context.core_error;
   for (const RaceFinding& race : context.races) {
     if (!core || race.kind != first) {
       continue;
@@ -777,10 +777,10 @@ void DeviceModel::race_outputs(std::uint64_t launch, std::string_view kernel,
       break;
     }
   }
-  Error error = Error::race("(core's wording)");
-  if (ok) {
-    error = *core;
-  } else {
+  // Core's own error when its wording passed: copied once, not made and
+  // then overwritten (issue 13).
+  Error error = ok ? *core : Error::race("(core's wording)");
+  if (!ok) {
     out.race_wording.push_back("the Race failure of launch " + std::to_string(launch) + " reads {" +
                                (core ? to_string(*core) : std::string("no error")) +
                                "}, naming none of the conflicts the model found");

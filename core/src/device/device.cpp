@@ -677,7 +677,7 @@ Device::launch_plain(std::uint32_t slot, std::string_view kernel, std::span<cons
     // host-plan launch so, 338 with `&&`, 334-335 with an unsigned
     // accumulator).
     bool clean = true;
-    for (const Taint* taint : plan->owned_.taints) {
+    for (const Taint* taint : plan->taints_) {
       clean = static_cast<bool>(static_cast<unsigned>(clean) &
                                 static_cast<unsigned>(taint->is_clean()));
     }
@@ -865,23 +865,12 @@ LaunchPlan Device::plan(StreamId stream, std::span<const Binding> reads,
   owned.stream = stream;
   owned.reads = reads.size();
   const std::size_t count = reads.size() + writes.size();
-  owned.bindings.reserve(count);
-  owned.bindings.insert(owned.bindings.end(), reads.begin(), reads.end());
-  owned.bindings.insert(owned.bindings.end(), writes.begin(), writes.end());
-  owned.bound.reserve(count);
-  owned.taints.reserve(count);
-  owned.accesses.reserve(count);
-  owned.held.reserve(count);
+  owned.arrays = LaunchPlan::Arrays(count); // One block for every array (launch_plan.hpp).
   for (std::size_t index = 0; index < count; ++index) {
-    const Binding& binding = owned.bindings[index];
+    const Binding& binding = index < reads.size() ? reads[index] : writes[index - reads.size()];
     // P3, as a launch checks it: NotFound or InvalidBinding, nothing held
     // (`made` and its handles go with the exception).
     const BoundBytes bytes = memory_.resolve_swept(binding);
-    owned.bound.push_back(
-        BoundBuffer{binding.allocation, binding.range, bytes.data + binding.range.begin()});
-    owned.taints.push_back(bytes.taint);
-    owned.accesses.push_back(
-        StreamAccess{binding.allocation, binding.range, bytes.size, bytes.lane});
     (index < owned.reads ? owned.reads_cross : owned.writes_cross) |= bytes.lane != slot;
     // Empty only when the last handle went (on another thread) since the
     // sweep: the allocation is ending, as a launch a moment later would
@@ -891,7 +880,10 @@ LaunchPlan Device::plan(StreamId stream, std::span<const Binding> reads,
       throw Exception(Error::not_found(to_string(binding.allocation) +
                                        " no longer exists: its last handle was dropped"));
     }
-    owned.held.push_back(std::move(held));
+    owned.arrays.add(
+        binding, BoundBuffer{binding.allocation, binding.range, bytes.data + binding.range.begin()},
+        bytes.taint, StreamAccess{binding.allocation, binding.range, bytes.size, bytes.lane},
+        std::move(held));
   }
   made.derive(KernelContext(0, {}, {}, {}, backend_.backend_data(), streams_.id(slot),
                             streams_.handle(slot)));

@@ -37,8 +37,9 @@
 // InvalidBinding, nothing held), so a plan that exists binds only valid
 // ranges of live buffers.
 //
-// Cost: building one allocates its arrays and takes a handle per binding
-// (one atomic each); launching through it allocates nothing (G10) and
+// Cost: building one allocates its arrays — one heap block for all five
+// (Arrays, below) — and takes a handle per binding (one atomic each);
+// launching through it allocates nothing (G10) and
 // touches no handle: on HostBackend, 2 reads and 1 write, 268 instructions
 // per launch() (bench/RESULTS.md, launch9). Copies share the handles and
 // make their own views; moved-from and
@@ -59,10 +60,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <new>
 #include <span>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
 namespace taintpool {
 
@@ -73,8 +75,9 @@ class LaunchPlan {
  public:
   /// Binds nothing; launching through it is std::invalid_argument.
   LaunchPlan() = default;
-  /// Shares the handles (one atomic increment per binding); the views
-  /// below are made again over the copy's own arrays. Everything the plan
+  /// Shares the handles (one atomic increment per binding) and copies the
+  /// arrays into one block of its own; the views below are made again over
+  /// it. Everything the plan
   /// owns is one member (Owned), so the compiler copies it whole: a field
   /// added there cannot be left out of a copy or a swap.
   LaunchPlan(const LaunchPlan& other)
@@ -108,13 +111,14 @@ class LaunchPlan {
   friend class Device;
 
   void swap(LaunchPlan& other) noexcept {
-    // The views point into the arrays' heap blocks, which moving the
-    // vectors hands over without moving them: they go along with them.
+    // The views point into the arrays' heap block, which moving the
+    // arrays hands over without moving it: they go along with it.
     std::swap(owned_, other.owned_);
     std::swap(read_bindings_, other.read_bindings_);
     std::swap(write_bindings_, other.write_bindings_);
     std::swap(read_taints_, other.read_taints_);
     std::swap(write_taints_, other.write_taints_);
+    std::swap(taints_, other.taints_);
     std::swap(read_accesses_, other.read_accesses_);
     std::swap(write_accesses_, other.write_accesses_);
     std::swap(context_, other.context_);
@@ -123,18 +127,124 @@ class LaunchPlan {
   /// Makes the views below over this plan's arrays; `made` gives the
   /// context's Device-side parts (backend data, stream and its handle).
   void derive(const KernelContext& made) noexcept {
+    const Arrays& arrays = owned_.arrays;
     const std::size_t reads = owned_.reads;
-    const std::size_t writes = owned_.bindings.size() - reads;
-    read_bindings_ = {owned_.bindings.data(), reads};
-    write_bindings_ = {owned_.bindings.data() + reads, writes};
-    read_taints_ = {owned_.taints.data(), reads};
-    write_taints_ = {owned_.taints.data() + reads, writes};
-    read_accesses_ = {owned_.accesses.data(), reads};
-    write_accesses_ = {owned_.accesses.data() + reads, writes};
-    context_ =
-        KernelContext(0, {}, {owned_.bound.data(), reads}, {owned_.bound.data() + reads, writes},
-                      made.backend_data(), made.stream(), made.stream_handle());
+    const std::size_t writes = arrays.size() - reads;
+    read_bindings_ = {arrays.bindings(), reads};
+    write_bindings_ = {arrays.bindings() + reads, writes};
+    read_taints_ = {arrays.taints(), reads};
+    write_taints_ = {arrays.taints() + reads, writes};
+    taints_ = {arrays.taints(), reads + writes};
+    read_accesses_ = {arrays.accesses(), reads};
+    write_accesses_ = {arrays.accesses() + reads, writes};
+    context_ = KernelContext(0, {}, {arrays.bound(), reads}, {arrays.bound() + reads, writes},
+                             made.backend_data(), made.stream(), made.stream_handle());
   }
+
+  /// The plan's five arrays, one entry per binding (the reads, then the
+  /// writes), in one heap block: five vectors cost a plan five allocations,
+  /// and under ASan each records a stack (issue 13; issue 11, item 7). The
+  /// handles lead the block, the plain arrays follow, each on its own
+  /// type's alignment (all of them at most operator new's). Copying makes
+  /// a block of its own and shares the handles (Allocation's copy is
+  /// noexcept: only the block can fail, and then nothing was made); moving
+  /// hands the block over, so views into it stay valid (LaunchPlan::swap).
+  class Arrays {
+   public:
+    Arrays() = default;
+    /// Room for `count` entries, none made yet: add() makes them.
+    explicit Arrays(std::size_t count)
+        : block_(count == 0 ? nullptr : ::operator new(block_size(count)))
+        , capacity_(count) {}
+    Arrays(const Arrays& other)
+        : Arrays(other.size_) {
+      for (std::size_t at = 0; at < other.size_; ++at) {
+        add(other.bindings()[at], other.bound()[at], other.taints()[at], other.accesses()[at],
+            other.held()[at]);
+      }
+    }
+    Arrays(Arrays&& other) noexcept
+        : block_(std::exchange(other.block_, nullptr))
+        , capacity_(std::exchange(other.capacity_, 0))
+        , size_(std::exchange(other.size_, 0)) {}
+    /// The copy is made (and may throw) before anything here changes.
+    Arrays& operator=(const Arrays& other) {
+      Arrays copy(other);
+      return *this = std::move(copy);
+    }
+    Arrays& operator=(Arrays&& other) noexcept {
+      Arrays taken(std::move(other));
+      std::swap(block_, taken.block_);
+      std::swap(capacity_, taken.capacity_);
+      std::swap(size_, taken.size_);
+      return *this;
+    }
+    ~Arrays() {
+      std::destroy_n(held(), size_);
+      ::operator delete(block_);
+    }
+
+    /// Makes the next entry; there must be room (the count given above).
+    void add(const Binding& binding, const BoundBuffer& bound, Taint* taint,
+             const StreamAccess& access, Allocation handle) noexcept {
+      std::construct_at(bindings() + size_, binding);
+      std::construct_at(this->bound() + size_, bound);
+      std::construct_at(taints() + size_, taint);
+      std::construct_at(accesses() + size_, access);
+      std::construct_at(held() + size_, std::move(handle));
+      ++size_;
+    }
+
+    [[nodiscard]] std::size_t size() const noexcept { return size_; }
+    [[nodiscard]] Allocation* held() const noexcept { return at<Allocation>(0); }
+    [[nodiscard]] Binding* bindings() const noexcept { return at<Binding>(bindings_at(capacity_)); }
+    [[nodiscard]] BoundBuffer* bound() const noexcept {
+      return at<BoundBuffer>(bound_at(capacity_));
+    }
+    [[nodiscard]] Taint** taints() const noexcept { return at<Taint*>(taints_at(capacity_)); }
+    [[nodiscard]] StreamAccess* accesses() const noexcept {
+      return at<StreamAccess>(accesses_at(capacity_));
+    }
+
+   private:
+    // Where each array starts in a block of `count` entries, and its size.
+    static constexpr std::size_t round_up(std::size_t offset, std::size_t align) noexcept {
+      return (offset + align - 1) / align * align;
+    }
+    static constexpr std::size_t bindings_at(std::size_t count) noexcept {
+      return round_up(count * sizeof(Allocation), alignof(Binding));
+    }
+    static constexpr std::size_t bound_at(std::size_t count) noexcept {
+      return round_up(bindings_at(count) + count * sizeof(Binding), alignof(BoundBuffer));
+    }
+    static constexpr std::size_t taints_at(std::size_t count) noexcept {
+      return round_up(bound_at(count) + count * sizeof(BoundBuffer), alignof(Taint*));
+    }
+    static constexpr std::size_t accesses_at(std::size_t count) noexcept {
+      // NOLINTNEXTLINE(bugprone-sizeof-expression): the array holds pointers.
+      return round_up(taints_at(count) + count * sizeof(Taint*), alignof(StreamAccess));
+    }
+    static constexpr std::size_t block_size(std::size_t count) noexcept {
+      return accesses_at(count) + count * sizeof(StreamAccess);
+    }
+    static_assert(alignof(Allocation) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__ &&
+                  alignof(Binding) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__ &&
+                  alignof(BoundBuffer) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__ &&
+                  alignof(StreamAccess) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
+    // Nothing but the handles needs destroying.
+    static_assert(std::is_trivially_destructible_v<Binding> &&
+                  std::is_trivially_destructible_v<BoundBuffer> &&
+                  std::is_trivially_destructible_v<StreamAccess>);
+
+    template <class T>
+    [[nodiscard]] T* at(std::size_t offset) const noexcept {
+      return reinterpret_cast<T*>(static_cast<std::byte*>(block_) + offset);
+    }
+
+    void* block_ = nullptr;
+    std::size_t capacity_ = 0;
+    std::size_t size_ = 0;
+  };
 
   /// What the plan owns; the views below are derived from it.
   struct Owned {
@@ -142,14 +252,12 @@ class LaunchPlan {
     /// serial, never reused: a plan outliving its Device is refused by the
     /// next one, even one built at the same address).
     StreamId stream;
-    std::size_t reads = 0; ///< Every array below: the reads, then the writes.
-    std::vector<Binding> bindings;
-    std::vector<BoundBuffer> bound;
-    std::vector<Taint*> taints;
-    std::vector<StreamAccess> accesses;
-    std::vector<Allocation> held; ///< One handle per binding: liveness (see above).
-    bool reads_cross = false;     ///< A read is homed on another stream (O2).
-    bool writes_cross = false;    ///< Likewise, an output.
+    std::size_t reads = 0; ///< Of the arrays' entries, the first `reads` are reads.
+    /// Per binding: the binding, its bound buffer, taint, access, and one
+    /// handle (liveness, see above).
+    Arrays arrays;
+    bool reads_cross = false;  ///< A read is homed on another stream (O2).
+    bool writes_cross = false; ///< Likewise, an output.
   };
   // A plan's move and swap are noexcept because moving Owned is.
   static_assert(std::is_nothrow_move_constructible_v<Owned> &&
@@ -163,6 +271,9 @@ class LaunchPlan {
   std::span<const Binding> write_bindings_;
   std::span<Taint* const> read_taints_;
   std::span<Taint* const> write_taints_;
+  /// Every taint, reads then writes: what a launch checks first, in one
+  /// pass (Device::launch_plain), read as the vector's ends were.
+  std::span<Taint* const> taints_;
   std::span<const StreamAccess> read_accesses_;
   std::span<const StreamAccess> write_accesses_;
   /// The body's context but for the launch's number and name: the bound

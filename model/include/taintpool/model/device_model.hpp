@@ -159,8 +159,9 @@ struct LaunchContext {
   std::uint32_t stream = 0;
   /// Detect mode: the unordered conflicts StreamModel::begin() found.
   std::span<const RaceFinding> races;
-  /// Core's LaunchResult::error, whose Race wording the model follows.
-  std::optional<Error> core_error;
+  /// Core's LaunchResult::error (nullptr if none), whose Race wording the
+  /// model follows. Borrowed, not copied: the result outlives the call.
+  const Error* core_error = nullptr;
   /// Core's stored error of a failure (nullptr if none), whose Race wording
   /// the model follows for write-after-read late failures.
   std::function<const Error*(FailureId)> core_failure_error;

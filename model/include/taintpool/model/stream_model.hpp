@@ -97,29 +97,43 @@
 
 namespace taintpool::model {
 
-/// A set of nodes, by number: a plain bitset that grows.
+/// A set of nodes, by number: a plain bitset that grows. Its first 64
+/// nodes are a word of its own, so a set of those (every set of a
+/// stream_fuzzer input: it makes at most 32 ops, a node each) never
+/// allocates; a vector of words had cost every node, stream and event an
+/// allocation or two (issue 13). The same bits either way.
 class NodeSet {
  public:
   [[nodiscard]] bool test(std::size_t node) const noexcept {
-    return node / 64 < words_.size() && ((words_[node / 64] >> (node % 64)) & 1u) != 0;
+    const std::size_t word = node / 64;
+    const std::uint64_t bits = word == 0 ? first_ : word <= rest_.size() ? rest_[word - 1] : 0;
+    return ((bits >> (node % 64)) & 1u) != 0;
   }
   void set(std::size_t node) {
-    if (node / 64 >= words_.size()) {
-      words_.resize(node / 64 + 1, 0);
+    const std::size_t word = node / 64;
+    const std::uint64_t bit = std::uint64_t{1} << (node % 64);
+    if (word == 0) {
+      first_ |= bit;
+      return;
     }
-    words_[node / 64] |= std::uint64_t{1} << (node % 64);
+    if (word > rest_.size()) {
+      rest_.resize(word, 0);
+    }
+    rest_[word - 1] |= bit;
   }
   void merge(const NodeSet& other) {
-    if (other.words_.size() > words_.size()) {
-      words_.resize(other.words_.size(), 0);
+    first_ |= other.first_;
+    if (other.rest_.size() > rest_.size()) {
+      rest_.resize(other.rest_.size(), 0);
     }
-    for (std::size_t at = 0; at < other.words_.size(); ++at) {
-      words_[at] |= other.words_[at];
+    for (std::size_t at = 0; at < other.rest_.size(); ++at) {
+      rest_[at] |= other.rest_[at];
     }
   }
 
  private:
-  std::vector<std::uint64_t> words_;
+  std::uint64_t first_ = 0;         ///< Nodes 0..63.
+  std::vector<std::uint64_t> rest_; ///< Word w holds nodes 64(w+1)..64(w+2)-1.
 };
 
 /// How an earlier touch conflicts with a planned binding.
@@ -223,11 +237,13 @@ class StreamModel {
   /// Pins taken so far, and held now (StreamStats::pins_taken / pins_held).
   [[nodiscard]] std::uint64_t pins_taken() const noexcept { return pins_taken_; }
   [[nodiscard]] std::uint64_t pins_held() const noexcept;
-  /// Allocations pinned by end() since the last call: one handle each.
-  [[nodiscard]] std::vector<AllocationId> take_new_pins();
+  /// Allocations pinned by end() since the last call, into `into` (its
+  /// contents replaced): one handle each. The two lists trade buffers, so
+  /// a caller that keeps `into` makes no allocation per call.
+  void take_new_pins(std::vector<AllocationId>& into);
   /// Pins let go since the last call (the host learned their work
-  /// complete): one handle each.
-  [[nodiscard]] std::vector<AllocationId> take_released_pins();
+  /// complete), into `into` as above: one handle each.
+  void take_released_pins(std::vector<AllocationId>& into);
 
   /// Events recorded and waits queued so far.
   [[nodiscard]] std::uint64_t events_recorded() const noexcept { return events_recorded_; }
@@ -303,6 +319,7 @@ class StreamModel {
   NodeSet done_;        ///< Nodes the host learned completed (each stream's own).
   NodeSet done_closed_; ///< And every node that happened before one of them.
   std::optional<Open> open_;
+  Open spare_open_; ///< The last ended launch's lists, kept for their capacity.
   std::vector<AllocationId> new_pins_;
   std::vector<AllocationId> released_pins_;
   std::uint64_t pins_taken_ = 0;

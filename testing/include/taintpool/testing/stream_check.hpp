@@ -66,9 +66,15 @@ struct StreamViolation {
 
 class StreamWatch {
  public:
+  /// The two lists get room for a fuzz input's items up front: a watch is
+  /// made per input, and growing them from empty cost each input a handful
+  /// of allocations (issue 13). Capacity only.
   explicit StreamWatch(bool detect)
       : detect_(detect)
-      , model_(detect) {}
+      , model_(detect) {
+    pending_.reserve(kFirstRoom);
+    touched_.reserve(kFirstRoom);
+  }
   StreamWatch(const StreamWatch&) = delete;
   StreamWatch& operator=(const StreamWatch&) = delete;
 
@@ -348,6 +354,7 @@ class StreamWatch {
   DeferredHostBackend* queues_ = nullptr;
   std::vector<StreamHandle> handles_; ///< By stream number; null once destroyed.
   StreamHandle last_created_ = nullptr;
+  static constexpr std::size_t kFirstRoom = 16;
   std::vector<Pending> pending_; ///< Queued, not yet run, in host order.
   std::vector<Touched> touched_; ///< Touches not known complete.
   std::vector<StreamViolation> violations_;

@@ -574,7 +574,7 @@ class StreamRig {
       context.races = races;
     }
     if (ending.how == Ending::How::returned) {
-      context.core_error = result.error;
+      context.core_error = result.error ? &*result.error : nullptr;
     }
     context.core_failure_error = [this](FailureId id) { return device_.graph().error(id); };
     return context;
@@ -763,10 +763,12 @@ class StreamRig {
 
   /// Pins the host let go of since the last call: one handle each (O3).
   void drain_pins() {
-    for (const AllocationId id : watch_.model().take_new_pins()) {
+    watch_.model().take_new_pins(pins_);
+    for (const AllocationId id : pins_) {
       model_.copy_handle(id);
     }
-    for (const AllocationId id : watch_.model().take_released_pins()) {
+    watch_.model().take_released_pins(pins_);
+    for (const AllocationId id : pins_) {
       model_.drop_handle(id);
     }
   }
@@ -797,6 +799,7 @@ class StreamRig {
   std::vector<StreamId> destroyed_;
   std::vector<Logged> log_;
   std::vector<Binding> logged_bindings_; ///< The logged ops' bindings (Logged::first).
+  std::vector<AllocationId> pins_;       ///< drain_pins()'s list, kept for its capacity.
 };
 
 inline std::string StreamRig::show(const Logged& op) const {
