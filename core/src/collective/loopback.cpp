@@ -77,7 +77,6 @@ LoopbackWorld::LoopbackWorld(int ranks) {
   }
   for (int rank = 0; rank < ranks; ++rank) {
     ranks_.push_back(std::make_unique<Rank>(*this, rank));
-    ranks_.back()->slots.reserve(kOpenSlots);
   }
   next_sequence_.assign(static_cast<std::size_t>(ranks), 0);
 }
@@ -275,6 +274,9 @@ Ticket LoopbackWorld::start(int rank, const CollectiveCall& call) {
   }
   if (!call.summary.empty()) {
     fill(started.summary, call.summary);
+  }
+  if (me.slots.capacity() == 0) {
+    me.slots.reserve(kOpenSlots); // At its first call: a world that never calls pays nothing.
   }
   started.ticket = me.next_ticket++;
   me.slots.emplace_back(started.ticket, Slot{}); // The highest ticket yet: still sorted.

@@ -120,7 +120,7 @@ class LoopbackWorld {
   /// Finished matches' lists of calls, reused likewise: a list per
   /// collective and per pair was the next allocation (issue 13).
   std::vector<std::vector<Started>> spare_calls_;
-  /// Each rank's room for open tickets, made with the world: most hold
+  /// Each rank's room for open tickets, made at its first call: most hold
   /// one or two at once, a few while verdicts are pending.
   static constexpr std::size_t kOpenSlots = 8;
   std::vector<std::byte> reduced_; ///< complete_collective's reduction, reused.
