@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
-#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -142,40 +141,8 @@ void append_allocation(std::string& text, AllocationId id) {
 
 } // namespace
 
-namespace {
-
-/// The thread's one-place store of a RanksModel's scratch (ranks_model.hpp).
-template <class Scratch>
-std::optional<Scratch>& kept_scratch() {
-  thread_local std::optional<Scratch> kept;
-  return kept;
-}
-
-} // namespace
-
 RanksModel::RanksModel(int ranks)
     : ranks_(static_cast<std::size_t>(ranks)) {
-  std::optional<Scratch>& kept = kept_scratch<Scratch>();
-  if (kept) {
-    s_ = std::move(*kept);
-    kept.reset();
-  }
-}
-
-RanksModel::~RanksModel() {
-  std::optional<Scratch>& kept = kept_scratch<Scratch>();
-  if (kept) {
-    return; // Another model's already: this one's is freed.
-  }
-  // Only flat capacity is kept: what owns memory below it would be freed
-  // by a later input's refill, or look leaked to a fuzzer counting a run's
-  // allocations against its frees.
-  for (Contribution& contribution : s_.contributions) {
-    contribution.texts.clear(); // The strings, freed; the list's room, kept.
-    contribution.report.reset();
-  }
-  s_.plan.fed_error.reset();
-  kept.emplace(std::move(s_));
 }
 
 std::string RanksModel::root_line(const Report& report) {
@@ -344,16 +311,16 @@ void RanksModel::collective(const Collective& collective, std::vector<Expected>&
 
   // 2. Every contribution, as it was when its rank called (a call per
   //    rank: the harness makes one).
-  s_.contributions.resize(ranks_.size());
-  s_.contributed.assign(ranks_.size(), 0);
+  contributions_.resize(ranks_.size());
+  contributed_.assign(ranks_.size(), 0);
   for (const Call& call : collective.calls) {
     if (call.send) {
       const auto index = static_cast<std::size_t>(call.rank);
-      if (s_.contributed.at(index) != 0) {
+      if (contributed_.at(index) != 0) {
         continue; // The first call's, as a map's emplace kept it.
       }
-      contribution_of(call.rank, *call.send, collective.type, s_.contributions[index]);
-      s_.contributed[index] = 1;
+      contribution_of(call.rank, *call.send, collective.type, contributions_[index]);
+      contributed_[index] = 1;
     }
   }
 
@@ -371,7 +338,7 @@ void RanksModel::collective(const Collective& collective, std::vector<Expected>&
     const int me = call.rank;
     const bool immediate = at + 1 == collective.calls.size(); // It completes the collective.
     // The plan, refilled: exchange() reads it and keeps none of it.
-    DeviceModel::ExchangePlan& plan = s_.plan;
+    DeviceModel::ExchangePlan& plan = plan_;
     plan.values.resize(1);
     plan.carried.clear();
     plan.fed.clear();
@@ -382,11 +349,11 @@ void RanksModel::collective(const Collective& collective, std::vector<Expected>&
       const std::uint64_t size = call.recv->range.size();
       std::vector<std::optional<std::uint8_t>>& values = plan.values.front();
       values.assign(size, std::nullopt);
-      std::vector<bool>& fed = s_.fed;
+      std::vector<bool>& fed = fed_;
       fed.assign(size, false);
       // (source, root entry) pairs, sorted and made distinct below: the
       // order a std::set gave, without a node per pair.
-      std::vector<std::pair<int, std::size_t>>& cited = s_.cited;
+      std::vector<std::pair<int, std::size_t>>& cited = cited_;
       cited.clear();
       // Own stale pieces that reach the output, by piece number (below
       // kMaxPieces): flags, not a list to search, grow and sort per call.
@@ -424,9 +391,9 @@ void RanksModel::collective(const Collective& collective, std::vector<Expected>&
       // computed from, if any (a rank's contribution reaches a byte at most
       // once); kNoPiece otherwise.
       constexpr std::uint64_t kNoPiece = ~std::uint64_t{0};
-      std::vector<std::uint64_t>& own_piece = s_.own_piece;
+      std::vector<std::uint64_t>& own_piece = own_piece_;
       own_piece.assign(size, kNoPiece);
-      std::vector<std::pair<int, std::uint64_t>>& from = s_.from;
+      std::vector<std::pair<int, std::uint64_t>>& from = from_;
       for (std::uint64_t byte = 0; byte < size; ++byte) {
         sources(byte, from);
         // Values: the reduction in rank order, or the copy.
@@ -479,34 +446,22 @@ void RanksModel::collective(const Collective& collective, std::vector<Expected>&
         }
       }
       // Carried: own stale pieces in ascending order, each its bytes.
-      const Contribution* mine = static_cast<std::size_t>(me) < s_.contributed.size() &&
-                                         s_.contributed[static_cast<std::size_t>(me)] != 0
-                                     ? &s_.contributions[static_cast<std::size_t>(me)]
+      const Contribution* mine = static_cast<std::size_t>(me) < contributed_.size() &&
+                                         contributed_[static_cast<std::size_t>(me)] != 0
+                                     ? &contributions_[static_cast<std::size_t>(me)]
                                      : nullptr;
-      // The maximal runs of bytes from one own stale piece, in one pass over
-      // the output, then ordered by piece (by byte within one): the same
-      // list as a pass per stale piece made, which swept the output up to
-      // 64 times per call (issue 13).
-      std::vector<std::pair<std::uint64_t, ByteRange>>& runs = s_.runs;
-      runs.clear();
-      for (std::uint64_t byte = 0; byte < size;) {
-        const std::uint64_t piece = own_piece[byte];
-        std::uint64_t end = byte + 1;
-        while (end < size && own_piece[end] == piece) {
-          ++end;
+      plan.carried.reserve(
+          static_cast<std::size_t>(std::count(own_pieces.begin(), own_pieces.end(), true)));
+      for (std::uint64_t piece = 0; piece < kMaxPieces; ++piece) {
+        if (!own_pieces[piece]) {
+          continue;
         }
-        if (piece != kNoPiece && own_pieces.at(piece)) {
-          runs.emplace_back(piece, ByteRange::of(byte, end));
-        }
-        byte = end;
-      }
-      std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) {
-        return a.first != b.first ? a.first < b.first : a.second.begin() < b.second.begin();
-      });
-      plan.carried.reserve(runs.size());
-      for (const auto& [piece, range] : runs) {
-        plan.carried.emplace_back(range, FailureId::from_raw(mine->piece_root[piece]));
-        stale_bytes += range.size();
+        for_each_run(
+            size, [&](std::uint64_t byte) { return own_piece[byte] == piece; },
+            [&](ByteRange range) {
+              plan.carried.emplace_back(range, FailureId::from_raw(mine->piece_root[piece]));
+              stale_bytes += range.size();
+            });
       }
       for_each_run(
           size, [&](std::uint64_t byte) { return static_cast<bool>(fed[byte]); },
@@ -518,7 +473,7 @@ void RanksModel::collective(const Collective& collective, std::vector<Expected>&
         cited.erase(std::unique(cited.begin(), cited.end()), cited.end());
         // Appended in place into a kept buffer (operator+ made a temporary
         // per piece; issue 13); the Error below copies it.
-        std::string& message = s_.message;
+        std::string& message = message_;
         message.assign("fed stale bytes from ");
         int listed = 0;
         int unlisted = 0;
@@ -566,7 +521,7 @@ void RanksModel::collective(const Collective& collective, std::vector<Expected>&
         }
       }
     }
-    std::string& kernel = s_.kernel;
+    std::string& kernel = kernel_;
     kernel.assign(name(call.kind));
     kernel += '(';
     kernel += collective.name;

@@ -51,13 +51,6 @@ class RanksModel {
  public:
   /// `ranks` fresh DeviceModels.
   explicit RanksModel(int ranks);
-  /// Hands the scratch's capacity on to the next RanksModel made in this
-  /// thread (see Scratch).
-  ~RanksModel();
-  RanksModel(const RanksModel&) = default;
-  RanksModel& operator=(const RanksModel&) = default;
-  RanksModel(RanksModel&&) = default;
-  RanksModel& operator=(RanksModel&&) = default;
 
   [[nodiscard]] int size() const noexcept { return static_cast<int>(ranks_.size()); }
   [[nodiscard]] DeviceModel& rank(int rank) { return ranks_.at(static_cast<std::size_t>(rank)); }
@@ -140,42 +133,28 @@ class RanksModel {
   /// source of every output byte.
   [[nodiscard]] const Contribution& contribution(int rank) const {
     const auto index = static_cast<std::size_t>(rank);
-    if (index >= s_.contributed.size() || s_.contributed[index] == 0) {
+    if (index >= contributed_.size() || contributed_[index] == 0) {
       no_contribution(rank);
     }
-    return s_.contributions[index];
+    return contributions_[index];
   }
   [[noreturn]] static void no_contribution(int rank);
 
   std::vector<DeviceModel> ranks_;
 
-  /// Scratch for collective(), kept from one call to the next (issue 13:
-  /// rebuilt per call, these were a fifth of collective_fuzzer's
-  /// allocations). Every call refills every element it reads, so only
-  /// capacity survives a call; what collective() returns never points here.
-  ///
-  /// And from one RanksModel to the next: a fuzzer makes one per input, and
-  /// each grew these again from nothing — the per-byte vectors a dozen
-  /// allocations per rank per input (issue 13). The destructor leaves its
-  /// scratch in a one-place store of the thread, emptied of what owns
-  /// memory below its vectors (root texts, reports, errors), and the next
-  /// RanksModel the thread makes takes it; one made while another lives (a
-  /// fuzzer's describing re-run) finds the store empty and starts bare.
-  /// What the store holds is capacity only, bounded by the largest
-  /// collective seen; it is freed when the thread ends.
-  struct Scratch {
-    std::vector<Contribution> contributions; ///< Per rank.
-    std::vector<std::uint8_t> contributed;   ///< Per rank: whether it sent this time.
-    DeviceModel::ExchangePlan plan;
-    std::vector<bool> fed;                                 ///< Per output byte.
-    std::vector<std::uint64_t> own_piece;                  ///< Per output byte.
-    std::vector<std::pair<int, std::uint64_t>> from;       ///< One byte's sources.
-    std::vector<std::pair<int, std::size_t>> cited;        ///< (source, root entry).
-    std::vector<std::pair<std::uint64_t, ByteRange>> runs; ///< Own stale runs: (piece, bytes).
-    std::string kernel;
-    std::string message; ///< A fed call's message, before its Error copies it.
-  };
-  Scratch s_;
+  // Scratch for collective(), kept from one call to the next (issue 13:
+  // rebuilt per call, these were a fifth of collective_fuzzer's
+  // allocations). Every call refills every element it reads, so only
+  // capacity survives a call; what collective() returns never points here.
+  std::vector<Contribution> contributions_; ///< Per rank.
+  std::vector<std::uint8_t> contributed_;   ///< Per rank: whether it sent this time.
+  DeviceModel::ExchangePlan plan_;
+  std::vector<bool> fed_;                           ///< Per output byte.
+  std::vector<std::uint64_t> own_piece_;            ///< Per output byte.
+  std::vector<std::pair<int, std::uint64_t>> from_; ///< One byte's sources.
+  std::vector<std::pair<int, std::size_t>> cited_;  ///< (source, root entry).
+  std::string kernel_;
+  std::string message_; ///< A fed call's message, before its Error copies it.
 };
 
 } // namespace taintpool::model
