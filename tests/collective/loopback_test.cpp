@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -471,6 +472,78 @@ TEST(Loopback, C3_CallsAfterReleasedOnesLandExactlyTheirOwnBytesAndSummaries) {
     world.rank(1).release(recv_ticket);
   }
   EXPECT_EQ(world.waiting(), 0u);
+}
+
+TEST(Loopback, C5_TicketsReleasedOutOfOrderLeaveEveryOpenTicketsVerdictAndSummariesIntact) {
+  // A rank's open tickets are kept sorted by ticket (loopback.hpp): a
+  // release from the middle, or a ticket that never existed, must not
+  // disturb the state of any other open ticket — and a span of summaries
+  // read before a release still holds its bytes after it.
+  LoopbackWorld world(2);
+  constexpr int kCalls = 12; // Past the room each rank starts with.
+  std::array<std::vector<std::byte>, kCalls> send;
+  std::array<std::vector<std::byte>, kCalls> recv;
+  std::array<std::vector<std::byte>, kCalls> summary;
+  std::array<Ticket, kCalls> mine{};
+  for (int index = 0; index < kCalls; ++index) {
+    const auto at = static_cast<std::size_t>(index);
+    send[at].assign(4, static_cast<std::byte>(index));
+    recv[at].assign(4, std::byte{0});
+    summary[at].assign(3 + at, static_cast<std::byte>(0x40 + index));
+    CollectiveCall call =
+        call_of(CollectiveKind::all_gather, &send[at], &recv[at], 2, DataType::u8);
+    call.summary = summary[at];
+    mine[at] = world.rank(0).start(call); // Rank 1 has not called: all stay open.
+  }
+  EXPECT_EQ(world.waiting(), static_cast<std::size_t>(kCalls));
+  // Release every third ticket, newest first, and one that never was.
+  for (int index = kCalls - 1; index >= 0; index -= 3) {
+    world.rank(0).release(mine[static_cast<std::size_t>(index)]);
+  }
+  world.rank(0).release(mine.back() + 100);
+  // Rank 1 calls: every collective completes, released ones included.
+  std::array<std::vector<std::byte>, kCalls> other_recv;
+  for (int index = 0; index < kCalls; ++index) {
+    const auto at = static_cast<std::size_t>(index);
+    other_recv[at].assign(4, std::byte{0});
+    const std::vector<std::byte> payload(2, static_cast<std::byte>(0x80 + index));
+    CollectiveCall call =
+        call_of(CollectiveKind::all_gather, &payload, &other_recv[at], 2, DataType::u8);
+    const Ticket theirs = world.rank(1).start(call);
+    EXPECT_TRUE(world.rank(1).landed(theirs));
+    world.rank(1).release(theirs);
+  }
+  EXPECT_EQ(world.waiting(), 0u);
+  std::vector<std::span<const std::byte>> held;
+  for (int index = 0; index < kCalls; ++index) {
+    const auto at = static_cast<std::size_t>(index);
+    const Ticket ticket = mine[at];
+    EXPECT_TRUE(world.rank(0).landed(ticket)) << index;
+    EXPECT_FALSE(world.rank(0).failure(ticket)) << index;
+    const auto got = world.rank(0).summaries(ticket);
+    if ((kCalls - 1 - index) % 3 == 0) {
+      EXPECT_TRUE(got.empty()) << "released " << index;
+      continue;
+    }
+    // Rank 0's summary, then rank 1's (none).
+    EXPECT_EQ(std::vector<std::byte>(got.begin(), got.end()), summary[at]) << index;
+    held.push_back(got);
+  }
+  // Release the rest oldest first; each span read above still holds its
+  // ticket's bytes until that ticket goes.
+  std::size_t next = 0;
+  for (int index = 0; index < kCalls; ++index) {
+    const auto at = static_cast<std::size_t>(index);
+    if ((kCalls - 1 - index) % 3 == 0) {
+      continue;
+    }
+    EXPECT_EQ(std::vector<std::byte>(held[next].begin(), held[next].end()), summary[at]) << index;
+    ++next;
+    world.rank(0).release(mine[at]);
+    EXPECT_TRUE(world.rank(0).summaries(mine[at]).empty()) << index;
+  }
+  EXPECT_EQ(recv[5],
+            (std::vector<std::byte>{std::byte{5}, std::byte{5}, std::byte{0x85}, std::byte{0x85}}));
 }
 
 } // namespace

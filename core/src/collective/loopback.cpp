@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
 #include <stdexcept>
 #include <type_traits>
+#include <utility>
 
 namespace taintpool {
 
@@ -41,15 +41,28 @@ class LoopbackWorld::Rank final : public Communicator {
                             : std::span<const std::byte>();
   }
   void release(Ticket ticket) noexcept override {
-    const auto found = slots.find(ticket);
-    if (found != slots.end()) {
+    const auto found = find(ticket);
+    if (found != slots.end() && found->first == ticket) {
       world_.give_back(found->second.summaries);
-      slots.erase(found);
+      slots.erase(found); // Moves the later slots down: their summaries' bytes stay put.
     }
   }
   [[nodiscard]] std::optional<Error> broken() const override { return world_.broken_; }
 
-  std::map<Ticket, Slot> slots;
+  /// The first open slot whose ticket is not below `ticket`.
+  std::vector<std::pair<Ticket, Slot>>::iterator find(Ticket ticket) noexcept {
+    return std::lower_bound(
+        slots.begin(), slots.end(), ticket,
+        [](const std::pair<Ticket, Slot>& open, Ticket wanted) { return open.first < wanted; });
+  }
+
+  /// The open tickets' slots, ascending by ticket. Tickets only grow, so a
+  /// new one goes at the end, and a rank holds few at once (those whose
+  /// verdict is pending): a sorted vector searched by halves, where a
+  /// std::map took a node per collective per rank (issue 13). Moving a
+  /// Slot keeps its summaries' buffer, so a span summaries() returned
+  /// stays valid while its ticket is open, as the map's did.
+  std::vector<std::pair<Ticket, Slot>> slots;
   Ticket next_ticket = 1;
 
  private:
@@ -89,14 +102,55 @@ std::size_t LoopbackWorld::waiting() const noexcept {
   return count;
 }
 
-std::vector<std::byte> LoopbackWorld::take_buffer() noexcept {
-  if (spare_.empty()) {
-    return {};
+std::vector<std::byte> LoopbackWorld::take_buffer(std::size_t bytes) noexcept {
+  // The newest spare that holds `bytes`: one that does not would be
+  // reallocated by its first fill, an allocation for nothing kept.
+  for (auto spare = spare_.rbegin(); spare != spare_.rend(); ++spare) {
+    if (spare->capacity() >= bytes) {
+      std::vector<std::byte> buffer = std::move(*spare);
+      spare_.erase(std::next(spare).base());
+      buffer.clear();
+      return buffer;
+    }
   }
-  std::vector<std::byte> buffer = std::move(spare_.back());
-  spare_.pop_back();
-  buffer.clear();
-  return buffer;
+  return {};
+}
+
+void LoopbackWorld::fill(std::vector<std::byte>& buffer, std::span<const std::byte> bytes) {
+  if (buffer.capacity() < bytes.size()) {
+    std::vector<std::byte> spare = take_buffer(bytes.size());
+    if (spare.capacity() != 0) {
+      buffer.swap(spare);
+      give_back(spare);
+    }
+  }
+  buffer.assign(bytes.begin(), bytes.end());
+}
+
+std::vector<LoopbackWorld::Started> LoopbackWorld::take_calls() {
+  std::vector<Started> calls;
+  if (!spare_calls_.empty()) {
+    calls = std::move(spare_calls_.back());
+    spare_calls_.pop_back();
+  }
+  calls.reserve(ranks_.size()); // Once per list: a kept one has room already.
+  return calls;
+}
+
+void LoopbackWorld::give_back(Match& match) noexcept {
+  for (Started& done : match.calls) {
+    give_back(done.data); // Moved from already when a pair failed: nothing to keep.
+    give_back(done.summary);
+  }
+  match.calls.clear();
+  if (spare_calls_.size() >= kSpare) {
+    return;
+  }
+  try {
+    spare_calls_.push_back(std::move(match.calls));
+  } catch (...) {
+    // Out of memory for the list: the list is freed with its match.
+  }
 }
 
 void LoopbackWorld::give_back(std::vector<std::byte>& buffer) noexcept {
@@ -111,9 +165,9 @@ void LoopbackWorld::give_back(std::vector<std::byte>& buffer) noexcept {
 }
 
 LoopbackWorld::Slot* LoopbackWorld::slot(int rank, Ticket ticket) {
-  auto& slots = ranks_[static_cast<std::size_t>(rank)]->slots;
-  const auto found = slots.find(ticket);
-  return found != slots.end() ? &found->second : nullptr;
+  Rank& owner = *ranks_[static_cast<std::size_t>(rank)];
+  const auto found = owner.find(ticket);
+  return found != owner.slots.end() && found->first == ticket ? &found->second : nullptr;
 }
 
 namespace {
@@ -216,15 +270,16 @@ Ticket LoopbackWorld::start(int rank, const CollectiveCall& call) {
   started.call = call;
   const std::size_t bytes = sent_bytes(call, size());
   if (bytes != 0) {
-    started.data = take_buffer();
-    started.data.assign(call.send, call.send + bytes);
+    fill(started.data, std::span<const std::byte>(call.send, bytes));
   }
   if (!call.summary.empty()) {
-    started.summary = take_buffer();
-    started.summary.assign(call.summary.begin(), call.summary.end());
+    fill(started.summary, call.summary);
+  }
+  if (me.slots.capacity() == 0) {
+    me.slots.reserve(kOpenSlots); // At its first call: a world that never calls pays nothing.
   }
   started.ticket = me.next_ticket++;
-  me.slots.emplace(started.ticket, Slot{});
+  me.slots.emplace_back(started.ticket, Slot{}); // The highest ticket yet: still sorted.
   const Ticket ticket = started.ticket;
 
   if (!pair_kind(call.kind)) {
@@ -232,19 +287,15 @@ Ticket LoopbackWorld::start(int rank, const CollectiveCall& call) {
     auto match = std::find_if(collectives_.begin(), collectives_.end(),
                               [&](const Match& open) { return open.sequence == sequence; });
     if (match == collectives_.end()) {
-      collectives_.push_back(Match{sequence, {}});
+      collectives_.push_back(Match{sequence, take_calls()});
       match = collectives_.end() - 1;
-      match->calls.reserve(ranks_.size()); // One allocation, not one per doubling.
     }
     match->calls.push_back(std::move(started));
     if (match->calls.size() == ranks_.size()) {
       Match complete = std::move(*match);
       collectives_.erase(match);
       complete_collective(complete, rank);
-      for (Started& done : complete.calls) {
-        give_back(done.data);
-        give_back(done.summary);
-      }
+      give_back(complete);
     }
     return ticket;
   }
@@ -257,21 +308,19 @@ Ticket LoopbackWorld::start(int rank, const CollectiveCall& call) {
     return half.call.kind == opposite && half.rank == call.peer && half.call.peer == rank;
   });
   if (match == pairs_.end()) {
-    pairs_.push_back(Match{0, {}});
+    pairs_.push_back(Match{0, take_calls()});
     pairs_.back().calls.push_back(std::move(started));
     return ticket;
   }
-  Started other = std::move(match->calls.front());
+  Match complete = std::move(*match);
   pairs_.erase(match);
+  complete.calls.push_back(std::move(started));
   if (call.kind == CollectiveKind::send) {
-    complete_pair(started, other);
+    complete_pair(complete.calls.back(), complete.calls.front());
   } else {
-    complete_pair(other, started);
+    complete_pair(complete.calls.front(), complete.calls.back());
   }
-  for (Started* done : {&started, &other}) {
-    give_back(done->data); // Moved from already when the pair failed: nothing to keep.
-    give_back(done->summary);
-  }
+  give_back(complete);
   return ticket;
 }
 
@@ -347,16 +396,16 @@ void LoopbackWorld::complete_collective(Match& match, int /*completing*/) {
       continue; // Released already (its Collectives went away).
     }
     if (first.kind == CollectiveKind::broadcast) {
-      landed->summaries = match.calls[static_cast<std::size_t>(first.peer)].summary;
+      fill(landed->summaries, match.calls[static_cast<std::size_t>(first.peer)].summary);
     } else {
       // Sized once: appended sender by sender it grew (and copied) up to
       // once per rank, for every rank of every collective.
-      if (landed->summaries.capacity() == 0) {
-        landed->summaries = take_buffer();
-      }
       std::size_t total = landed->summaries.size();
       for (const Started& sender : match.calls) {
         total += sender.summary.size();
+      }
+      if (landed->summaries.empty() && landed->summaries.capacity() < total) {
+        landed->summaries = take_buffer(total); // A spare that holds them all, if one does.
       }
       landed->summaries.reserve(total);
       for (const Started& sender : match.calls) {
@@ -384,7 +433,7 @@ void LoopbackWorld::complete_pair(Started& send, Started& recv) {
   }
   copy_out(recv.call.recv, send.data.data(), send.data.size());
   if (Slot* landed = slot(recv.rank, recv.ticket)) {
-    landed->summaries = send.summary;
+    fill(landed->summaries, send.summary);
     landed->landed = true;
   }
   if (Slot* landed = slot(send.rank, send.ticket)) {

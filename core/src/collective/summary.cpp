@@ -219,7 +219,11 @@ Summarized summarize(TaintSummary& summary, const PieceLayout& layout,
   if (stale.empty()) {
     return out; // The common path: 16 bytes written.
   }
-  std::vector<FailureId> distinct;
+  // The distinct roots in piece order, raw: at most one per piece, so an
+  // array on the stack, where a vector was an allocation per summarized
+  // contribution (issue 13).
+  std::array<std::uint64_t, PieceLayout::max_pieces> distinct{};
+  std::size_t distinct_count = 0;
   for (std::uint32_t index = 0; index < layout.pieces(); ++index) {
     const ByteRange piece = layout.piece(index);
     // Ascending and disjoint: the first range that reaches into the piece
@@ -232,23 +236,24 @@ Summarized summarize(TaintSummary& summary, const PieceLayout& layout,
     }
     summary.stale |= std::uint64_t{1} << index;
     out.piece_root[index] = first->failure.raw();
-    auto known = std::find(distinct.begin(), distinct.end(), first->failure);
-    if (known == distinct.end()) {
-      distinct.push_back(first->failure);
-      known = distinct.end() - 1;
+    const std::uint64_t* const begin = distinct.data();
+    const std::uint64_t* const known =
+        std::find(begin, begin + distinct_count, first->failure.raw());
+    if (known == begin + distinct_count) {
+      distinct.at(distinct_count++) = first->failure.raw(); // pieces() <= max_pieces.
     }
-    summary.root_of[index] = static_cast<std::uint8_t>(std::min<std::size_t>(
-        static_cast<std::size_t>(known - distinct.begin()), TaintSummary::roots - 1));
+    summary.root_of[index] = static_cast<std::uint8_t>(
+        std::min<std::size_t>(static_cast<std::size_t>(known - begin), TaintSummary::roots - 1));
   }
   summary.root_count =
-      static_cast<std::uint32_t>(std::min<std::size_t>(distinct.size(), TaintSummary::roots));
-  summary.more_roots = static_cast<std::uint32_t>(distinct.size() - summary.root_count);
+      static_cast<std::uint32_t>(std::min<std::size_t>(distinct_count, TaintSummary::roots));
+  summary.more_roots = static_cast<std::uint32_t>(distinct_count - summary.root_count);
   for (std::uint32_t entry = 0; entry < summary.root_count; ++entry) {
     // Written straight into the entry (C2), where a std::string was built
     // and copied: the same bytes and cut, and no allocation per root.
     TaintSummary::Root& root = summary.root[entry];
-    root.failure = distinct[entry].raw();
-    root.length = write_root_text(report_of(distinct[entry]), root.text);
+    root.failure = distinct[entry];
+    root.length = write_root_text(report_of(FailureId::from_raw(distinct[entry])), root.text);
   }
   return out;
 }

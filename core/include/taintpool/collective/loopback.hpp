@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -90,10 +91,18 @@ class LoopbackWorld {
   void break_world(const Error& error);
   void wait_all(int rank);
   Slot* slot(int rank, Ticket ticket);
-  /// A spare byte buffer, empty (no capacity when there is none spare).
-  std::vector<std::byte> take_buffer() noexcept;
+  /// A spare byte buffer, empty, that holds `bytes` (no capacity when no
+  /// spare does).
+  std::vector<std::byte> take_buffer(std::size_t bytes) noexcept;
+  /// `buffer` := `bytes`, in a spare buffer when its own is too small.
+  void fill(std::vector<std::byte>& buffer, std::span<const std::byte> bytes);
   /// Keeps `buffer`'s capacity for a later call, when there is room.
   void give_back(std::vector<std::byte>& buffer) noexcept;
+  /// An empty list of calls with room for every rank: a finished match's.
+  std::vector<Started> take_calls();
+  /// Keeps a finished match's buffers and its list of calls (emptied) for
+  /// later calls, when there is room.
+  void give_back(Match& match) noexcept;
 
   std::vector<std::unique_ptr<Rank>> ranks_;
   // Vectors, not deques: a few open matches at most, and a deque allocates
@@ -108,6 +117,12 @@ class LoopbackWorld {
   /// At most kSpare, so a burst of large calls is not held for good.
   std::vector<std::vector<std::byte>> spare_;
   static constexpr std::size_t kSpare = 32;
+  /// Finished matches' lists of calls, reused likewise: a list per
+  /// collective and per pair was the next allocation (issue 13).
+  std::vector<std::vector<Started>> spare_calls_;
+  /// Each rank's room for open tickets, made at its first call: most hold
+  /// one or two at once, a few while verdicts are pending.
+  static constexpr std::size_t kOpenSlots = 8;
   std::vector<std::byte> reduced_; ///< complete_collective's reduction, reused.
 };
 
