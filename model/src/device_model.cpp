@@ -1,7 +1,9 @@
 // The device model's operations, one byte at a time. See device_model.hpp
 // for the rules in words; every loop here is over bytes or over the launches
 // since the last synchronize, and nothing is cached between operations
-// except the bytes themselves.
+// except the bytes themselves and two things kept in step with them where
+// they change: each allocation's owners list and the list of allocations
+// held (a whole-state comparison derives the owners lists again to check).
 #include <taintpool/device/device.hpp>
 #include <taintpool/error_graph.hpp>
 #include <taintpool/model/device_model.hpp>
@@ -9,7 +11,6 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 #include <span>
 #include <stdexcept>
 
@@ -75,7 +76,9 @@ AllocationId DeviceModel::create(std::uint64_t size) {
   fresh.writer.assign(size, writer);
   fresh.value.assign(size, std::nullopt); // …whatever bytes it holds.
   reserve_first(allocations_);
+  reserve_first(held_);
   allocations_.push_back(std::move(fresh));
+  held_.push_back(allocations_.size() - 1);
   return id_at(allocations_.size() - 1);
 }
 
@@ -102,6 +105,7 @@ void DeviceModel::drop_handle(AllocationId allocation) {
   }
   if (--found->handles == 0) {
     found->state = State::dropped;
+    ++dropped_count_;
   }
 }
 
@@ -110,19 +114,26 @@ void DeviceModel::sweep() {
 }
 
 void DeviceModel::discover() {
-  bool any = false;
-  for (Allocation& allocation : allocations_) {
+  // Every launch, create and read discovers first, and most find nothing
+  // dropped: the count (drop_handle's) skips the walk then (issue 13).
+  if (dropped_count_ == 0) {
+    return;
+  }
+  for (const std::size_t index : held_) {
+    Allocation& allocation = allocations_[index];
     if (allocation.state == State::dropped) {
       // P1: the allocation has ended for good; its stale bytes go with it.
       allocation.state = State::gone;
       writers_to_change(allocation).clear();
       allocation.value.clear();
-      any = true;
     }
   }
-  if (any) {
-    bury();
-  }
+  held_.erase(
+      std::remove_if(held_.begin(), held_.end(),
+                     [&](std::size_t index) { return allocations_[index].state == State::gone; }),
+      held_.end());
+  dropped_count_ = 0;
+  bury();
 }
 
 std::optional<ErrorKind> DeviceModel::check(const Binding& binding) const {
@@ -144,39 +155,57 @@ std::uint64_t DeviceModel::mint(Error error) {
   return id;
 }
 
-void DeviceModel::bury(std::span<const std::uint64_t> keep) {
-  // Every failure some byte names, sorted and distinct: the union of the
-  // allocations' owners lists, each derived again only if a write changed
-  // its bytes since (this runs after every launch).
+void DeviceModel::bury() {
+  // Every failure some byte names: the union of the allocations' owners
+  // lists, each derived again only if a write changed its bytes since (this
+  // runs after every launch). The lists are sorted and hold a handful each,
+  // so they are merged into `named` (sorted, distinct) entry by entry: the
+  // append, sort and unique this was cost a sort per launch (issue 13).
   std::vector<std::uint64_t>& named = scratch_named_;
   named.clear();
-  for (const Allocation& allocation : allocations_) {
-    if (allocation.state == State::gone) {
-      continue;
+  for (const std::size_t index : held_) {
+    for (const std::uint64_t owner : owners_of(allocations_[index])) {
+      insert_sorted(named, owner);
     }
-    const std::vector<std::uint64_t>& owners = owners_of(allocation);
-    named.insert(named.end(), owners.begin(), owners.end());
   }
-  std::sort(named.begin(), named.end());
-  named.erase(std::unique(named.begin(), named.end()), named.end());
   failures_.erase_if([&](std::uint64_t id, const Failure&) {
-    return !std::binary_search(named.begin(), named.end(), id) &&
-           std::find(keep.begin(), keep.end(), id) == keep.end();
+    return !std::binary_search(named.begin(), named.end(), id);
   });
 }
 
-void DeviceModel::derive_owners(const Allocation& allocation, std::vector<std::uint64_t>& out) {
-  // Runs of one writer are listed once, then sorted and made distinct.
-  out.clear();
-  std::uint64_t previous = 0;
-  for (const std::uint64_t writer : allocation.writer) {
-    if (writer != 0 && writer != previous) {
-      out.push_back(writer);
-    }
-    previous = writer;
+void DeviceModel::insert_sorted(std::vector<std::uint64_t>& list, std::uint64_t value) {
+  // From the back: owners are minted in ascending order, so a new one most
+  // often belongs at the end.
+  std::size_t at = list.size();
+  while (at != 0 && list[at - 1] > value) {
+    --at;
   }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
+  if (at != 0 && list[at - 1] == value) {
+    return;
+  }
+  // Room for a handful at the first entry: grown from one, an allocation's
+  // owners list and bury's union regrew twice or three times per model,
+  // each an allocation ASan pays for (a model per fuzzer input).
+  if (list.capacity() == 0) {
+    list.reserve(8);
+  }
+  list.insert(list.begin() + static_cast<std::ptrdiff_t>(at), value);
+}
+
+void DeviceModel::derive_owners(const Allocation& allocation, std::vector<std::uint64_t>& out) {
+  // Runs of one writer are listed once, each into its sorted place. Through
+  // a plain pointer: the vector's iterators were a call per byte in the
+  // fuzz build (-O1), where this runs after every write (issue 13).
+  out.clear();
+  const std::uint64_t* writer = allocation.writer.data();
+  const std::size_t size = allocation.writer.size();
+  std::uint64_t previous = 0;
+  for (std::size_t byte = 0; byte < size; ++byte) {
+    if (writer[byte] != 0 && writer[byte] != previous) {
+      insert_sorted(out, writer[byte]);
+    }
+    previous = writer[byte];
+  }
 }
 
 const std::vector<std::uint64_t>& DeviceModel::owners_of(const Allocation& allocation) {
@@ -190,37 +219,51 @@ const std::vector<std::uint64_t>& DeviceModel::owners_of(const Allocation& alloc
 void DeviceModel::set_writer(const Binding& binding, std::uint64_t writer) {
   std::vector<std::uint64_t>& writers =
       writers_to_change(allocations_.at(index_of(binding.allocation)));
-  for (std::uint64_t byte = binding.range.begin(); byte < binding.range.end(); ++byte) {
-    writers.at(byte) = writer;
+  // One bounds check for the range, as at() per byte checked each (the
+  // model's contract: a range past the allocation throws, never writes).
+  if (binding.range.end() > writers.size()) {
+    throw std::out_of_range("model: a write past the end of " + to_string(binding.allocation));
   }
+  std::fill(writers.data() + binding.range.begin(), writers.data() + binding.range.end(), writer);
 }
 
 void DeviceModel::run_kernel(std::span<const Binding> reads, std::span<const Binding> writes,
                              std::uint8_t seed) {
   // Every input byte first, then the outputs in order (a later output
-  // overwrites an earlier one where they alias).
+  // overwrites an earlier one where they alias). Each binding's range is
+  // checked once, then its bytes walked through a plain pointer (at() per
+  // byte was a call and a check each in the fuzz build, issue 13).
   std::uint32_t digest = seed;
   bool known = true;
   for (const Binding& read : reads) {
-    const Allocation& allocation = allocations_.at(index_of(read.allocation));
+    const std::optional<std::uint8_t>* value = values_in(read);
     for (std::uint64_t byte = read.range.begin(); byte < read.range.end(); ++byte) {
-      if (!allocation.value.at(byte)) {
+      if (!value[byte]) {
         known = false;
       } else {
-        digest = kernel_digest_step(digest, *allocation.value[byte]);
+        digest = kernel_digest_step(digest, *value[byte]);
       }
     }
   }
   for (std::size_t output = 0; output < writes.size(); ++output) {
-    Allocation& allocation = allocations_.at(index_of(writes[output].allocation));
+    std::optional<std::uint8_t>* value = values_in(writes[output]);
     for (std::uint64_t byte = writes[output].range.begin(); byte < writes[output].range.end();
          ++byte) {
       const std::uint64_t position = byte - writes[output].range.begin();
-      allocation.value.at(byte) =
+      value[byte] =
           known ? std::optional<std::uint8_t>(kernel_output_byte(digest, seed, output, position))
                 : std::nullopt;
     }
   }
+}
+
+std::optional<std::uint8_t>* DeviceModel::values_in(const Binding& binding) {
+  std::vector<std::optional<std::uint8_t>>& value =
+      allocations_.at(index_of(binding.allocation)).value;
+  if (binding.range.end() > value.size()) {
+    throw std::out_of_range("model: a binding past the end of " + to_string(binding.allocation));
+  }
+  return value.data();
 }
 
 // ------------------------------------------------------------ launches
@@ -307,26 +350,25 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
       unwritten_reads_ == UnwrittenReads::Report && never_written_failure() ? never_written_ : 0;
   std::vector<UnwrittenRead> unwritten;
   for (const Binding& read : reads) {
-    const Allocation& allocation = allocations_[index_of(read.allocation)];
+    // Through a plain pointer (vector's operator[] was a call per byte in
+    // the fuzz build); check() above proved the range inside the bytes.
+    const std::uint64_t* writers = allocations_[index_of(read.allocation)].writer.data();
     // The failures this read's runs name, ascending and each once — what a
     // std::set gave, without a node per failure per launch (issue 13).
     std::vector<std::uint64_t>& owners = scratch_read_owners_;
     owners.clear();
     for (std::uint64_t byte = read.range.begin(); byte < read.range.end(); ++byte) {
-      const std::uint64_t writer = allocation.writer[byte];
+      const std::uint64_t writer = writers[byte];
       if (writer != 0 && writer == reported) {
-        if (byte != read.range.begin() && allocation.writer[byte - 1] == reported) {
+        if (byte != read.range.begin() && writers[byte - 1] == reported) {
           unwritten.back().bytes = ByteRange::of(unwritten.back().bytes.begin(), byte + 1);
         } else {
           unwritten.push_back(UnwrittenRead{read.allocation, ByteRange::of(byte, byte + 1)});
         }
-      } else if (writer != 0 &&
-                 (byte == read.range.begin() || allocation.writer[byte - 1] != writer)) {
-        owners.push_back(writer); // Once per run.
+      } else if (writer != 0 && (byte == read.range.begin() || writers[byte - 1] != writer)) {
+        insert_sorted(owners, writer); // Once per run.
       }
     }
-    std::sort(owners.begin(), owners.end());
-    owners.erase(std::unique(owners.begin(), owners.end()), owners.end());
     for (const std::uint64_t owner : owners) {
       out.acceptable_roots.emplace_back(FailureId::from_raw(owner), read.allocation);
     }
@@ -383,35 +425,25 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
     // Copied only for such a body (the only reader of `prior`): for every
     // other launch the copy was an allocation per output (issue 13).
     std::vector<std::vector<std::uint64_t>> prior;
-    // The failures the write set held (kept between launches: a fresh list
-    // per launch regrew two or three times, issue 13).
-    std::vector<std::uint64_t>& held = scratch_held_;
-    held.clear();
-    for (const Binding& output : writes) {
-      const Allocation& allocation = allocations_[index_of(output.allocation)];
-      const auto first =
-          allocation.writer.begin() + static_cast<std::ptrdiff_t>(output.range.begin());
-      const auto last = allocation.writer.begin() + static_cast<std::ptrdiff_t>(output.range.end());
-      if (plan.kind == BodyKind::wrote_only) {
-        prior.emplace_back(first, last);
-      }
-      // Each run of one writer once: bury() only asks whether a failure is
-      // held, and a push per byte regrew this list for every launch.
-      std::uint64_t previous = 0;
-      for (auto at = first; at != last; ++at) {
-        if (*at != 0 && *at != previous) {
-          held.push_back(*at);
-        }
-        previous = *at;
+    if (plan.kind == BodyKind::wrote_only) {
+      for (const Binding& output : writes) {
+        const Allocation& allocation = allocations_[index_of(output.allocation)];
+        prior.emplace_back(
+            allocation.writer.begin() + static_cast<std::ptrdiff_t>(output.range.begin()),
+            allocation.writer.begin() + static_cast<std::ptrdiff_t>(output.range.end()));
       }
     }
     // Enter: a provisional TornDown failure claims the whole write set (S1).
+    // The failures the write set held and the provisional one live through
+    // the scope: nothing is buried until the body's verdict is applied
+    // below. (A bury here, keeping those, buried nothing: every other live
+    // failure is named by a byte outside the write set, as between any two
+    // operations, so it was a pass over every allocation per launch for no
+    // change, issue 13.)
     const std::uint64_t provisional = mint(Error::torn_down());
     for (const Binding& output : writes) {
       set_writer(output, provisional);
     }
-    held.push_back(provisional);
-    bury(held);
     // The body runs and writes its bytes, whatever it then says.
     if (host_bytes) {
       Allocation& target = allocations_[index_of(writes[0].allocation)];
@@ -974,11 +1006,15 @@ ModelRead DeviceModel::reports_for(const Binding& from, bool copy, std::uint64_t
     return out;
   }
   const Allocation& allocation = allocations_[index_of(from.allocation)];
-  std::set<std::uint64_t> owners;
+  // The failures the read's runs name, ascending and each once, in the
+  // scratch list launch_impl uses (a std::set was a node per failure per
+  // read, issue 13); check() above proved the range inside the bytes.
+  std::vector<std::uint64_t>& owners = scratch_read_owners_;
+  owners.clear();
+  const std::uint64_t* writers = allocation.writer.data();
   for (std::uint64_t byte = from.range.begin(); byte < from.range.end(); ++byte) {
-    if (allocation.writer[byte] != 0 &&
-        (byte == from.range.begin() || allocation.writer[byte - 1] != allocation.writer[byte])) {
-      owners.insert(allocation.writer[byte]); // Once per run.
+    if (writers[byte] != 0 && (byte == from.range.begin() || writers[byte - 1] != writers[byte])) {
+      insert_sorted(owners, writers[byte]); // Once per run.
     }
   }
   for (const std::uint64_t owner : owners) {
@@ -1061,21 +1097,21 @@ void DeviceModel::report(FailureId failure, AllocationId read, Report& expected)
 
 std::vector<AllocationId> DeviceModel::allocations() const {
   std::vector<AllocationId> out;
-  for (std::size_t index = 0; index < allocations_.size(); ++index) {
-    if (allocations_[index].state != State::gone) {
-      out.push_back(id_at(index));
-    }
+  for (const std::size_t index : held_) {
+    out.push_back(id_at(index));
   }
   return out;
 }
 
 bool DeviceModel::holds_any() const {
-  return std::any_of(allocations_.begin(), allocations_.end(),
-                     [](const Allocation& allocation) { return allocation.state != State::gone; });
+  return !held_.empty();
 }
 
 std::optional<AllocationId> DeviceModel::first_dropped() const {
-  for (std::size_t index = 0; index < allocations_.size(); ++index) {
+  if (dropped_count_ == 0) {
+    return std::nullopt;
+  }
+  for (const std::size_t index : held_) {
     if (allocations_[index].state == State::dropped) {
       return id_at(index);
     }
@@ -1297,9 +1333,22 @@ std::optional<std::string> DeviceModel::mismatch_touched(Device& device,
 bool DeviceModel::same_claims(AllocationId id, const Taint& taint) const {
   // Core's claims, ascending and coalesced, against the model's runs of
   // one non-zero writer (claims(id)), walked side by side: nothing is
-  // copied on a passing run.
-  const std::vector<std::uint64_t>& writer = allocations_[index_of(id)].writer;
-  const std::uint64_t size = writer.size();
+  // copied on a passing run. Through a plain pointer: vector's operator[]
+  // was a call per byte in the fuzz build (-O1), after every op.
+  const Allocation& model = allocations_[index_of(id)];
+  if (owners_of(model).empty()) {
+    // No byte of the model's is claimed (its owners list, derived from its
+    // bytes and kept until they change, says so without a pass over them):
+    // the same exactly when core visits no claim either. Most allocations
+    // are clean most of the time, and this runs after every op for each
+    // touched one (issue 13).
+    bool claimed = false;
+    taint.for_each_claim([&](FailureId, ByteRange) { claimed = true; });
+    return !claimed;
+  }
+  const std::vector<std::uint64_t>& writers = model.writer;
+  const std::uint64_t* writer = writers.data();
+  const std::uint64_t size = writers.size();
   std::uint64_t byte = 0; // The model's next run starts at or after here.
   bool same = true;
   taint.for_each_claim([&](FailureId failure, ByteRange range) {
@@ -1348,21 +1397,29 @@ std::optional<std::string> DeviceModel::mismatch_in(Device& device,
                                                     bool values) const {
   // Allocations the manager holds: their ids against the model's, and the
   // claims and bytes of every one (of the touched ones only, when
-  // `touched` is given). A passing run allocates nothing but the id list's
-  // first growth (scratch_ids_, kept between calls); a difference is then
-  // described by compare_allocation, the cold path.
-  std::vector<std::uint64_t>& core_ids = scratch_ids_;
-  core_ids.clear();
+  // `touched` is given). A passing run allocates nothing; a difference is
+  // then described by compare_allocation, the cold path.
+  //
+  // The ids: the manager's are the model's held ones exactly when each is
+  // held by the model, none comes twice (each held allocation is stamped
+  // with this comparison's number as it is met) and there are as many as
+  // the model holds. That is the sorted lists' equality, without building
+  // or sorting either on a passing run (a sort per op, issue 13).
+  const std::uint64_t stamp = ++comparisons_;
+  bool same_ids = true;
+  std::size_t core_count = 0;
   std::optional<AllocationId> differs; // The first compared allocation that differs.
   device.memory().for_each_allocation([&](const AllocationInfo& info) {
-    core_ids.push_back(info.id.raw());
+    ++core_count;
+    const Allocation* model = find(info.id);
+    if (model == nullptr || model->state == State::gone || model->seen == stamp) {
+      same_ids = false; // Not the model's, or met twice: reported below.
+      return;
+    }
+    model->seen = stamp;
     if (differs || (touched != nullptr &&
                     std::find(touched->begin(), touched->end(), info.id) == touched->end())) {
       return;
-    }
-    const Allocation* model = find(info.id);
-    if (model == nullptr || model->state == State::gone) {
-      return; // The id lists differ: reported below.
     }
     if (info.size != model->size || !same_claims(info.id, *info.taint)) {
       differs = info.id;
@@ -1375,16 +1432,11 @@ std::optional<std::string> DeviceModel::mismatch_in(Device& device,
       differs = info.id;
     }
   });
-  std::sort(core_ids.begin(), core_ids.end());
-  bool same_ids = true;
-  std::size_t next = 0; // In core_ids.
-  for (std::size_t index = 0; index < allocations_.size() && same_ids; ++index) {
-    if (allocations_[index].state != State::gone) {
-      same_ids = next < core_ids.size() && core_ids[next] == id_at(index).raw();
-      ++next;
-    }
-  }
-  if (!same_ids || next != core_ids.size()) {
+  if (!same_ids || core_count != held_.size()) {
+    std::vector<std::uint64_t> core_ids;
+    device.memory().for_each_allocation(
+        [&](const AllocationInfo& info) { core_ids.push_back(info.id.raw()); });
+    std::sort(core_ids.begin(), core_ids.end());
     std::vector<std::uint64_t> model_ids;
     for (const AllocationId id : allocations()) {
       model_ids.push_back(id.raw());
@@ -1410,10 +1462,13 @@ std::optional<std::string> DeviceModel::mismatch_in(Device& device,
   }
   std::vector<std::uint64_t>& core_failures = scratch_ids_;
   core_failures.clear();
+  reserve_first(core_failures);
   graph.for_each([&](FailureId failure, const Error&, std::uint64_t) {
     core_failures.push_back(failure.raw());
   });
-  std::sort(core_failures.begin(), core_failures.end());
+  if (!std::is_sorted(core_failures.begin(), core_failures.end())) {
+    std::sort(core_failures.begin(), core_failures.end());
+  }
   const bool same_failures =
       core_failures.size() == failures_.size() && graph.size() == failures_.size() &&
       std::equal(core_failures.begin(), core_failures.end(), failures_.begin(),
@@ -1438,10 +1493,9 @@ std::optional<std::string> DeviceModel::mismatch_in(Device& device,
   // by a scan.
   std::vector<Carriers>& carriers = scratch_carriers_;
   carriers.clear();
-  for (const Allocation& allocation : allocations_) {
-    if (allocation.state == State::gone) {
-      continue;
-    }
+  reserve_first(carriers);
+  for (const std::size_t index : held_) {
+    const Allocation& allocation = allocations_[index];
     if (touched == nullptr && allocation.owners_known) {
       std::vector<std::uint64_t>& derived = scratch_owners_;
       derive_owners(allocation, derived);

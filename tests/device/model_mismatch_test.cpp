@@ -128,5 +128,82 @@ TEST(DeviceModelMismatch, P1_OneAllocationsComparisonNamesAnAllocationOnlyOneSid
   EXPECT_EQ(verdict->rfind("P1: the manager does not hold ", 0), 0u) << *verdict;
 }
 
+// The whole comparison's id check (mismatch_in): each id the manager lists
+// is stamped as met, and the lists agree when every one is the model's, none
+// comes twice and the counts match — no list is built or sorted unless they
+// differ. Pinned both ways across drops and discoveries, which change the
+// model's list of held allocations (thirty-sixth round).
+TEST(DeviceModelMismatch, P1_TheWholeComparisonNamesIdsOneSideHoldsAndPassesWhenBothHoldTheSame) {
+  Both both;
+  Allocation a = both.device.create_buffer(8);
+  Allocation b = both.device.create_buffer(4);
+  const Allocation c = both.device.create_buffer(2);
+  ASSERT_EQ(both.oracle.create(8), a.id());
+  ASSERT_EQ(both.oracle.create(4), b.id());
+  ASSERT_EQ(both.oracle.create(2), c.id());
+  EXPECT_EQ(both.oracle.mismatch(both.device), std::nullopt);
+  // The middle one dropped and discovered by both: 1 and 3 held.
+  const AllocationId middle = b.id();
+  b.reset();
+  both.oracle.drop_handle(middle);
+  both.device.sweep();
+  both.oracle.sweep();
+  EXPECT_EQ(both.oracle.mismatch(both.device), std::nullopt);
+  EXPECT_EQ(both.oracle.allocations(), (std::vector<AllocationId>{a.id(), c.id()}));
+  // The model alone makes one: the manager lacks it.
+  const AllocationId model_only = both.oracle.create(1);
+  const std::optional<std::string> lacking = both.oracle.mismatch(both.device);
+  ASSERT_TRUE(lacking.has_value());
+  EXPECT_EQ(*lacking, "P1: the manager holds allocations " + std::to_string(a.id().raw()) + " " +
+                          std::to_string(c.id().raw()) + ", the model " +
+                          std::to_string(a.id().raw()) + " " + std::to_string(c.id().raw()) + " " +
+                          std::to_string(model_only.raw()));
+  const Allocation d = both.device.create_buffer(1);
+  ASSERT_EQ(d.id(), model_only);
+  EXPECT_EQ(both.oracle.mismatch(both.device), std::nullopt);
+  // The model alone ends one: the manager holds one more than the model,
+  // as many as before in the per-op comparison too.
+  const AllocationId first = a.id();
+  both.oracle.drop_handle(first);
+  both.oracle.sweep();
+  for (const std::optional<std::string>& extra :
+       {both.oracle.mismatch(both.device),
+        both.oracle.mismatch_touched(both.device, std::span<const AllocationId>())}) {
+    ASSERT_TRUE(extra.has_value());
+    EXPECT_EQ(extra->rfind("P1: the manager holds allocations " + std::to_string(first.raw()), 0),
+              0u)
+        << *extra;
+  }
+}
+
+// bury() runs once per launch, after the body's verdict (a bury on entry,
+// keeping what the write set held, buried nothing and went). A failure whose
+// last bytes a launch overwrites is gone after it; one keeping a byte
+// elsewhere lives, and core agrees with both (R1, G5).
+TEST(DeviceModelMismatch,
+     R1_ALaunchOverwritingAFailuresLastBytesBuriesItAndOneLeavingAByteDoesNot) {
+  Both both;
+  const Allocation a = both.device.create_buffer(16);
+  ASSERT_EQ(both.oracle.create(16), a.id());
+  both.launch({a.whole()}, failing_partly()); // Claims [0, 4) and [8, 16).
+  both.device.synchronize();
+  both.oracle.synchronize(false);
+  ASSERT_EQ(both.oracle.live_failures().size(), 1u);
+  EXPECT_EQ(both.oracle.mismatch(both.device), std::nullopt);
+  BodyPlan succeed;
+  succeed.seed = 5;
+  both.launch({Binding{a.id(), ByteRange::of(0, 4)}}, succeed);
+  both.device.synchronize();
+  both.oracle.synchronize(false);
+  EXPECT_EQ(both.oracle.live_failures().size(), 1u); // [8, 16) still names it.
+  EXPECT_EQ(both.oracle.mismatch(both.device), std::nullopt);
+  both.launch({Binding{a.id(), ByteRange::of(8, 16)}}, succeed);
+  both.device.synchronize();
+  both.oracle.synchronize(false);
+  EXPECT_TRUE(both.oracle.live_failures().empty());
+  EXPECT_TRUE(both.oracle.claims(a.id()).empty());
+  EXPECT_EQ(both.oracle.mismatch(both.device), std::nullopt);
+}
+
 } // namespace
 } // namespace taintpool

@@ -408,6 +408,9 @@ class DeviceModel {
     /// write that bypassed writers_to_change is loud within a few ops.
     mutable std::vector<std::uint64_t> owners;
     mutable bool owners_known = false;
+    /// The number of the last mismatch_in that met it in the manager's
+    /// list (scratch: how that comparison finds an id listed twice).
+    mutable std::uint64_t seen = 0;
   };
   struct Failure {
     Error error;
@@ -451,11 +454,17 @@ class DeviceModel {
   [[nodiscard]] Allocation* find(AllocationId allocation);
   [[nodiscard]] std::optional<ErrorKind> check(const Binding& binding) const;
   void discover();
-  /// Liveness from the bytes: a failure no byte names is gone, except
-  /// `keep` (the one an operation in progress holds).
-  void bury(std::span<const std::uint64_t> keep = {});
+  /// Liveness from the bytes: a failure no byte names is gone. An
+  /// operation calls it once its bytes are final (a failure it minted lives
+  /// until then, whatever bytes it claims meanwhile).
+  void bury();
+  /// Inserts `value` into the sorted, distinct `list` unless it is there.
+  static void insert_sorted(std::vector<std::uint64_t>& list, std::uint64_t value);
   std::uint64_t mint(Error error);
   void set_writer(const Binding& binding, std::uint64_t writer);
+  /// The values of `binding`'s allocation, from its first byte, once its
+  /// range is checked to lie inside them (std::out_of_range if not).
+  std::optional<std::uint8_t>* values_in(const Binding& binding);
   void run_kernel(std::span<const Binding> reads, std::span<const Binding> writes,
                   std::uint8_t seed);
   ModelLaunch launch_impl(std::string_view kernel, std::span<const Binding> reads,
@@ -496,6 +505,13 @@ class DeviceModel {
   [[nodiscard]] static std::vector<AllocationId> distinct_writes(std::span<const Binding> writes);
 
   std::vector<Allocation> allocations_; ///< Index = id - 1.
+  /// The indices of the allocations the manager holds (live or dropped, not
+  /// gone), ascending: what every walk over held allocations (bury, the
+  /// comparisons, discover) goes through, so that the allocations an input
+  /// has ended cost those walks nothing (issue 13).
+  std::vector<std::size_t> held_;
+  /// mismatch_in calls so far (see Allocation::seen). Scratch only.
+  mutable std::uint64_t comparisons_ = 0;
   IdTable<Failure> failures_; ///< Live failures by raw id, ascending (a map was a node each).
   std::uint64_t next_failure_ = 1;
   std::uint64_t next_launch_ = 1;
@@ -507,6 +523,9 @@ class DeviceModel {
   FreshBytes fresh_ = FreshBytes::Trusted;                ///< set_fresh_bytes.
   UnwrittenReads unwritten_reads_ = UnwrittenReads::Skip; ///< set_fresh_bytes.
   std::uint64_t never_written_ = 0; ///< The NeverWritten failure last minted (N1).
+  /// Allocations dropped and not yet discovered: discover() walks the
+  /// allocations only when some are (it runs at every launch and create).
+  std::size_t dropped_count_ = 0;
   /// An id's place in allocations_ (its number, less one), and back.
   [[nodiscard]] static std::size_t index_of(AllocationId allocation) noexcept {
     return static_cast<std::size_t>(allocation_number(allocation) - 1);
@@ -538,10 +557,8 @@ class DeviceModel {
   /// the same reason: bury runs after every launch, and a std::set there
   /// allocated a node per failure each time. Scratch only, as above.
   std::vector<std::uint64_t> scratch_named_;
-  /// launch_impl's list of the failures its write set held, which bury()
-  /// keeps alive through the scope; kept between launches. Scratch only.
-  std::vector<std::uint64_t> scratch_held_;
-  /// launch_impl's list of the failures one read's runs name. Scratch only.
+  /// The failures one read binding's runs name (launch_impl, reports_for).
+  /// Scratch only.
   std::vector<std::uint64_t> scratch_read_owners_;
   /// log_ entries synchronize() retired, refilled by later launches so that
   /// logging a launch reuses their lists' capacity (issue 13). Their
