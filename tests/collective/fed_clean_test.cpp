@@ -110,10 +110,11 @@ TEST(FedClean, C3_TooFewSummaryBytesThrowAsFedStaleDoes) {
   EXPECT_THROW((void)fed_clean(shape, short_of_two), std::logic_error);
 }
 
-// The receiving side visits only the stale bits of a mask that stand for
+// The receiving side reads only the stale bits of a mask that stand for
 // pieces: a bit past the last piece (a summary is 64 bits whatever the
-// layout) names no bytes, and is ignored — as the loops over the pieces
-// ignored it before they became loops over the set bits.
+// layout) names no bytes, and is ignored — by fed_stale, fed_clean and
+// carried_stale alike. (Pinned when a round rewrote their loops over the
+// pieces as loops over the set bits, where it took a mask to keep it so.)
 TEST(FedClean, C3C4_StaleBitsPastTheLastPieceNameNoBytes) {
   const CollectiveShape shape{CollectiveKind::all_reduce, 3, 1, 2, 0, 0}; // 3 pieces of a byte.
   const std::uint64_t past = (std::uint64_t{1} << 3) | (std::uint64_t{1} << 63);

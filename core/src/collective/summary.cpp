@@ -82,34 +82,6 @@ ByteRange PieceLayout::piece(std::uint32_t piece) const noexcept {
   return ByteRange::of(first * element_size_, last * element_size_);
 }
 
-namespace {
-
-/// `mask` less its bits at or past `pieces`: what a loop over the pieces
-/// would have looked at.
-std::uint64_t within(std::uint64_t mask, std::uint32_t pieces) noexcept {
-  return pieces >= 64 ? mask : mask & ((std::uint64_t{1} << pieces) - 1);
-}
-
-/// Calls `fn(index)` for each set bit of `mask`, ascending, while it
-/// returns true; returns whether it always did. A loop over the stale
-/// pieces only, where a loop over every piece tested each bit: under the
-/// fuzzers' comparison tracing a traced comparison per piece, per rank, per
-/// collective (issue 13: core's comparisons were a tenth of
-/// collective_fuzzer's time).
-template <class Fn>
-bool for_each_bit(std::uint64_t mask, Fn&& fn) {
-  while (mask != 0) {
-    const auto index = static_cast<std::uint32_t>(std::countr_zero(mask));
-    mask &= mask - 1;
-    if (!fn(index)) {
-      return false;
-    }
-  }
-  return true;
-}
-
-} // namespace
-
 std::uint64_t PieceLayout::overlapping(ByteRange bytes) const noexcept {
   std::uint64_t mask = 0;
   for (std::uint32_t index = 0; index < pieces_; ++index) {
@@ -252,27 +224,14 @@ Summarized summarize(TaintSummary& summary, const PieceLayout& layout,
   // contribution (issue 13).
   std::array<std::uint64_t, PieceLayout::max_pieces> distinct{};
   std::size_t distinct_count = 0;
-  // Ascending and disjoint, as the pieces are: one walk over both. Ranges
-  // that end before a piece begins reach no later piece either; ranges that
-  // begin past its end reach it not. (A search of every range per piece was
-  // pieces x ranges traced comparisons per stale contribution; issue 13.)
-  std::size_t next = 0; // The first range that may reach this piece or a later one.
   for (std::uint32_t index = 0; index < layout.pieces(); ++index) {
     const ByteRange piece = layout.piece(index);
-    while (next < stale.size() && !stale[next].range.empty() &&
-           stale[next].range.end() <= piece.begin()) {
-      ++next;
-    }
-    // The first range that reaches into the piece holds its lowest stale
-    // byte.
-    const StaleInput* first = nullptr;
-    for (std::size_t at = next; at < stale.size() && stale[at].range.begin() < piece.end(); ++at) {
-      if (stale[at].range.overlaps(piece)) {
-        first = &stale[at];
-        break;
-      }
-    }
-    if (first == nullptr) {
+    // Ascending and disjoint: the first range that reaches into the piece
+    // holds its lowest stale byte.
+    const auto first = std::find_if(stale.begin(), stale.end(), [&](const StaleInput& input) {
+      return input.range.overlaps(piece);
+    });
+    if (first == stale.end()) {
       continue;
     }
     summary.stale |= std::uint64_t{1} << index;
@@ -411,13 +370,15 @@ std::vector<CarriedStale> carried_stale(const CollectiveShape& shape, const Tain
   // doubling took up to seven (issue 13).
   out.reserve(static_cast<std::size_t>(std::popcount(mine.stale)));
   const PieceLayout layout = shape.layout();
-  for_each_bit(within(mine.stale, layout.pieces()), [&](std::uint32_t index) {
+  for (std::uint32_t index = 0; index < layout.pieces(); ++index) {
+    if ((mine.stale >> index & 1u) == 0) {
+      continue;
+    }
     const ByteRange bytes = shape.image(shape.me, index, layout);
     if (!bytes.empty()) {
       out.push_back(CarriedStale{0, bytes, 0, FailureId::from_raw(roots.piece_root[index])});
     }
-    return true;
-  });
+  }
   return out;
 }
 
@@ -493,19 +454,26 @@ void for_each_fed_piece(const CollectiveShape& shape, std::span<const std::byte>
       shape.feeds_me(shape.me) ? stale_mask(summaries, summary_index(shape, shape.me)) : 0;
   std::array<ByteRange, PieceLayout::max_pieces> own_images;
   std::size_t own_count = 0;
-  for_each_bit(within(own, layout.pieces()), [&](std::uint32_t index) {
-    own_images[own_count++] = shape.image(shape.me, index, layout);
-    return true;
-  });
+  for (std::uint32_t index = 0; index < layout.pieces(); ++index) {
+    if ((own >> index & 1u) != 0) {
+      own_images[own_count++] = shape.image(shape.me, index, layout);
+    }
+  }
   const auto own_explains = [&](ByteRange bytes) {
     return std::find(own_images.begin(), own_images.begin() + own_count, bytes) !=
            own_images.begin() + own_count;
   };
   for_each_feeder(shape, summaries, [&](int source, std::uint64_t stale) {
-    return for_each_bit(within(stale, layout.pieces()), [&](std::uint32_t index) {
+    for (std::uint32_t index = 0; index < layout.pieces(); ++index) {
+      if ((stale >> index & 1u) == 0) {
+        continue;
+      }
       const ByteRange bytes = shape.image(source, index, layout);
-      return bytes.empty() || own_explains(bytes) || fn(source, index, bytes);
-    });
+      if (!bytes.empty() && !own_explains(bytes) && !fn(source, index, bytes)) {
+        return false;
+      }
+    }
+    return true;
   });
 }
 
