@@ -28,29 +28,22 @@
 #include <string>
 #include <vector>
 
+#include "failed_on_both.hpp"
+#include "loopback_ranks.hpp"
+
 namespace taintpool {
 namespace {
 
 constexpr int kRanks = 3;
-
-struct Rank {
-  Rank(LoopbackWorld& world, int rank)
-      : collectives(device, world.rank(rank)) {}
-  HostBackend host;
-  CollectiveBackend backend{host};
-  Device device{backend};
-  Collectives collectives;
-  std::vector<Allocation> kept;
-};
 
 /// One collective of `kind` over `count` elements of `type`, from a fresh
 /// world: core's results and state against the model's.
 void expect_as_the_model(CollectiveKind kind, DataType type, std::uint64_t count) {
   SCOPED_TRACE(std::string(name(kind)) + " " + std::string(name(type)) + " x" +
                std::to_string(count));
-  LoopbackWorld world(kRanks);
+  test::LoopbackRanks world(kRanks);
   model::RanksModel ranks(kRanks);
-  std::vector<std::unique_ptr<Rank>> all;
+  std::vector<Allocation> kept; // Every rank's buffers, alive to the end.
   const std::uint64_t block = count * size_of(type);
   const std::uint64_t send_size = kind == CollectiveKind::reduce_scatter ? kRanks * block : block;
   const std::uint64_t recv_size = kind == CollectiveKind::all_gather ? kRanks * block : block;
@@ -58,15 +51,15 @@ void expect_as_the_model(CollectiveKind kind, DataType type, std::uint64_t count
   std::vector<Binding> send;
   std::vector<Binding> recv;
   for (int rank = 0; rank < kRanks; ++rank) {
-    all.push_back(std::make_unique<Rank>(world, rank));
-    Device& device = all.back()->device;
+    Device& device = world[rank].device;
     model::DeviceModel& model = ranks.rank(rank);
     model.set_id_space(device.memory().id_space());
     const Allocation s = device.create_buffer(send_size);
     const Allocation r = device.create_buffer(recv_size);
     ASSERT_EQ(model.create(send_size), s.id());
     ASSERT_EQ(model.create(recv_size), r.id());
-    all.back()->kept = {s, r};
+    kept.push_back(s);
+    kept.push_back(r);
     send.push_back(s.whole());
     recv.push_back(r.whole());
     std::vector<std::byte> bytes(send_size);
@@ -81,21 +74,10 @@ void expect_as_the_model(CollectiveKind kind, DataType type, std::uint64_t count
     // last rank's block of a reduce-scatter).
     const ByteRange stale =
         rank == 0 ? ByteRange::of(2, 5) : ByteRange::of(send_size - 6, send_size - 3);
-    const Binding half{s.id(), stale};
-    model::BodyPlan plan;
-    plan.kind = model::BodyKind::fail;
-    plan.error = rank == 0 ? Error::out_of_memory("no room") : Error::launch("bad kernel");
-    const LaunchResult failed =
-        device.launch("producer", {}, {half}, [&](const KernelContext& context) {
-          const std::span<std::byte> out = context.write(0);
-          for (std::size_t at = 0; at < out.size(); ++at) {
-            out[at] =
-                static_cast<std::byte>(model::kernel_output_byte(plan.seed, plan.seed, 0, at));
-          }
-          return LaunchOutcome::failure(plan.error);
-        });
-    const std::vector<Binding> writes{half};
-    ASSERT_EQ(failed.failure, model.launch("producer", {}, writes, plan).result.failure);
+    const test::FailedOnBoth failed = test::fail_on_both(
+        device, model, "producer", Binding{s.id(), stale},
+        rank == 0 ? Error::out_of_memory("no room") : Error::launch("bad kernel"));
+    ASSERT_EQ(failed.core, failed.model);
   }
 
   model::RanksModel::Collective spec;
@@ -120,7 +102,7 @@ void expect_as_the_model(CollectiveKind kind, DataType type, std::uint64_t count
   ASSERT_EQ(expected.size(), spec.calls.size());
   for (std::size_t index = 0; index < spec.calls.size(); ++index) {
     const model::RanksModel::Call& call = spec.calls[index];
-    Rank& rank = *all[static_cast<std::size_t>(call.rank)];
+    test::LoopbackRank& rank = world[call.rank];
     const StreamId stream = rank.device.default_stream();
     CollectiveResult result;
     switch (call.kind) {
@@ -152,14 +134,13 @@ void expect_as_the_model(CollectiveKind kind, DataType type, std::uint64_t count
   }
   bool some_stale = false;
   for (int rank = 0; rank < kRanks; ++rank) {
-    all[static_cast<std::size_t>(rank)]->device.synchronize();
+    world[rank].device.synchronize();
     ranks.rank(rank).synchronize(false);
-    const std::optional<std::string> difference =
-        ranks.rank(rank).mismatch(all[static_cast<std::size_t>(rank)]->device);
+    const std::optional<std::string> difference = ranks.rank(rank).mismatch(world[rank].device);
     EXPECT_FALSE(difference.has_value()) << "rank " << rank << ": " << difference.value_or("");
     some_stale = some_stale ||
                  !ranks.rank(rank).claims(recv[static_cast<std::size_t>(rank)].allocation).empty();
-    all[static_cast<std::size_t>(rank)]->device.check_invariants();
+    world[rank].device.check_invariants();
   }
   EXPECT_TRUE(some_stale) << "the stale inputs reached no output: the test checks nothing";
 }
