@@ -18,6 +18,20 @@ constexpr std::uint64_t kMaxPieces = 64;
 constexpr std::size_t kRoots = 4;
 constexpr std::size_t kTextBytes = 220;
 constexpr int kListedSources = 8;
+/// The bytes a kept per-byte buffer is first sized for: a model is made
+/// per fuzz input, and its buffers, grown to each larger collective in
+/// turn, reallocated several times per rank per input (issue 13); a
+/// collective_fuzzer buffer is at most 384 bytes.
+constexpr std::size_t kFirstBytes = 512;
+
+/// Makes room for `size` elements in one step: at least kFirstBytes the
+/// first time, so that the common sizes never reallocate.
+template <class T>
+void room(std::vector<T>& buffer, std::size_t size) {
+  if (buffer.capacity() < size) {
+    buffer.reserve(std::max(size, kFirstBytes));
+  }
+}
 
 std::uint64_t element_size(DataType type) {
   switch (type) {
@@ -107,10 +121,10 @@ void combine(std::vector<std::optional<std::uint8_t>>& a,
 }
 
 /// Visits the maximal runs of bytes in [0, size) for which `marked(byte)`
-/// holds, ascending, as `fn(ByteRange)`. Allocates nothing: it runs once
-/// per own stale piece of every output, where a vector of runs per piece
-/// (and a marked vector to find them) was the ranks model's most frequent
-/// allocation (issue 13).
+/// holds, ascending, as `fn(ByteRange)`. Allocates nothing: it runs twice
+/// over every output (its own stale runs, its fed runs), where a vector of
+/// runs per piece (and a marked vector to find them) was the ranks model's
+/// most frequent allocation (issue 13).
 template <class Marked, class Fn>
 void for_each_run(std::uint64_t size, const Marked& marked, const Fn& fn) {
   for (std::uint64_t byte = 0; byte < size;) {
@@ -215,22 +229,33 @@ void RanksModel::contribution_of(int rank, const Binding& send, DataType type,
   const std::optional<FailureId> never_written = model.never_written_failure();
   const std::uint64_t listed =
       model.unwritten_reads() == UnwrittenReads::Report && never_written ? never_written->raw() : 0;
-  // Sized once: grown a byte at a time they reallocated a dozen times per
-  // rank per collective, each an allocation ASan pays for (issue 13).
-  out.writer.reserve(send.range.size());
-  out.value.reserve(send.range.size());
-  for (std::uint64_t byte = send.range.begin(); byte < send.range.end(); ++byte) {
-    std::uint64_t writer = writers.empty() ? 0 : writers[byte];
-    if (listed != 0 && writer == listed) {
-      if (!out.unwritten.empty() && out.unwritten.back().bytes.end() == byte) {
-        out.unwritten.back().bytes = ByteRange::of(out.unwritten.back().bytes.begin(), byte + 1);
-      } else {
-        out.unwritten.push_back(UnwrittenRead{send.allocation, ByteRange::of(byte, byte + 1)});
-      }
-      writer = 0;
+  // Copied whole, then the listed bytes cleared in one pass: pushed a byte
+  // at a time (a branch and a bounds check per byte) they were most of this
+  // function's time (issue 13).
+  const auto begin = static_cast<std::ptrdiff_t>(send.range.begin());
+  const auto end = static_cast<std::ptrdiff_t>(send.range.end());
+  room(out.value, send.range.size());
+  room(out.writer, send.range.size());
+  room(out.piece_at, send.range.size());
+  out.piece_root.reserve(kMaxPieces); // Per piece: never more.
+  out.slot.reserve(kMaxPieces);
+  out.value.assign(values.begin() + begin, values.begin() + end);
+  if (writers.empty()) {
+    out.writer.assign(send.range.size(), 0);
+  } else {
+    out.writer.assign(writers.begin() + begin, writers.begin() + end);
+  }
+  for (std::uint64_t at = 0; listed != 0 && at < out.writer.size(); ++at) {
+    if (out.writer[at] != listed) {
+      continue;
     }
-    out.writer.push_back(writer);
-    out.value.push_back(values[byte]);
+    const std::uint64_t byte = send.range.begin() + at;
+    if (!out.unwritten.empty() && out.unwritten.back().bytes.end() == byte) {
+      out.unwritten.back().bytes = ByteRange::of(out.unwritten.back().bytes.begin(), byte + 1);
+    } else {
+      out.unwritten.push_back(UnwrittenRead{send.allocation, ByteRange::of(byte, byte + 1)});
+    }
+    out.writer[at] = 0;
   }
   const std::uint64_t elements = out.writer.size() / out.element;
   out.pieces = std::min(elements, kMaxPieces);
@@ -241,9 +266,8 @@ void RanksModel::contribution_of(int rank, const Binding& send, DataType type,
   for (std::uint64_t piece = 0; piece < out.pieces; ++piece) {
     const std::uint64_t first = piece * elements / out.pieces * out.element;
     const std::uint64_t last = (piece + 1) * elements / out.pieces * out.element;
-    for (std::uint64_t byte = first; byte < last; ++byte) {
-      out.piece_at[byte] = piece;
-    }
+    std::fill(out.piece_at.begin() + static_cast<std::ptrdiff_t>(first),
+              out.piece_at.begin() + static_cast<std::ptrdiff_t>(last), piece);
     for (std::uint64_t byte = first; byte < last; ++byte) {
       if (out.writer[byte] != 0) {
         out.piece_root[piece] = out.writer[byte]; // The lowest stale byte's failure.
@@ -348,9 +372,11 @@ void RanksModel::collective(const Collective& collective, std::vector<Expected>&
     if (call.recv) {
       const std::uint64_t size = call.recv->range.size();
       std::vector<std::optional<std::uint8_t>>& values = plan.values.front();
+      room(values, size);
       values.assign(size, std::nullopt);
-      std::vector<bool>& fed = fed_;
-      fed.assign(size, false);
+      std::vector<std::uint8_t>& fed = fed_;
+      room(fed, size);
+      fed.assign(size, 0);
       // (source, root entry) pairs, sorted and made distinct below: the
       // order a std::set gave, without a node per pair.
       std::vector<std::pair<int, std::size_t>>& cited = cited_;
@@ -358,78 +384,105 @@ void RanksModel::collective(const Collective& collective, std::vector<Expected>&
       // Own stale pieces that reach the output, by piece number (below
       // kMaxPieces): flags, not a list to search, grow and sort per call.
       std::array<bool, kMaxPieces> own_pieces{};
-      // Sources of byte b: (rank, contribution byte), into `out` (one
-      // buffer for every byte: this runs per byte of every output).
-      const auto sources = [&](std::uint64_t byte,
-                               std::vector<std::pair<int, std::uint64_t>>& out) {
-        out.clear();
-        switch (call.kind) {
-        case CollectiveKind::all_reduce:
-          for (int source = 0; source < ranks; ++source) {
-            out.emplace_back(source, byte);
-          }
-          break;
-        case CollectiveKind::all_gather:
-          out.emplace_back(static_cast<int>(byte / block), byte % block);
-          break;
-        case CollectiveKind::reduce_scatter:
-          for (int source = 0; source < ranks; ++source) {
-            out.emplace_back(source, static_cast<std::uint64_t>(me) * block + byte);
-          }
-          break;
-        case CollectiveKind::broadcast:
-          out.emplace_back(collective.root, byte);
-          break;
-        case CollectiveKind::recv:
-          out.emplace_back(peer_of(call), byte);
-          break;
-        case CollectiveKind::send:
-          break;
+      // Where every output byte comes from, per kind: output bytes
+      // [first, end) are contribution bytes [shift, shift + end - first)
+      // of `rank`, one feed per source in rank order (all-reduce: byte i
+      // of every rank's; all-gather: rank s's whole input to block s;
+      // reduce-scatter: block `me` of every rank's; broadcast and recv: the
+      // root's or the sender's). So byte b's sources are the feeds that
+      // cover it, in rank order. Stated once per call, where listing the
+      // sources of each byte anew (a vector refilled per byte, and each
+      // source's contribution looked up and range-checked per byte) was
+      // most of the model's time in a collective (issue 13).
+      std::vector<Feed>& feeds = feeds_;
+      feeds.clear();
+      const auto feed = [&](int source, std::uint64_t first, std::uint64_t end,
+                            std::uint64_t shift) {
+        const Contribution& from = contribution(source);
+        if (shift + (end - first) > from.value.size()) {
+          throw std::out_of_range("model: a contribution shorter than the output it feeds");
         }
+        feeds.push_back(Feed{source, &from, first, end, shift});
       };
+      switch (call.kind) {
+      case CollectiveKind::all_reduce:
+        for (int source = 0; source < ranks; ++source) {
+          feed(source, 0, size, 0);
+        }
+        break;
+      case CollectiveKind::all_gather:
+        for (int source = 0; source < ranks; ++source) {
+          const std::uint64_t first = static_cast<std::uint64_t>(source) * block;
+          feed(source, std::min(first, size), std::min(first + block, size), 0);
+        }
+        break;
+      case CollectiveKind::reduce_scatter:
+        for (int source = 0; source < ranks; ++source) {
+          feed(source, 0, size, static_cast<std::uint64_t>(me) * block);
+        }
+        break;
+      case CollectiveKind::broadcast:
+        feed(collective.root, 0, size, 0);
+        break;
+      case CollectiveKind::recv:
+        feed(peer_of(call), 0, size, 0);
+        break;
+      case CollectiveKind::send:
+        break;
+      }
+      const bool reduces =
+          call.kind == CollectiveKind::all_reduce || call.kind == CollectiveKind::reduce_scatter;
       // Per output byte: the piece of this rank's own contribution it was
       // computed from, if any (a rank's contribution reaches a byte at most
       // once); kNoPiece otherwise.
       constexpr std::uint64_t kNoPiece = ~std::uint64_t{0};
       std::vector<std::uint64_t>& own_piece = own_piece_;
+      room(own_piece, size);
       own_piece.assign(size, kNoPiece);
-      std::vector<std::pair<int, std::uint64_t>>& from = from_;
-      for (std::uint64_t byte = 0; byte < size; ++byte) {
-        sources(byte, from);
-        // Values: the reduction in rank order, or the copy.
-        const bool reduces =
-            call.kind == CollectiveKind::all_reduce || call.kind == CollectiveKind::reduce_scatter;
-        if (!reduces) {
-          const Contribution& source = contribution(from.front().first);
-          values[byte] = source.value.at(from.front().second);
-        }
-        bool mine = false;
-        for (const auto& [source, offset] : from) {
-          const Contribution& contribution = this->contribution(source);
-          if (source == me) {
-            own_piece[byte] = contribution.piece_of(offset);
-          }
-          if (source == me && contribution.stale_at(offset)) {
-            mine = true;
-            own_pieces.at(contribution.piece_of(offset)) = true;
-          }
-        }
-        if (mine) {
+      // Feed by feed, each over its bytes (a byte's sources are the feeds
+      // covering it, so visiting feeds in the outer loop visits the same
+      // (byte, source) pairs): first this rank's own — a byte computed
+      // from an own stale piece is the rank's (kMine), whatever else fed
+      // it — then every feed, marking the other bytes a stale piece
+      // reached as fed and citing that piece's (source, root entry).
+      constexpr std::uint8_t kFed = 1;
+      constexpr std::uint8_t kMine = 2;
+      for (const Feed& source : feeds) {
+        if (source.rank != me) {
           continue;
         }
-        for (const auto& [source, offset] : from) {
-          const Contribution& contribution = this->contribution(source);
-          if (contribution.stale_at(offset)) {
-            fed[byte] = true;
-            const std::pair<int, std::size_t> entry{
-                source, contribution.slot[contribution.piece_of(offset)]};
-            if (cited.empty() || cited.back() != entry) { // Runs of one pair: kept short.
-              cited.push_back(entry);
-            }
+        const Contribution& contribution = *source.from;
+        for (std::uint64_t byte = source.first; byte < source.end; ++byte) {
+          const std::uint64_t piece = contribution.piece_at[byte - source.first + source.shift];
+          own_piece[byte] = piece;
+          if (contribution.piece_root[piece] != 0) {
+            fed[byte] = kMine;
+            own_pieces.at(piece) = true;
           }
         }
       }
-      if (call.kind == CollectiveKind::all_reduce || call.kind == CollectiveKind::reduce_scatter) {
+      for (const Feed& source : feeds) {
+        const Contribution& contribution = *source.from;
+        if (!reduces) {
+          // Values: the copy of the (only) source's bytes; a reduction is
+          // computed element by element below.
+          std::copy_n(contribution.value.begin() + static_cast<std::ptrdiff_t>(source.shift),
+                      source.end - source.first,
+                      values.begin() + static_cast<std::ptrdiff_t>(source.first));
+        }
+        for (std::uint64_t byte = source.first; byte < source.end; ++byte) {
+          const std::uint64_t piece = contribution.piece_at[byte - source.first + source.shift];
+          if (fed[byte] == kMine || contribution.piece_root[piece] == 0) {
+            continue;
+          }
+          fed[byte] = kFed;
+          const std::pair<int, std::size_t> entry{source.rank, contribution.slot[piece]};
+          if (cited.empty() || cited.back() != entry) { // Runs of one pair: kept short.
+            cited.push_back(entry);
+          }
+        }
+      }
+      if (reduces) {
         // Element by element over every rank's contribution, in rank order.
         const std::uint64_t first = call.kind == CollectiveKind::reduce_scatter
                                         ? static_cast<std::uint64_t>(me) * block
@@ -445,26 +498,42 @@ void RanksModel::collective(const Collective& collective, std::vector<Expected>&
           combine(values, std::span(value).subspan(first, size), collective.type, collective.op);
         }
       }
-      // Carried: own stale pieces in ascending order, each its bytes.
+      // Carried: own stale pieces in ascending order, each its bytes — each
+      // maximal run of bytes from one own stale piece, found in one pass
+      // over the output (a pass per stale piece was a fifth of the model's
+      // collective time), then ordered by piece (a piece's runs stay
+      // ascending: they are disjoint, and sorted by their first byte).
       const Contribution* mine = static_cast<std::size_t>(me) < contributed_.size() &&
                                          contributed_[static_cast<std::size_t>(me)] != 0
                                      ? &contributions_[static_cast<std::size_t>(me)]
                                      : nullptr;
-      plan.carried.reserve(
-          static_cast<std::size_t>(std::count(own_pieces.begin(), own_pieces.end(), true)));
-      for (std::uint64_t piece = 0; piece < kMaxPieces; ++piece) {
-        if (!own_pieces[piece]) {
-          continue;
-        }
-        for_each_run(
-            size, [&](std::uint64_t byte) { return own_piece[byte] == piece; },
-            [&](ByteRange range) {
-              plan.carried.emplace_back(range, FailureId::from_raw(mine->piece_root[piece]));
-              stale_bytes += range.size();
-            });
+      std::vector<std::pair<std::uint64_t, ByteRange>>& runs = own_runs_;
+      runs.clear();
+      for_each_run(
+          size,
+          [&](std::uint64_t byte) {
+            return own_piece[byte] != kNoPiece && own_pieces[own_piece[byte]];
+          },
+          [&](ByteRange range) {
+            // Cut where the piece changes: a run is one piece's bytes.
+            std::uint64_t begin = range.begin();
+            for (std::uint64_t byte = begin + 1; byte <= range.end(); ++byte) {
+              if (byte == range.end() || own_piece[byte] != own_piece[begin]) {
+                runs.emplace_back(own_piece[begin], ByteRange::of(begin, byte));
+                begin = byte;
+              }
+            }
+          });
+      std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) {
+        return a.first != b.first ? a.first < b.first : a.second.begin() < b.second.begin();
+      });
+      plan.carried.reserve(runs.size());
+      for (const auto& [piece, range] : runs) {
+        plan.carried.emplace_back(range, FailureId::from_raw(mine->piece_root[piece]));
+        stale_bytes += range.size();
       }
       for_each_run(
-          size, [&](std::uint64_t byte) { return static_cast<bool>(fed[byte]); },
+          size, [&](std::uint64_t byte) { return fed[byte] == kFed; },
           [&](ByteRange range) { plan.fed.push_back(range); });
       if (!plan.fed.empty()) {
         // Every feeding rank, ascending, with the roots it cited, ascending;

@@ -30,6 +30,9 @@
 #include <string>
 #include <vector>
 
+#include "failed_on_both.hpp"
+#include "loopback_ranks.hpp"
+
 namespace taintpool {
 namespace {
 
@@ -220,22 +223,11 @@ void expect_as_the_model(UnwrittenReads reads, bool fail_first_half, bool kept_l
     ASSERT_EQ(device.write(into, ones).status, model.write(into, ones).result.status);
   }
   if (fail_first_half) {
-    const Binding half = part(world[1].kept[0], 0, 64);
-    model::BodyPlan plan;
-    plan.kind = model::BodyKind::fail;
-    plan.error = Error::out_of_memory("no room for the activations");
     // The body writes what the model's failing body writes, then fails.
-    const LaunchResult failed =
-        world[1].device.launch("backward", {}, {half}, [&](const KernelContext& context) {
-          const std::span<std::byte> out = context.write(0);
-          for (std::size_t at = 0; at < out.size(); ++at) {
-            out[at] =
-                static_cast<std::byte>(model::kernel_output_byte(plan.seed, plan.seed, 0, at));
-          }
-          return LaunchOutcome::failure(plan.error);
-        });
-    const std::vector<Binding> writes{half};
-    EXPECT_EQ(failed.failure, ranks.rank(1).launch("backward", {}, writes, plan).result.failure);
+    const test::FailedOnBoth failed = test::fail_on_both(
+        world[1].device, ranks.rank(1), "backward", part(world[1].kept[0], 0, 64),
+        Error::out_of_memory("no room for the activations"));
+    EXPECT_EQ(failed.core, failed.model);
   }
   model::RanksModel::Collective spec;
   spec.name = "grads";
@@ -366,19 +358,11 @@ TEST(CollectivesNeverWritten, D1_InTheDefaultModeTheUnwrittenHalfIsTrustedAndNot
   // Trusted (the default): the same program reports nothing — the mode is
   // what finds it.
   LoopbackWorld loopback(kRanks);
-  struct Plain {
-    Plain(LoopbackWorld& world, int rank)
-        : collectives(device, world.rank(rank)) {}
-    HostBackend host;
-    CollectiveBackend backend{host};
-    Device device{backend};
-    Collectives collectives;
-  };
-  std::vector<std::unique_ptr<Plain>> ranks;
+  std::vector<std::unique_ptr<test::LoopbackRank>> ranks;
   std::vector<Allocation> send;
   std::vector<Allocation> recv;
   for (int rank = 0; rank < kRanks; ++rank) {
-    ranks.push_back(std::make_unique<Plain>(loopback, rank));
+    ranks.push_back(std::make_unique<test::LoopbackRank>(loopback, rank));
     send.push_back(ranks.back()->device.create_buffer(kBytes));
     recv.push_back(ranks.back()->device.create_buffer(kBytes));
     const std::uint64_t written = rank == 1 ? kBytes / 2 : kBytes;

@@ -27,32 +27,15 @@
 #include <string>
 #include <vector>
 
+#include "loopback_ranks.hpp"
+
 namespace taintpool {
 namespace {
 
-/// One rank: its Device on a CollectiveBackend around a HostBackend.
-struct Rank {
-  Rank(LoopbackWorld& world, int rank)
-      : collectives(device, world.rank(rank)) {}
-  HostBackend host;
-  CollectiveBackend backend{host};
-  Device device{backend};
-  Collectives collectives;
-};
-
-/// N ranks in one process.
-struct World {
-  explicit World(int ranks)
-      : loopback(ranks) {
-    for (int rank = 0; rank < ranks; ++rank) {
-      all.push_back(std::make_unique<Rank>(loopback, rank));
-    }
-  }
-  Rank& operator[](int rank) { return *all[static_cast<std::size_t>(rank)]; }
-  [[nodiscard]] int size() const { return static_cast<int>(all.size()); }
-  LoopbackWorld loopback;
-  std::vector<std::unique_ptr<Rank>> all;
-};
+/// One rank: its Device on a CollectiveBackend around a HostBackend; N of
+/// them in one process (tests/support/loopback_ranks.hpp).
+using Rank = test::LoopbackRank;
+using World = test::LoopbackRanks;
 
 std::vector<std::byte> filled(std::size_t size, std::uint8_t value) {
   return std::vector<std::byte>(size, static_cast<std::byte>(value));

@@ -110,6 +110,34 @@ TEST(FedClean, C3_TooFewSummaryBytesThrowAsFedStaleDoes) {
   EXPECT_THROW((void)fed_clean(shape, short_of_two), std::logic_error);
 }
 
+// The receiving side reads only the stale bits of a mask that stand for
+// pieces: a bit past the last piece (a summary is 64 bits whatever the
+// layout) names no bytes, and is ignored — by fed_stale, fed_clean and
+// carried_stale alike. (Pinned when a round rewrote their loops over the
+// pieces as loops over the set bits, where it took a mask to keep it so.)
+TEST(FedClean, C3C4_StaleBitsPastTheLastPieceNameNoBytes) {
+  const CollectiveShape shape{CollectiveKind::all_reduce, 3, 1, 2, 0, 0}; // 3 pieces of a byte.
+  const std::uint64_t past = (std::uint64_t{1} << 3) | (std::uint64_t{1} << 63);
+  EXPECT_TRUE(fed_stale(shape, summaries_with({0, past})).ranges.empty());
+  EXPECT_TRUE(fed_clean(shape, summaries_with({0, past})));
+  const FedStale one = fed_stale(shape, summaries_with({0, past | 0b010}));
+  ASSERT_EQ(one.ranges.size(), 1u);
+  EXPECT_EQ(one.ranges[0].range, ByteRange::of(1, 2));
+  // An own bit past the last piece explains nothing, and is carried nowhere.
+  EXPECT_FALSE(fed_clean(shape, summaries_with({past, 0b010})));
+  TaintSummary mine;
+  clear_summary(mine);
+  mine.stale = past;
+  EXPECT_TRUE(carried_stale(shape, mine, Summarized{}).empty());
+  mine.stale = past | 0b100;
+  Summarized roots;
+  roots.piece_root[2] = 5;
+  const std::vector<CarriedStale> carried = carried_stale(shape, mine, roots);
+  ASSERT_EQ(carried.size(), 1u);
+  EXPECT_EQ(carried[0].range, ByteRange::of(2, 3));
+  EXPECT_EQ(carried[0].failure, FailureId::from_raw(5));
+}
+
 TEST(FedClean, C3C4_NeverAllocatesFedOrClean) {
   const CollectiveShape shape{CollectiveKind::all_reduce, 1000, 4, 4, 2, 0};
   const std::vector<std::byte> fed = summaries_with({0, 1, 0, 0b1000});

@@ -119,12 +119,16 @@ class RanksModel {
     /// N2 under Report: the never-written runs read (allocation-relative),
     /// which count as clean here (writer 0).
     std::vector<UnwrittenRead> unwritten;
-
-    /// The piece holding contribution byte `byte`.
-    [[nodiscard]] std::uint64_t piece_of(std::uint64_t byte) const { return piece_at.at(byte); }
-    [[nodiscard]] bool stale_at(std::uint64_t byte) const {
-      return piece_root[piece_of(byte)] != 0;
-    }
+  };
+  /// Output bytes [first, end) of a receiving call are contribution bytes
+  /// [shift, shift + end - first) of `rank`'s (`from`): ranks_model.cpp
+  /// states each kind's sources as one feed per source rank.
+  struct Feed {
+    int rank = 0;
+    const Contribution* from = nullptr;
+    std::uint64_t first = 0;
+    std::uint64_t end = 0;
+    std::uint64_t shift = 0;
   };
   /// Refills `out` with rank `rank`'s contribution `send`.
   void contribution_of(int rank, const Binding& send, DataType type, Contribution& out) const;
@@ -149,10 +153,11 @@ class RanksModel {
   std::vector<Contribution> contributions_; ///< Per rank.
   std::vector<std::uint8_t> contributed_;   ///< Per rank: whether it sent this time.
   DeviceModel::ExchangePlan plan_;
-  std::vector<bool> fed_;                           ///< Per output byte.
-  std::vector<std::uint64_t> own_piece_;            ///< Per output byte.
-  std::vector<std::pair<int, std::uint64_t>> from_; ///< One byte's sources.
-  std::vector<std::pair<int, std::size_t>> cited_;  ///< (source, root entry).
+  std::vector<std::uint8_t> fed_;        ///< Per output byte: 0 clean, 1 fed, 2 own stale.
+  std::vector<std::uint64_t> own_piece_; ///< Per output byte.
+  std::vector<Feed> feeds_;              ///< The call's sources (Feed).
+  std::vector<std::pair<std::uint64_t, ByteRange>> own_runs_; ///< (own piece, its run).
+  std::vector<std::pair<int, std::size_t>> cited_;            ///< (source, root entry).
   std::string kernel_;
   std::string message_; ///< A fed call's message, before its Error copies it.
 };
