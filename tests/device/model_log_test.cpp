@@ -12,10 +12,8 @@
 // refilled after a synchronize), or if the replay skips or misjudges a
 // launch it must count.
 #include <taintpool/device/device.hpp>
-#include <taintpool/host/deferred_host_backend.hpp>
 #include <taintpool/model/device_model.hpp>
 #include <taintpool/testing/heap_allocations.hpp>
-#include <taintpool/testing/planned_body.hpp>
 
 #include <gtest/gtest.h>
 
@@ -26,33 +24,19 @@
 #include <string>
 #include <vector>
 
+#include "deferred_device_and_model.hpp"
+
 namespace taintpool {
 namespace {
 
 using model::BodyKind;
 using model::BodyPlan;
-using model::DeviceModel;
-using testing::allocations_during;
 
-struct Both {
-  DeferredHostBackend backend;
-  Device device{backend};
-  DeviceModel oracle;
-
+struct Both : test::DeferredDeviceAndModel {
   Allocation create(std::uint64_t size) {
     Allocation made = device.create_buffer(size);
     EXPECT_EQ(oracle.create(size), made.id());
     return made;
-  }
-
-  /// One launch, run by core and predicted by the model.
-  void launch(const std::string& kernel, const std::vector<Binding>& reads,
-              const std::vector<Binding>& writes, const BodyPlan& plan) {
-    auto body = [&](const KernelContext& context) {
-      return testing::run_planned_body(plan, context, backend);
-    };
-    (void)device.launch(kernel, reads, writes, body);
-    (void)oracle.launch(kernel, reads, writes, plan);
   }
 
   /// Both answers to "does `read` await a verdict"; they must agree.
@@ -108,7 +92,7 @@ TEST(DeviceModelLog, S5_ALateFailureRecordsEveryLaterReaderByItsOwnKernelAfterTh
     ASSERT_FALSE(live.empty());
     const std::vector<SkipRecord> records = both.oracle.skip_records(live.back());
     ASSERT_EQ(both.oracle.skips_recorded(live.back()), readers.size()) << "round " << round;
-    ASSERT_EQ(records.size(), DeviceModel::kept_skip_records);
+    ASSERT_EQ(records.size(), model::DeviceModel::kept_skip_records);
     for (std::size_t at = 0; at < records.size(); ++at) {
       EXPECT_EQ(records[at].kernel, readers[readers.size() - records.size() + at])
           << "round " << round << ", record " << at;
@@ -155,7 +139,7 @@ TEST(DeviceModelLog, C2_AwaitsVerdictAllocatesNothingWhenNoLaunchIsUnconfirmed) 
   const std::array<Binding, 2> reads{a.whole(), b.whole()};
   bool awaits = true;
   const std::uint64_t allocations =
-      allocations_during([&] { awaits = both.oracle.awaits_verdict(reads); });
+      testing::allocations_during([&] { awaits = both.oracle.awaits_verdict(reads); });
   EXPECT_FALSE(awaits);
   EXPECT_EQ(allocations, 0u);
   EXPECT_FALSE(both.device.awaits_verdict(reads));
