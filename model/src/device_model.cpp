@@ -25,6 +25,11 @@ namespace {
 /// lists hold, and so every answer, is unchanged.
 constexpr std::size_t kFirstRoom = 16;
 
+/// Room the log's kernel names take at the first entry: a collective's
+/// name ("all_gather(grads) on rank 1") is some 25 characters, so about
+/// twenty of them before the first reallocation.
+constexpr std::size_t kFirstText = 512;
+
 template <class T>
 void reserve_first(std::vector<T>& list) {
   if (list.capacity() == 0) {
@@ -537,38 +542,39 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
       (plan.kind == BodyKind::check || plan.kind == BodyKind::fail_late) && !host_bytes) {
     checked_.push_back(launch);
   }
-  Logged& logged = log_entry(launch, kernel, status, reads, writes);
-  logged.released = std::move(released);
-  logged.named_only = named_only.has_value();
-  if (named_only) {
-    logged.named.assign(named_only->begin(), named_only->end());
-  }
+  log_entry(launch, kernel, status, reads, writes, released, named_only ? &*named_only : nullptr);
   return out;
 }
 
 DeviceModel::Logged& DeviceModel::log_entry(std::uint64_t launch, std::string_view kernel,
                                             LaunchStatus status, std::span<const Binding> reads,
-                                            std::span<const Binding> writes) {
-  // An entry synchronize() retired, its lists refilled in place: a fresh
-  // entry cost three to five allocations per launch or exchange (issue 13).
-  // Every field is set here, so nothing of the entry's last use survives
-  // but capacity.
-  Logged logged;
-  if (!spare_log_.empty()) {
-    logged = std::move(spare_log_.back());
-    spare_log_.pop_back();
+                                            std::span<const Binding> writes,
+                                            std::span<const Binding> released,
+                                            const std::vector<Binding>* named) {
+  Logged logged{launch, log_text_.size(), kernel.size(), status, {}, {}, {}, false, {}};
+  if (log_text_.capacity() < kFirstText) {
+    log_text_.reserve(kFirstText);
   }
-  logged.launch = launch;
-  logged.kernel.assign(kernel);
-  logged.status = status;
-  logged.reads.assign(reads.begin(), reads.end());
-  logged.writes.assign(writes.begin(), writes.end());
-  logged.released.clear();
-  logged.named_only = false;
-  logged.named.clear();
+  log_text_.append(kernel);
+  logged.reads = log_list(reads);
+  logged.writes = log_list(writes);
+  logged.released = log_list(released);
+  if (named != nullptr) {
+    logged.named_only = true;
+    logged.named = log_list(*named);
+  }
   reserve_first(log_);
-  log_.push_back(std::move(logged));
+  log_.push_back(logged);
   return log_.back();
+}
+
+DeviceModel::LogSlice DeviceModel::log_list(std::span<const Binding> bindings) {
+  const LogSlice slice{log_bindings_.size(), bindings.size()};
+  if (log_bindings_.capacity() == 0) {
+    log_bindings_.reserve(4 * kFirstRoom); // A few per entry: reads, writes, some released.
+  }
+  log_bindings_.insert(log_bindings_.end(), bindings.begin(), bindings.end());
+  return slice;
 }
 
 // ------------------------------------------------------------ S6, O4
@@ -607,7 +613,7 @@ void DeviceModel::write_named(std::span<const Binding> reads, std::span<const Bi
 std::string DeviceModel::kernel_of(std::uint64_t launch) const {
   for (const Logged& logged : log_) {
     if (logged.launch == launch) {
-      return logged.kernel;
+      return std::string(kernel_in(logged));
     }
   }
   return "?";
@@ -830,13 +836,46 @@ void DeviceModel::race_outputs(std::uint64_t launch, std::string_view kernel,
 
 // ------------------------------------------------------------ late failures
 
+namespace {
+
+/// `member`'s bits over `range`, once the range is checked to lie inside it
+/// (std::out_of_range if not, as at() per byte threw): the per-byte at()
+/// on a vector<bool> was a call and a check per byte, and awaits_verdict
+/// and attribute replay every launch since the last synchronize through
+/// these (issue 13).
+std::vector<bool>::iterator bits_in(std::vector<bool>& member, ByteRange range) {
+  if (range.end() > member.size()) {
+    throw std::out_of_range("model: a binding past the end of its byte set");
+  }
+  return member.begin() + static_cast<std::ptrdiff_t>(range.begin());
+}
+
+} // namespace
+
+const std::vector<bool>* DeviceModel::Bytes::find(std::uint64_t allocation) const noexcept {
+  for (std::size_t at = 0; at < used; ++at) {
+    if (members[at].allocation == allocation) {
+      return &members[at].bits;
+    }
+  }
+  return nullptr;
+}
+
+std::vector<bool>* DeviceModel::Bytes::find(std::uint64_t allocation) noexcept {
+  const Bytes& self = *this;
+  return const_cast<std::vector<bool>*>(self.find(allocation)); // NOLINT: this one is not const.
+}
+
 bool DeviceModel::touches(const Bytes& set, const Binding& binding) const {
-  const auto found = set.find(binding.allocation.raw());
-  if (found == set.end()) {
+  const std::vector<bool>* member = set.find(binding.allocation.raw());
+  if (member == nullptr || binding.range.empty()) {
     return false;
   }
+  if (binding.range.end() > member->size()) {
+    throw std::out_of_range("model: a binding past the end of its byte set");
+  }
   for (std::uint64_t byte = binding.range.begin(); byte < binding.range.end(); ++byte) {
-    if (found->second.at(byte)) {
+    if ((*member)[byte]) {
       return true;
     }
   }
@@ -844,21 +883,31 @@ bool DeviceModel::touches(const Bytes& set, const Binding& binding) const {
 }
 
 void DeviceModel::add(Bytes& set, const Binding& binding) const {
-  std::vector<bool>& member = set[binding.allocation.raw()];
-  member.resize(allocations_.at(index_of(binding.allocation)).size, false);
-  for (std::uint64_t byte = binding.range.begin(); byte < binding.range.end(); ++byte) {
-    member.at(byte) = true;
+  const std::uint64_t size = allocations_.at(index_of(binding.allocation)).size;
+  std::vector<bool>* member = set.find(binding.allocation.raw());
+  if (member == nullptr) {
+    if (set.used == set.members.size()) {
+      set.members.emplace_back();
+    }
+    Bytes::Member& fresh = set.members[set.used++];
+    fresh.allocation = binding.allocation.raw();
+    fresh.bits.assign(size, false); // In the room a former replay left.
+    member = &fresh.bits;
+  }
+  member->resize(size, false);
+  if (!binding.range.empty()) {
+    const auto first = bits_in(*member, binding.range);
+    std::fill(first, first + static_cast<std::ptrdiff_t>(binding.range.size()), true);
   }
 }
 
 void DeviceModel::remove(Bytes& set, const Binding& binding) const {
-  const auto found = set.find(binding.allocation.raw());
-  if (found == set.end()) {
+  std::vector<bool>* member = set.find(binding.allocation.raw());
+  if (member == nullptr || binding.range.empty()) {
     return;
   }
-  for (std::uint64_t byte = binding.range.begin(); byte < binding.range.end(); ++byte) {
-    found->second.at(byte) = false;
-  }
+  const auto first = bits_in(*member, binding.range);
+  std::fill(first, first + static_cast<std::ptrdiff_t>(binding.range.size()), false);
 }
 
 void DeviceModel::synchronize(bool drops_discovered) {
@@ -868,18 +917,11 @@ void DeviceModel::synchronize(bool drops_discovered) {
     attribute(late);
   }
   late_.clear();
-  // Everything is confirmed now. The entries go to spare_log_ for the
-  // launches after this one to refill: room made once for all of them
-  // (doubling, so a model that synchronizes often does not reallocate at
-  // each), not grown entry by entry.
-  const std::size_t spares = spare_log_.size() + log_.size();
-  if (spares > spare_log_.capacity()) {
-    spare_log_.reserve(std::max({kFirstRoom, spares, 2 * spare_log_.capacity()}));
-  }
-  for (Logged& logged : log_) {
-    spare_log_.push_back(std::move(logged));
-  }
+  // Everything is confirmed now. The entries' lists and names go with
+  // them; the shared buffers keep their capacity for the launches after.
   log_.clear();
+  log_bindings_.clear();
+  log_text_.clear();
   checked_.clear();
   pending_exchanges_.clear();
   if (drops_discovered) {
@@ -897,79 +939,82 @@ std::optional<std::uint64_t> DeviceModel::attribute(const Late& late) {
   // A race reaching a reader that failed after writing some bytes (S2):
   // those bytes are stale. Otherwise a launch no longer standing as "ran"
   // carries a failure on its outputs already.
-  const bool raced_partial = origin->status == LaunchStatus::Failed &&
-                             late.error.kind() == ErrorKind::Race &&
-                             std::any_of(origin->released.begin(), origin->released.end(),
-                                         [](const Binding& bytes) { return !bytes.range.empty(); });
+  const bool raced_partial =
+      origin->status == LaunchStatus::Failed && late.error.kind() == ErrorKind::Race &&
+      std::ranges::any_of(list_of(origin->released),
+                          [](const Binding& bytes) { return !bytes.range.empty(); });
   if (origin->status != LaunchStatus::Ran && !raced_partial) {
     return std::nullopt;
   }
-  Bytes stale;
-  for (const Binding& output : raced_partial ? origin->released : origin->covered()) {
+  Bytes& stale = scratch_bytes_;
+  stale.clear();
+  for (const Binding& output : raced_partial ? list_of(origin->released) : covered(*origin)) {
     add(stale, output);
   }
   std::size_t ignored = 0;
   for (const WrittenRange& written : late.written) {
-    if (valid_written(written, origin->writes)) {
-      remove(stale, written_bytes(written, origin->writes));
+    if (valid_written(written, list_of(origin->writes))) {
+      remove(stale, written_bytes(written, list_of(origin->writes)));
     } else {
       ++ignored;
     }
   }
-  const Error named = named_error(origin->kernel, late.error, ignored);
+  const Error named = named_error(kernel_in(*origin), late.error, ignored);
   const std::uint64_t failure =
       mint(Error(named.kind(), named.message() + " (reported when the device synchronised)"));
   ++attributed_; // Counted before any byte changes: the bytes below may be anywhere.
   origin->status = LaunchStatus::Failed;
-  origin->released.clear(); // Claimed now: a later race on it is moot.
+  origin->released.count = 0; // Claimed now: a later race on it is moot.
 
   for (auto later = std::next(origin); later != log_.end(); ++later) {
     const Binding* needed = nullptr;
-    for (const Binding& read : later->reads) {
+    for (const Binding& read : list_of(later->reads)) {
       if (touches(stale, read)) {
         needed = &read;
         break;
       }
     }
-    const std::vector<Binding>& covered = later->covered();
-    if (needed != nullptr && later->status == LaunchStatus::Ran && !covered.empty()) {
+    const std::span<const Binding> outputs = covered(*later);
+    if (needed != nullptr && later->status == LaunchStatus::Ran && !outputs.empty()) {
       // It ran on garbage: what it produced is garbage too (a wrote_only
       // body's named ranges; the rest of its write set is as it was, S6).
-      failures_.at(failure).records.push_back(
-          SkipRecord{later->kernel, needed->allocation, distinct_allocations(covered), true});
-      for (const Binding& output : covered) {
+      failures_.at(failure).records.push_back(SkipRecord{
+          std::string(kernel_in(*later)), needed->allocation, distinct_allocations(outputs), true});
+      for (const Binding& output : outputs) {
         add(stale, output);
       }
       later->status = LaunchStatus::Failed;
-      later->released.clear(); // Claimed now: a later race on it is moot.
+      later->released.count = 0; // Claimed now: a later race on it is moot.
     } else if (needed != nullptr && later->status == LaunchStatus::Failed &&
-               std::any_of(later->released.begin(), later->released.end(),
-                           [](const Binding& bytes) { return !bytes.range.empty(); })) {
+               std::ranges::any_of(list_of(later->released),
+                                   [](const Binding& bytes) { return !bytes.range.empty(); })) {
       // It failed, but the bytes it reported written were computed from
       // garbage: those are stale now; the rest carries its own failure.
-      for (const Binding& output : covered) {
+      for (const Binding& output : outputs) {
         remove(stale, output);
       }
       std::vector<Binding> garbage;
-      for (const Binding& bytes : later->released) {
+      for (const Binding& bytes : list_of(later->released)) {
         if (!bytes.range.empty()) {
           add(stale, bytes);
           garbage.push_back(bytes);
         }
       }
-      failures_.at(failure).records.push_back(
-          SkipRecord{later->kernel, needed->allocation, distinct_allocations(garbage), true});
-      later->released.clear(); // Claimed now; a later late failure finds them carried.
+      failures_.at(failure).records.push_back(SkipRecord{
+          std::string(kernel_in(*later)), needed->allocation, distinct_allocations(garbage), true});
+      later->released.count = 0; // Claimed now; a later late failure finds them carried.
     } else {
       // It overwrote what it covered, with good data or with its own
       // failure; a wrote_only launch's other bytes stay as they were (S6).
-      for (const Binding& output : covered) {
+      for (const Binding& output : outputs) {
         remove(stale, output);
       }
     }
   }
-  for (const auto& [raw, member] : stale) {
-    Allocation& allocation = allocations_.at(index_of(AllocationId::from_raw(raw)));
+  for (std::size_t at = 0; at < stale.used; ++at) {
+    const std::vector<bool>& member = stale.members[at].bits;
+    Allocation& allocation =
+        allocations_.at(index_of(AllocationId::from_raw(stale.members[at].allocation)));
     if (allocation.state != State::live) {
       continue; // Dropped: no allocation left to carry it.
     }

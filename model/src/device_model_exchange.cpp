@@ -4,6 +4,7 @@
 #include <taintpool/model/device_model.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <set>
 #include <stdexcept>
 
@@ -32,11 +33,16 @@ ModelLaunch DeviceModel::exchange(std::string_view kernel, std::span<const Bindi
     // S1: a provisional failure is minted; it survives only as the fed
     // bytes' failure (G4: it takes the fed error).
     const std::uint64_t provisional = mint(Error::torn_down());
+    // Each output's values copied whole, once both ends are checked (a
+    // plan shorter than its output, or an output past its allocation, is
+    // std::out_of_range as at() per byte made it).
     for (std::size_t index = 0; index < writes.size(); ++index) {
-      Allocation& allocation = allocations_.at(index_of(writes[index].allocation));
-      for (std::uint64_t at = 0; at < writes[index].range.size(); ++at) {
-        allocation.value.at(writes[index].range.begin() + at) = plan.values.at(index).at(at);
+      const std::vector<std::optional<std::uint8_t>>& values = plan.values.at(index);
+      const ByteRange range = writes[index].range;
+      if (values.size() < range.size()) {
+        throw std::out_of_range("model: an exchange plan shorter than its output");
       }
+      std::copy_n(values.begin(), range.size(), values_in(writes[index]) + range.begin());
     }
     for (const Binding& output : writes) {
       set_writer(output, 0);
@@ -46,16 +52,21 @@ ModelLaunch DeviceModel::exchange(std::string_view kernel, std::span<const Bindi
       return Binding{first.allocation, ByteRange::of(first.range.begin() + range.begin(),
                                                      first.range.begin() + range.end())};
     };
-    std::vector<std::uint64_t> recorded;
     for (const auto& [range, failure] : plan.carried) {
       set_writer(in_output(range), failure.raw());
-      if (std::find(recorded.begin(), recorded.end(), failure.raw()) == recorded.end()) {
-        recorded.push_back(failure.raw());
-      }
     }
-    for (const std::uint64_t failure : recorded) {
-      failures_.at(failure).records.push_back(SkipRecord{
-          std::string(kernel), reads.front().allocation, distinct_writes(writes), true, true});
+    // One record per failure carried, in the order first carried: found by
+    // looking back over the plan's few pieces (a list of them had been an
+    // allocation per collective that carried any).
+    for (auto piece = plan.carried.begin(); piece != plan.carried.end(); ++piece) {
+      const FailureId failure = piece->second;
+      if (std::any_of(plan.carried.begin(), piece,
+                      [&](const auto& earlier) { return earlier.second == failure; })) {
+        continue;
+      }
+      failures_.at(failure.raw())
+          .records.push_back(SkipRecord{std::string(kernel), reads.front().allocation,
+                                        distinct_writes(writes), true, true});
     }
     if (!plan.fed.empty()) {
       if (plan.deferred) {
@@ -110,32 +121,50 @@ void DeviceModel::poll_exchanges() {
 }
 
 bool DeviceModel::awaits_verdict(std::span<const Binding> reads) const {
+  // Launch numbers rise through log_, pending_exchanges_ and checked_ alike
+  // (each appends as a launch or exchange ends, and none nests), so "is it
+  // unconfirmed" is one comparison and a binary search, not a walk of both
+  // lists per entry. And no byte is suspect before the first unconfirmed
+  // entry (nothing before it is fed or unconfirmed): the replay starts
+  // there, and a model with none answers at once — the common case, a
+  // collective asking this of every contributing call (issue 13).
+  constexpr std::uint64_t none = std::numeric_limits<std::uint64_t>::max();
+  const std::uint64_t first_checked = checked_.empty() ? none : checked_.front();
+  const std::uint64_t first = std::min(
+      first_checked, pending_exchanges_.empty() ? none : pending_exchanges_.front().launch);
+  if (first == none) {
+    return false;
+  }
   const auto unconfirmed = [&](std::uint64_t launch) {
-    return std::any_of(pending_exchanges_.begin(), pending_exchanges_.end(),
-                       [&](const PendingExchange& pending) { return pending.launch == launch; }) ||
-           std::any_of(checked_.begin(), checked_.end(),
-                       [&](std::uint64_t checked) { return checked <= launch; });
+    const auto pending = std::lower_bound(
+        pending_exchanges_.begin(), pending_exchanges_.end(), launch,
+        [](const PendingExchange& exchange, std::uint64_t at) { return exchange.launch < at; });
+    return launch >= first_checked ||
+           (pending != pending_exchanges_.end() && pending->launch == launch);
   };
   // Per byte: which bytes might still turn out stale, replayed launch by
   // launch since the last synchronize.
-  Bytes suspect;
-  for (const Logged& entry : log_) {
+  Bytes& suspect = scratch_bytes_;
+  suspect.clear();
+  const auto from = std::find_if(log_.begin(), log_.end(),
+                                 [&](const Logged& entry) { return entry.launch >= first; });
+  for (const Logged& entry : std::span<const Logged>(from, log_.end())) {
     bool fed = false;
-    for (const Binding& read : entry.reads) {
+    for (const Binding& read : list_of(entry.reads)) {
       fed = fed || touches(suspect, read);
     }
     // S6: a wrote_only launch changed only the ranges it named.
     if (entry.status == LaunchStatus::Ran && (fed || unconfirmed(entry.launch))) {
-      for (const Binding& output : entry.covered()) {
+      for (const Binding& output : covered(entry)) {
         add(suspect, output);
       }
       continue;
     }
-    for (const Binding& output : entry.covered()) {
+    for (const Binding& output : covered(entry)) {
       remove(suspect, output);
     }
     if (fed) {
-      for (const Binding& bytes : entry.released) {
+      for (const Binding& bytes : list_of(entry.released)) {
         add(suspect, bytes);
       }
     }

@@ -12,10 +12,8 @@
 // (testing/src/replace_new.cpp); no assertion macro runs inside a measured
 // region.
 #include <taintpool/device/device.hpp>
-#include <taintpool/host/deferred_host_backend.hpp>
 #include <taintpool/model/device_model.hpp>
 #include <taintpool/testing/heap_allocations.hpp>
-#include <taintpool/testing/planned_body.hpp>
 
 #include <gtest/gtest.h>
 
@@ -27,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "deferred_device_and_model.hpp"
+
 namespace taintpool {
 namespace {
 
@@ -35,18 +35,10 @@ using model::BodyPlan;
 using model::DeviceModel;
 using testing::allocations_during;
 
-struct Both {
-  DeferredHostBackend backend;
-  Device device{backend};
-  DeviceModel oracle;
-
-  /// One launch writing `writes`, run by core and predicted by the model.
+struct Both : test::DeferredDeviceAndModel {
+  /// One launch of "k" writing `writes`, reading nothing.
   void launch(const std::vector<Binding>& writes, const BodyPlan& plan) {
-    auto body = [&](const KernelContext& context) {
-      return testing::run_planned_body(plan, context, backend);
-    };
-    (void)device.launch("k", {}, writes, body);
-    (void)oracle.launch("k", {}, writes, plan);
+    DeferredDeviceAndModel::launch("k", {}, writes, plan);
   }
 
   /// The verdict, and how many allocations asking for it took.

@@ -416,29 +416,63 @@ class DeviceModel {
     Error error;
     std::vector<SkipRecord> records; ///< Every one, oldest first.
   };
+  /// A run of log_bindings_: one of a log entry's lists.
+  struct LogSlice {
+    std::size_t first = 0;
+    std::size_t count = 0;
+  };
+  /// A launch or exchange since the last synchronize. Its lists and kernel
+  /// name live in log_bindings_ and log_text_, shared by every entry and
+  /// emptied together at synchronize: a list per field had cost three to
+  /// five allocations per entry, and a model (built new per fuzzer input)
+  /// rarely synchronized often enough to refill retired ones (issue 13).
   struct Logged {
     std::uint64_t launch;
-    std::string kernel;
+    std::size_t kernel_at;   ///< In log_text_.
+    std::size_t kernel_size; ///< In log_text_.
     LaunchStatus status;
-    std::vector<Binding> reads;
-    std::vector<Binding> writes;
+    LogSlice reads;
+    LogSlice writes;
     /// A failed body's S2 ranges: bytes it reported written, as bindings.
-    std::vector<Binding> released;
+    LogSlice released;
     /// S6: a wrote_only body wrote only `named`; every other byte of its
     /// write set kept its writer, so a replay leaves it as it was.
     bool named_only = false;
-    std::vector<Binding> named;
-    /// What it produced or claimed: `named` or its write set.
-    [[nodiscard]] const std::vector<Binding>& covered() const {
-      return named_only ? named : writes;
-    }
+    LogSlice named;
   };
+  /// One of an entry's lists. Valid until the next log_entry or synchronize.
+  [[nodiscard]] std::span<const Binding> list_of(LogSlice slice) const noexcept {
+    return {log_bindings_.data() + slice.first, slice.count};
+  }
+  /// What `entry` produced or claimed: its named list or its write set.
+  [[nodiscard]] std::span<const Binding> covered(const Logged& entry) const noexcept {
+    return list_of(entry.named_only ? entry.named : entry.writes);
+  }
+  [[nodiscard]] std::string_view kernel_in(const Logged& entry) const noexcept {
+    return std::string_view(log_text_).substr(entry.kernel_at, entry.kernel_size);
+  }
   struct Late {
     std::uint64_t launch;
     Error error;
     std::vector<WrittenRange> written;
   };
-  using Bytes = std::map<std::uint64_t, std::vector<bool>>; ///< allocation -> byte -> member.
+  /// allocation -> byte -> member: the bytes a replay of the log marks
+  /// (awaits_verdict's suspects, a late failure's stale bytes). One is kept
+  /// between replays (scratch_bytes_) and cleared, not freed, so a replay
+  /// reuses each member list's room: the std::map it was cost a node and a
+  /// list per allocation marked, per question and per late failure
+  /// (issue 13). Allocations are found by a scan: a replay marks a few.
+  struct Bytes {
+    struct Member {
+      std::uint64_t allocation; ///< Raw id.
+      std::vector<bool> bits;   ///< Per byte of it.
+    };
+    std::vector<Member> members; ///< The first `used` are in use.
+    std::size_t used = 0;
+    [[nodiscard]] const std::vector<bool>* find(std::uint64_t allocation) const noexcept;
+    [[nodiscard]] std::vector<bool>* find(std::uint64_t allocation) noexcept;
+    void clear() noexcept { used = 0; }
+  };
 
   /// `allocation`'s writers, to change: forgets its owners list first.
   static std::vector<std::uint64_t>& writers_to_change(Allocation& allocation) noexcept {
@@ -517,7 +551,11 @@ class DeviceModel {
   std::uint64_t next_launch_ = 1;
   std::uint64_t attributed_ = 0; ///< verdicts_attributed().
   std::vector<Logged> log_;      ///< Every launch since the last synchronize.
-  std::vector<Late> late_;       ///< Reported by bodies, attributed at synchronize.
+  /// Every log_ entry's lists, entry by entry (see Logged).
+  std::vector<Binding> log_bindings_;
+  /// Every log_ entry's kernel name, one after another (see Logged).
+  std::string log_text_;
+  std::vector<Late> late_; ///< Reported by bodies, attributed at synchronize.
   bool detect_ = false;
   std::uint32_t space_ = 0;                               ///< set_id_space.
   FreshBytes fresh_ = FreshBytes::Trusted;                ///< set_fresh_bytes.
@@ -553,6 +591,9 @@ class DeviceModel {
   mutable std::vector<Carriers> scratch_carriers_;
   /// An owners list derived again, to check a kept one (mismatch_in).
   mutable std::vector<std::uint64_t> scratch_owners_;
+  /// awaits_verdict's and attribute()'s byte set (see Bytes). Scratch
+  /// only, as above: each clears it first, and neither calls the other.
+  mutable Bytes scratch_bytes_;
   /// bury()'s list of the failures some byte names, kept between calls for
   /// the same reason: bury runs after every launch, and a std::set there
   /// allocated a node per failure each time. Scratch only, as above.
@@ -560,15 +601,14 @@ class DeviceModel {
   /// The failures one read binding's runs name (launch_impl, reports_for).
   /// Scratch only.
   std::vector<std::uint64_t> scratch_read_owners_;
-  /// log_ entries synchronize() retired, refilled by later launches so that
-  /// logging a launch reuses their lists' capacity (issue 13). Their
-  /// contents are dead: launch_impl sets every field before an entry is
-  /// read again. Scratch only, as above.
-  std::vector<Logged> spare_log_;
-  /// Appends a log entry for `launch` (a spare one when there is one) with
-  /// every field set, no released ranges and no named list; returns it.
+  /// Appends a log entry for `launch` with every field set; `named` is a
+  /// wrote_only body's named ranges (S6), nullptr for any other. Returns it.
   Logged& log_entry(std::uint64_t launch, std::string_view kernel, LaunchStatus status,
-                    std::span<const Binding> reads, std::span<const Binding> writes);
+                    std::span<const Binding> reads, std::span<const Binding> writes,
+                    std::span<const Binding> released = {},
+                    const std::vector<Binding>* named = nullptr);
+  /// Appends `bindings` to log_bindings_; returns where they lie.
+  LogSlice log_list(std::span<const Binding> bindings);
 };
 
 /// "kernel: message" (or the kind's name when the message is empty), and a
