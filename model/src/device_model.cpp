@@ -540,6 +540,8 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
   // unconfirmed until the next synchronize (Device::awaits_verdict).
   if (status != LaunchStatus::Skipped && !out.body_threw &&
       (plan.kind == BodyKind::check || plan.kind == BodyKind::fail_late) && !host_bytes) {
+    require_rising(checked_.empty() ? std::nullopt : std::optional(checked_.back()), launch,
+                   "checked_");
     checked_.push_back(launch);
   }
   log_entry(launch, kernel, status, reads, writes, released, named_only ? &*named_only : nullptr);
@@ -563,9 +565,19 @@ DeviceModel::Logged& DeviceModel::log_entry(std::uint64_t launch, std::string_vi
     logged.named_only = true;
     logged.named = log_list(*named);
   }
+  require_rising(log_.empty() ? std::nullopt : std::optional(log_.back().launch), launch, "log_");
   reserve_first(log_);
   log_.push_back(logged);
   return log_.back();
+}
+
+void DeviceModel::require_rising(std::optional<std::uint64_t> last, std::uint64_t launch,
+                                 const char* list) {
+  if (last && *last >= launch) {
+    throw std::logic_error("DeviceModel: launch " + std::to_string(launch) + " appended to " +
+                           list + " after launch " + std::to_string(*last) +
+                           " (awaits_verdict needs them rising)");
+  }
 }
 
 DeviceModel::LogSlice DeviceModel::log_list(std::span<const Binding> bindings) {

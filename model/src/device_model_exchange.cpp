@@ -94,6 +94,9 @@ ModelLaunch DeviceModel::exchange(std::string_view kernel, std::span<const Bindi
     bury();
   }
   if (plan.deferred) {
+    require_rising(pending_exchanges_.empty() ? std::nullopt
+                                              : std::optional(pending_exchanges_.back().launch),
+                   launch, "pending_exchanges_");
     pending_exchanges_.push_back(PendingExchange{launch, !plan.fed.empty()});
   }
   log_entry(launch, kernel, LaunchStatus::Ran, reads, writes);

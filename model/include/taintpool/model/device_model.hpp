@@ -609,6 +609,13 @@ class DeviceModel {
                     const std::vector<Binding>* named = nullptr);
   /// Appends `bindings` to log_bindings_; returns where they lie.
   LogSlice log_list(std::span<const Binding> bindings);
+  /// awaits_verdict reads log_, checked_ and pending_exchanges_ as sorted
+  /// by launch (its first unconfirmed entry, a binary search): each append
+  /// checks that `launch` comes after `last`, the list's newest, and throws
+  /// std::logic_error naming `list` if not — a model that broke the order
+  /// would answer wrongly, not loudly, without it.
+  static void require_rising(std::optional<std::uint64_t> last, std::uint64_t launch,
+                             const char* list);
 };
 
 /// "kernel: message" (or the kind's name when the message is empty), and a
