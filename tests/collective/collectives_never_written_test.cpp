@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "created_on_both.hpp"
 #include "failed_on_both.hpp"
 #include "loopback_ranks.hpp"
 
@@ -210,10 +211,8 @@ void expect_as_the_model(UnwrittenReads reads, bool fail_first_half, bool kept_l
     model::DeviceModel& model = ranks.rank(rank);
     model.set_id_space(device.memory().id_space());
     model.set_fresh_bytes(FreshBytes::NeverWritten, reads);
-    const Allocation s = device.create_buffer(kBytes);
-    const Allocation r = device.create_buffer(kBytes);
-    ASSERT_EQ(model.create(kBytes), s.id());
-    ASSERT_EQ(model.create(kBytes), r.id());
+    const Allocation s = test::created_on_both(device, model, kBytes);
+    const Allocation r = test::created_on_both(device, model, kBytes);
     world[rank].kept = {s, r};
     send.push_back(s.whole());
     recv.push_back(r.whole());

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "created_on_both.hpp"
 #include "failed_on_both.hpp"
 #include "loopback_ranks.hpp"
 
@@ -54,10 +55,8 @@ void expect_as_the_model(CollectiveKind kind, DataType type, std::uint64_t count
     Device& device = world[rank].device;
     model::DeviceModel& model = ranks.rank(rank);
     model.set_id_space(device.memory().id_space());
-    const Allocation s = device.create_buffer(send_size);
-    const Allocation r = device.create_buffer(recv_size);
-    ASSERT_EQ(model.create(send_size), s.id());
-    ASSERT_EQ(model.create(recv_size), r.id());
+    const Allocation s = test::created_on_both(device, model, send_size);
+    const Allocation r = test::created_on_both(device, model, recv_size);
     kept.push_back(s);
     kept.push_back(r);
     send.push_back(s.whole());
