@@ -81,6 +81,12 @@
 // table goes back to its fresh capacity after an input that grew it, so no
 // sweep walks slots an earlier input grew and no injected allocation fault
 // fires, or not, by what an earlier input left (fuzz.<target>.order).
+// And (fortieth round): a failure's, a taint shape's and a graph node's
+// comparisons make one verdict, and only a mismatch runs the checks that
+// name what differed (explain_failure and its kin, out of line, so the
+// passing path pays no stack poisoning for their message callables); the
+// model's refusals are answers, not exceptions (EngineModel::try_taint,
+// try_skipped, try_report_path) — core's still throw, as they must.
 // Only core is
 // coverage-instrumented: the checkers (common/no_coverage.hpp), the rest
 // of this file's harness (taint_fuzzer.coverage_ignorelist) and the engine
