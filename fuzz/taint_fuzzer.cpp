@@ -81,6 +81,12 @@
 // table goes back to its fresh capacity after an input that grew it, so no
 // sweep walks slots an earlier input grew and no injected allocation fault
 // fires, or not, by what an earlier input left (fuzz.<target>.order).
+// And (fortieth round): a failure's, a taint shape's and a graph node's
+// comparisons make one verdict, and only a mismatch runs the checks that
+// name what differed (explain_failure and its kin, out of line, so the
+// passing path pays no stack poisoning for their message callables); the
+// model's refusals are answers, not exceptions (EngineModel::try_taint,
+// try_skipped, try_report_path) — core's still throw, as they must.
 // Only core is
 // coverage-instrumented: the checkers (common/no_coverage.hpp), the rest
 // of this file's harness (taint_fuzzer.coverage_ignorelist) and the engine
@@ -145,6 +151,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -214,6 +221,8 @@ constexpr std::size_t kFullCheckEvery = 16;
 /// read) pairs per reports op, as decoded.
 constexpr std::size_t kMaxProduced = 3;
 constexpr std::size_t kMaxPairs = 4;
+/// What the model's refused report states (EngineModel::report_path's words).
+constexpr const char* kModelReportRefusal = "model: report of a failure that is not live (G8)";
 
 enum class Kind : std::uint8_t {
   insert,
@@ -598,6 +607,13 @@ const char* claims_rule(Kind kind) {
 // ---------------------------------------------------------------------------
 // The harness: core and model, one op at a time.
 
+/// The walks Harness::check_report compares, each kind refilled into a kept
+/// Report of its own (Harness::kept_reports_): through records (from an
+/// output of the newest kept record, or of the oldest), and from a read no
+/// record produced (the empty path).
+enum class Walk : std::uint8_t { records, empty };
+constexpr std::size_t kWalks = 2;
+
 class Harness {
  public:
   /// One harness serves every input of the process (LLVMFuzzerTestOneInput
@@ -622,7 +638,15 @@ class Harness {
     died_.reserve(256);
     prune_list_.reserve(256);
     refcounts_.reserve(256);
-    kept_report_.path.reserve(ErrorGraph::kept_skip_records);
+    for (Report& kept : kept_reports_) {
+      kept.path.reserve(ErrorGraph::kept_skip_records);
+    }
+    errors_.reserve(kErrorKinds * kMessages.size());
+    for (std::size_t kind = 0; kind < kErrorKinds; ++kind) {
+      for (std::size_t text = 0; text < kMessages.size(); ++text) {
+        errors_.push_back(make_error(static_cast<ErrorKind>(kind), text));
+      }
+    }
     check_.set_context([this] { return context(); });
   }
 
@@ -693,8 +717,11 @@ class Harness {
 
   void run(ByteReader& in) {
     while (!in.empty()) {
-      Op op = decode(in);
-      execute(std::move(op));
+      // Decoded in place into the log, which execute() reads: an Op (some
+      // 200 bytes, zeroed) built, passed by value and copied into the log
+      // cost three fills and two copies per op (issue 13, fortieth round).
+      decode(in, ops_.emplace_back());
+      execute();
     }
     finish();
     write_trace({});
@@ -746,7 +773,9 @@ class Harness {
     pending_fault_ = -1;
     ops_since_sweep_ = 0;
     ops_.clear();
-    kept_report_.path.clear(); // Frees this input's records; keeps the room.
+    for (Report& kept : kept_reports_) {
+      kept.path.clear(); // Frees this input's records; keeps the room.
+    }
     prune_list_.clear();
     trace_.reset();
     trace_path_.reset();
@@ -755,8 +784,8 @@ class Harness {
  private:
   // -- decoding -------------------------------------------------------------
 
-  Op decode(ByteReader& in) {
-    Op op;
+  /// Fills `op`, a fresh (value-initialized) one, from the input.
+  void decode(ByteReader& in, Op& op) const {
     op.offset = in.position();
     const std::uint8_t head = in.byte();
     op.kind = kOpTable[head & 31u];
@@ -847,7 +876,6 @@ class Harness {
     case Kind::final_prune:
       break;
     }
-    return op;
   }
 
   /// Mostly a live failure; else any id ever minted or the next, never-minted
@@ -950,6 +978,23 @@ class Harness {
     return core.ending == Ending::bad_alloc ? core : run_op(std::forward<Fn>(fn));
   }
 
+  /// run_model for the model's answering calls (EngineModel::try_taint,
+  /// try_skipped, try_report_path; `fn` returns whether the model did it):
+  /// a refusal ends as the std::logic_error the throwing call throws —
+  /// only the ending is compared — without a throw. Under the sanitizers a
+  /// throw cost more than a whole op, and a third of this target's throws
+  /// were the model's (issue 13, fortieth round). Core still throws, and
+  /// must.
+  template <class Fn>
+  static Outcome run_model_or_refuse(const Outcome& core, const char* refusal, Fn&& fn) {
+    if (core.ending == Ending::bad_alloc) {
+      return core;
+    }
+    bool done = false;
+    const Outcome outcome = run_op([&] { done = std::forward<Fn>(fn)(); });
+    return outcome.threw() || done ? outcome : Outcome::stated(Ending::logic_error, refusal);
+  }
+
   /// Builds the op's range through the checked constructor; a bad spec must
   /// throw the documented exception (§3.1) and yields none.
   std::optional<ByteRange> build_range(const RangeSpec& spec) const {
@@ -976,8 +1021,26 @@ class Harness {
     return range;
   }
 
-  void execute(Op op) {
-    ops_.push_back(std::move(op));
+  /// A Report for kept_reports_: its root at the longest message's capacity.
+  static Report kept_report() {
+    return Report{FailureId::from_raw(1),
+                  make_error(ErrorKind::Generic, kLongestMessage),
+                  AllocationId::from_raw(1),
+                  std::nullopt,
+                  {},
+                  AllocationId::from_raw(1),
+                  0,
+                  false};
+  }
+
+  /// The error an insert or replace op names (errors_).
+  [[nodiscard]] const Error& error_of(const Op& op) const {
+    return errors_[static_cast<std::size_t>(op.error_kind) * kMessages.size() +
+                   op.text % kMessages.size()];
+  }
+
+  /// Runs the op decode() (or finish()) just appended to the log.
+  void execute() {
     const Op& current = ops_.back();
     pending_fault_ = current.fault_at;
     Outcome core;
@@ -988,7 +1051,7 @@ class Harness {
         trace_ && current.kind == Kind::prune ? prune_list_ : std::vector<FailureId>();
     switch (current.kind) {
     case Kind::insert: {
-      const Error error = make_error(current.error_kind, current.text);
+      const Error& error = error_of(current);
       for (std::uint64_t step = 0; step < current.repeat; ++step) {
         const FailureId expected = graph_.next_id();
         Error argument = error; // Copied before the call: only insert's own allocations count.
@@ -1013,7 +1076,8 @@ class Harness {
       const FailureId failure = FailureId::from_raw(current.failure);
       Taint& taint = taints_[current.alloc];
       core = run_core([&] { taint.taint(*range, failure, graph_); });
-      model = run_model(core, [&] { model_.taint(current.alloc, *range, failure); });
+      model = run_model_or_refuse(core, "model: taint with a failure that is not live (R2)",
+                                  [&] { return model_.try_taint(current.alloc, *range, failure); });
       check_.expect_equal("T1/R2", "how taint ended (a dead failure must be refused)", core, model);
       if (!core.threw() && !range->empty()) {
         forget_held(failure); // It has a carrier now: its tag count speaks for it (R3).
@@ -1042,7 +1106,7 @@ class Harness {
       break;
     }
     case Kind::replace: {
-      const Error error = make_error(current.error_kind, current.text);
+      const Error& error = error_of(current);
       const FailureId failure = FailureId::from_raw(current.failure);
       Error argument = error;
       core = run_core([&] { graph_.replace(failure, std::move(argument)); });
@@ -1068,7 +1132,8 @@ class Harness {
         // this target's allocations (issue 13, thirtieth round).
         skip_record(current, step, record_);
         core = run_core([&] { graph_.skipped(failure, record_); });
-        model = run_model(core, [&] { model_.skipped(failure, record_); });
+        model = run_model_or_refuse(core, "model: skip recorded on a failure that is not live (G7)",
+                                    [&] { return model_.try_skipped(failure, record_); });
         check_.expect_equal("G7", "how skipped ended (only a live root may record a skip)", core,
                             model);
       }
@@ -1080,7 +1145,8 @@ class Harness {
       std::optional<Report> core_report;
       AllocationId origin = read;
       core = run_core([&] { core_report = graph_.report(failure, read); });
-      model = run_model(core, [&] { origin = model_.report_path(failure, read, model_path_); });
+      model = run_model_or_refuse(core, kModelReportRefusal,
+                                  [&] { return try_report_path(failure, read, origin); });
       check_.expect_equal("G8", "how report ended (only a live failure explains a read)", core,
                           model);
       if (core_report && !same_report(*core_report, failure, read, origin)) [[unlikely]] {
@@ -1678,8 +1744,10 @@ class Harness {
                       graph_.next_id() == FailureId::from_raw(1) && graph_.empty() &&
                       graph_.table_capacity() == fresh_table_capacity_ && held_.empty() &&
                       live_.empty() && touch_.failures.empty() && ops_.empty() &&
-                      prune_list_.empty() && kept_report_.path.empty() && pending_fault_ < 0 &&
-                      ops_since_sweep_ == 0 &&
+                      prune_list_.empty() &&
+                      std::all_of(kept_reports_.begin(), kept_reports_.end(),
+                                  [](const Report& kept) { return kept.path.empty(); }) &&
+                      pending_fault_ < 0 && ops_since_sweep_ == 0 &&
                       std::all_of(carriers_.begin(), carriers_.end(),
                                   [](std::uint8_t bits) { return bits == 0; }),
                   "fuzzer", "the harness did not start the input from a fresh state");
@@ -1717,9 +1785,7 @@ class Harness {
       ++index;
     });
     if (!same || index != runs.size()) [[unlikely]] {
-      check_.expect_equal(
-          claims_rule(op.kind), [&] { return "claims of alloc " + std::to_string(at); },
-          CoreView{graph_, taints_}.claims(at), model_.claims(at));
+      explain_claims(op, at);
     }
     owners_.clear();
     for (const OwnedRun& run : runs) {
@@ -1728,6 +1794,17 @@ class Harness {
     std::sort(owners_.begin(), owners_.end());
     owners_.erase(std::unique(owners_.begin(), owners_.end()), owners_.end());
     check_taint_shape(at, runs.size(), owners_);
+  }
+
+  /// check_allocation's claims comparison again, with its message: it
+  /// fails. Out of line, so that the message's callable and the copies
+  /// cost check_allocation's frame nothing (see check_failure).
+  [[noreturn]] TAINTPOOL_FUZZ_CHECKER __attribute__((noinline, cold)) void
+  explain_claims(const Op& op, std::size_t at) const {
+    check_.expect_equal(
+        claims_rule(op.kind), [&] { return "claims of alloc " + std::to_string(at); },
+        CoreView{graph_, taints_}.claims(at), model_.claims(at));
+    check_.fail("fuzzer", "check_allocation found a mismatch that explain_claims did not");
   }
 
   /// For check_failure: which allocations carry each failure in the model,
@@ -1766,23 +1843,66 @@ class Harness {
   /// One failure, core against the model: liveness, tags and the carriers
   /// among the touched allocations, error, skip count; and, when the op
   /// recorded a skip or replaced an error, the kept records and the reports.
-  TAINTPOOL_FUZZ_CHECKER void check_failure(FailureId id) {
-    const auto who = [&] { return show(id) + " "; };
+  /// Returns its skip count (core's and the model's: checked equal).
+  ///
+  /// The comparisons are made once, plainly, into one verdict; only a
+  /// mismatch calls explain_failure(), which makes each again with its
+  /// message and fails. The per-comparison checks with their message
+  /// callables cost more than the comparisons: under AddressSanitizer every
+  /// callable whose address a check takes gets a poisoned stack slot,
+  /// poisoned and cleared on every call (this function was the harness's
+  /// largest, 4.5% of a run under perf, most of it that shadow traffic;
+  /// issue 13, fortieth round). The same calls into core, the same answers
+  /// compared.
+  TAINTPOOL_FUZZ_CHECKER std::uint64_t check_failure(FailureId id) {
     // The model's liveness, error and skip count from one lookup
     // (EngineModel::view: the same answers as live(), error() and
     // skips_recorded(), which looked the failure up three times; issue 13,
     // fifteenth round).
     const EngineModel::FailureView theirs = model_.view(id);
     const bool live = theirs.error != nullptr;
-    check_.expect_equal(
-        "G3/G5/R3", [&] { return who() + "is live"; }, graph_.contains(id), live);
     // R1 from the model's runs: which allocations carry the failure, and
     // so its tags (EngineModel::tags() counts the same allocations, in a
     // pass of its own; the sweep calls it). index_carriers() made that one
     // pass for every failure the check visits.
+    const std::uint8_t mask = carrier_mask(id);
+    bool same = graph_.contains(id) == live &&
+                graph_.tags(id) == (live ? static_cast<std::uint64_t>(std::popcount(mask)) : 0u);
+    for (std::size_t at = 0; at < kAllocations; ++at) {
+      if (touch_.allocations[at]) {
+        same = same && taints_[at].carries(id) == ((mask >> at & 1u) != 0);
+      }
+    }
+    const Error* mine = graph_.error(id);
+    same = same && (mine == nullptr) == (theirs.error == nullptr) &&
+           (mine == nullptr || *mine == *theirs.error) && graph_.skips_recorded(id) == theirs.skips;
+    if (!same) [[unlikely]] {
+      explain_failure(id);
+    }
+    if (touch_.reports != Reports::none) {
+      check_failure_reports(id, live, theirs.skips);
+    }
+    return theirs.skips;
+  }
+
+  /// For check_failure: the model's carriers of `id`, one bit per allocation.
+  [[nodiscard]] std::uint8_t carrier_mask(FailureId id) const {
+    return id.raw() < carriers_.size() ? carriers_[id.raw()] : 0;
+  }
+
+  /// check_failure's comparisons again, one check each with its message:
+  /// the first that differs fails. Only check_failure's verdict of a
+  /// mismatch calls it, so it cannot return.
+  [[noreturn]] TAINTPOOL_FUZZ_CHECKER __attribute__((noinline, cold)) void
+  explain_failure(FailureId id) {
+    const auto who = [&] { return show(id) + " "; };
+    const EngineModel::FailureView theirs = model_.view(id);
+    const bool live = theirs.error != nullptr;
+    check_.expect_equal(
+        "G3/G5/R3", [&] { return who() + "is live"; }, graph_.contains(id), live);
     std::array<bool, kAllocations> carried{};
     std::uint64_t tags = 0;
-    const std::uint8_t mask = id.raw() < carriers_.size() ? carriers_[id.raw()] : 0;
+    const std::uint8_t mask = carrier_mask(id);
     for (std::size_t at = 0; at < kAllocations; ++at) {
       carried[at] = (mask >> at & 1u) != 0;
       tags += carried[at] ? 1u : 0u;
@@ -1797,22 +1917,26 @@ class Harness {
       }
     }
     const Error* mine = graph_.error(id);
-    if ((mine == nullptr) != (theirs.error == nullptr) ||
-        (mine != nullptr && !(*mine == *theirs.error))) [[unlikely]] {
-      check_.expect_equal(
-          "G4/G6", [&] { return who() + "error"; },
-          mine != nullptr ? std::optional<Error>(*mine) : std::nullopt,
-          theirs.error != nullptr ? std::optional<Error>(*theirs.error) : std::nullopt);
-    }
+    check_.expect_equal(
+        "G4/G6", [&] { return who() + "error"; },
+        mine != nullptr ? std::optional<Error>(*mine) : std::nullopt,
+        theirs.error != nullptr ? std::optional<Error>(*theirs.error) : std::nullopt);
     check_.expect_equal(
         "G7", [&] { return who() + "skips_recorded"; }, graph_.skips_recorded(id), theirs.skips);
+    check_.fail("fuzzer", "check_failure found a mismatch that explain_failure did not");
+  }
+
+  /// check_failure's part for the op's reports (touch_.reports): after a
+  /// replace, the root a report shows; after a skip, the kept records and
+  /// the walks the new ones start. `skips`: the failure's skip count.
+  TAINTPOOL_FUZZ_CHECKER void check_failure_reports(FailureId id, bool live, std::uint64_t skips) {
     switch (touch_.reports) {
     case Reports::none:
       return;
     case Reports::root:
       // The error changed, the records did not: every walk is as it was, so
       // one read no record produced shows whether the root followed.
-      check_report(id, AllocationId::from_raw(kAllocationIds + 1));
+      check_report(id, AllocationId::from_raw(kAllocationIds + 1), Walk::empty);
       return;
     case Reports::new_records:
       break;
@@ -1822,7 +1946,7 @@ class Harness {
     const std::span<const SkipRecord> records = model_.kept_records(id);
     if (!same_kept_records(id, records)) [[unlikely]] {
       check_.expect_equal(
-          "G7", [&] { return who() + "skip_records (newest 16, oldest first)"; },
+          "G7", [&] { return show(id) + " skip_records (newest 16, oldest first)"; },
           graph_.skip_records(id), model_.skip_records(id));
     }
     if (!live) {
@@ -1836,15 +1960,14 @@ class Harness {
     // a read no record produced keeps the empty path. (Report ops compare
     // any read at any time, and every sweep compares the kept records.)
     if (!records.empty() && !records.back().produced.empty()) {
-      check_report(id, records.back().produced.front());
+      check_report(id, records.back().produced.front(), Walk::records);
     }
-    const std::uint64_t skips = graph_.skips_recorded(id);
     if (skips > ErrorGraph::kept_skip_records &&
         skips - ErrorGraph::kept_skip_records <= touch_.records_added) {
       if (!records.front().produced.empty()) {
-        check_report(id, records.front().produced.front());
+        check_report(id, records.front().produced.front(), Walk::records);
       }
-      check_report(id, AllocationId::from_raw(unproduced_read(records)));
+      check_report(id, AllocationId::from_raw(unproduced_read(records)), Walk::empty);
     }
   }
 
@@ -1875,17 +1998,36 @@ class Harness {
   /// single source of this target's allocations (issue 13, twenty-fourth
   /// round: 12% of them). The report and reports ops still call report()
   /// and reports() themselves.
-  TAINTPOOL_FUZZ_CHECKER void check_report(FailureId id, AllocationId read) {
+  ///
+  /// The empty walks (`walk`) refill a kept Report of their own: report_into
+  /// cuts the path to the walk's length, destroying the records past it,
+  /// so an empty walk after a long one, then the long one again, copied
+  /// every record of that walk anew — after each skip that passes the cap,
+  /// check_failure walks from the newest record (the longest walk), the
+  /// oldest and a read nothing produced (empty); after a replace, only the
+  /// empty one (issue 13, fortieth round). What is compared is the same:
+  /// report_into's answer against the model's walk.
+  TAINTPOOL_FUZZ_CHECKER void check_report(FailureId id, AllocationId read, Walk walk) {
+    Report& kept = kept_reports_[static_cast<std::size_t>(walk)];
     AllocationId origin = read;
-    const Outcome core = run_op([&] { graph_.report_into(id, read, kept_report_); });
-    const Outcome model = run_op([&] { origin = model_.report_path(id, read, model_path_); });
+    const Outcome core = run_op([&] { graph_.report_into(id, read, kept); });
+    const Outcome model = run_model_or_refuse(Outcome{}, kModelReportRefusal,
+                                              [&] { return try_report_path(id, read, origin); });
     check_.expect_equal(
         "G8", [&] { return show(id) + " report of " + show(read) + " ended"; }, core, model);
-    if (!core.threw() && !same_report(kept_report_, id, read, origin)) [[unlikely]] {
+    if (!core.threw() && !same_report(kept, id, read, origin)) [[unlikely]] {
       check_.expect_equal(
-          "G8", [&] { return show(id) + " report of " + show(read); },
-          std::optional<Report>(kept_report_), std::optional<Report>(model_.report(id, read)));
+          "G8", [&] { return show(id) + " report of " + show(read); }, std::optional<Report>(kept),
+          std::optional<Report>(model_.report(id, read)));
     }
+  }
+
+  /// The model's walk for `read` of `id` into model_path_, its origin into
+  /// `origin`; false where the model refuses (`id` not live).
+  bool try_report_path(FailureId id, AllocationId read, AllocationId& origin) {
+    const std::optional<AllocationId> found = model_.try_report_path(id, read, model_path_);
+    origin = found.value_or(read);
+    return found.has_value();
   }
 
   /// Whether `core` is the Report the model gives for `read` of live
@@ -1924,15 +2066,14 @@ class Harness {
     index_carriers();
     for (std::uint64_t raw = 1; raw < graph_.next_id().raw(); ++raw) {
       const FailureId id = FailureId::from_raw(raw);
-      check_failure(id);
-      if (graph_.skips_recorded(id) != 0 && !same_kept_records(id, model_.kept_records(id)))
-          [[unlikely]] {
+      // check_failure's skip count: core's, checked equal to the model's
+      // (asking core again cost a lookup per id per sweep).
+      if (check_failure(id) != 0 && !same_kept_records(id, model_.kept_records(id))) [[unlikely]] {
         check_.expect_equal(
             "G7", [&] { return show(id) + " skip_records (newest 16, oldest first)"; },
             graph_.skip_records(id), model_.skip_records(id));
       }
     }
-    unindex_carriers();
     touch_.reports = reports;
     std::size_t live = 0;
     for (std::uint64_t raw = 1; raw < model_.next_id().raw(); ++raw) {
@@ -1957,13 +2098,33 @@ class Harness {
                            show(held_);
                   });
     check_.expect_equal("G1/G3", "graph size", graph_.size(), model_.size());
-    check_graph();
+    check_graph(); // Reads the carriers index too.
+    unindex_carriers();
   }
 
   /// One taint's representation against what the model says it holds:
-  /// `claims` runs over the failures `owners` (ascending, distinct).
+  /// `claims` runs over the failures `owners` (ascending, distinct). As in
+  /// check_failure: one verdict, and explain_taint_shape() only on a
+  /// mismatch.
   TAINTPOOL_FUZZ_CHECKER void check_taint_shape(std::size_t at, std::size_t claims,
                                                 const std::vector<FailureId>& owners) const {
+    const Taint& taint = taints_[at];
+    const std::optional<FailureId> one = taint.failure(ByteRange::of(0, UINT64_MAX));
+    const bool same = taint.is_clean() == (claims == 0) &&
+                      taint.is_spilled() == (Taint::inline_claims ? claims >= 2 : claims != 0) &&
+                      taint.claim_count() == owners.size() && one.has_value() == !owners.empty() &&
+                      (!one || std::binary_search(owners.begin(), owners.end(), *one));
+    const Outcome shape = run_op([&] { taint.check_invariants(); });
+    if (!same || shape.threw()) [[unlikely]] {
+      explain_taint_shape(at, claims, owners);
+    }
+  }
+
+  /// check_taint_shape's comparisons again, one check each with its
+  /// message: the first that differs fails.
+  [[noreturn]] TAINTPOOL_FUZZ_CHECKER __attribute__((noinline, cold)) void
+  explain_taint_shape(std::size_t at, std::size_t claims,
+                      const std::vector<FailureId>& owners) const {
     const ByteRange everything = ByteRange::of(0, UINT64_MAX);
     const Taint& taint = taints_[at];
     const auto who = [&] { return "alloc " + std::to_string(at) + " "; };
@@ -1981,6 +2142,7 @@ class Harness {
     const Outcome shape = run_op([&] { taint.check_invariants(); });
     check_.expect(!shape.threw(), "T5/T6",
                   [&] { return who() + "check_invariants: " + show(shape); });
+    check_.fail("fuzzer", "check_taint_shape found a mismatch that explain_taint_shape did not");
   }
 
   /// What only core has, graph-wide: its invariants, refcounts against
@@ -1997,31 +2159,48 @@ class Harness {
         run_op([&] { taintpool::check_refcounts(graph_, carriers, held_, refcounts_); });
     check_.expect(!refcounts.threw(), "R1-R3",
                   [&] { return "check_refcounts (held " + show(held_) + "): " + show(refcounts); });
+    // Each node against the model in one verdict (the model's error from
+    // one lookup, its carriers from the index check_everything built, as
+    // check_failure reads them: EngineModel::tags() counted the same
+    // allocations with four searches of their runs per node); only a
+    // mismatch explains itself (explain_node).
     std::size_t visited = 0;
     graph_.for_each([&](FailureId id, const Error& error, std::uint64_t tags) {
       ++visited;
-      check_.expect(model_.live(id), "G3",
-                    [&] { return "graph.for_each visits " + show(id) + ", which is dead"; });
-      const Error* expected = model_.error(id);
-      if (expected == nullptr || !(error == *expected)) [[unlikely]] {
-        check_.expect_equal(
-            "G6", [&] { return "graph.for_each error of " + show(id); },
-            std::optional<Error>(error),
-            expected != nullptr ? std::optional<Error>(*expected) : std::nullopt);
+      const Error* expected = model_.view(id).error;
+      if (expected == nullptr || !(error == *expected) ||
+          tags != static_cast<std::uint64_t>(std::popcount(carrier_mask(id)))) [[unlikely]] {
+        explain_node(id, error, tags);
       }
-      check_.expect_equal(
-          "R1", [&] { return "graph.for_each tags of " + show(id); }, tags, model_.tags(id));
     });
     check_.expect_equal("G1", "nodes graph.for_each visits against size()", visited, graph_.size());
+  }
+
+  /// check_graph's comparisons of one node again, one check each with its
+  /// message (the model's own tags(), which counts what the carriers index
+  /// does): the first that differs fails.
+  [[noreturn]] TAINTPOOL_FUZZ_CHECKER __attribute__((noinline, cold)) void
+  explain_node(FailureId id, const Error& error, std::uint64_t tags) const {
+    check_.expect(model_.live(id), "G3",
+                  [&] { return "graph.for_each visits " + show(id) + ", which is dead"; });
+    const Error* expected = model_.error(id);
+    if (expected == nullptr || !(error == *expected)) [[unlikely]] {
+      check_.expect_equal(
+          "G6", [&] { return "graph.for_each error of " + show(id); }, std::optional<Error>(error),
+          expected != nullptr ? std::optional<Error>(*expected) : std::nullopt);
+    }
+    check_.expect_equal(
+        "R1", [&] { return "graph.for_each tags of " + show(id); }, tags, model_.tags(id));
+    check_.fail("fuzzer", "check_graph found a mismatch that explain_node did not (the carriers "
+                          "index and EngineModel::tags() differ)");
   }
 
   /// The end of the input: every carrier lets go, every held failure is
   /// pruned, and nothing may be left (R4).
   void finish() {
     for (const Kind kind : {Kind::final_clear, Kind::final_prune}) {
-      Op op;
-      op.kind = kind;
-      execute(std::move(op));
+      ops_.emplace_back().kind = kind;
+      execute();
     }
     // Unless the final prune's own execute() just swept (every
     // kFullCheckEvery ops): the same sweep of the same state again would
@@ -2106,19 +2285,18 @@ class Harness {
   /// The skipped op's record for core and the model, refilled per record
   /// (skip_record); each copies it.
   SkipRecord record_{std::string(), AllocationId::from_raw(1), {}};
-  /// Scratch for check_report: core's report, refilled in place. Its root
-  /// holds the longest message's capacity and its path room for every kept
-  /// record from the start (the constructor), and the path is emptied at
-  /// the end of each input (release_input), so an input frees every record
-  /// it put there: libFuzzer sees balanced mallocs and frees per run.
-  Report kept_report_{FailureId::from_raw(1),
-                      make_error(ErrorKind::Generic, kLongestMessage),
-                      AllocationId::from_raw(1),
-                      std::nullopt,
-                      {},
-                      AllocationId::from_raw(1),
-                      0,
-                      false};
+  /// Scratch for check_report: core's reports, refilled in place, one per
+  /// kind of walk (Walk). Each root holds the longest message's capacity
+  /// and each path room for every kept record from the start (the
+  /// constructor), and the paths are emptied at the end of each input
+  /// (release_input), so an input frees every record it put there:
+  /// libFuzzer sees balanced mallocs and frees per run.
+  std::array<Report, kWalks> kept_reports_{kept_report(), kept_report()};
+  /// Every error an insert or replace op may name (kErrorKinds kinds times
+  /// kMessages), made once: ops copy them. An Error made per op was one
+  /// more allocation per op whose message is past the small-string buffer
+  /// (issue 13, fortieth round).
+  std::vector<Error> errors_;
   /// Scratch for note_touched and execute: the failures a prune op prunes.
   std::vector<FailureId> prune_list_;
   /// Scratch for check_graph: check_refcounts' list, kept (a map and a

@@ -1,6 +1,7 @@
 #include <taintpool/model/engine_model.hpp>
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 
 namespace taintpool::model {
@@ -84,15 +85,22 @@ void EngineModel::bury(const std::vector<std::uint64_t>& owners) {
 }
 
 void EngineModel::taint(std::size_t allocation, ByteRange range, FailureId failure) {
+  if (!try_taint(allocation, range, failure)) {
+    refuse("model: taint with a failure that is not live (R2)");
+  }
+}
+
+bool EngineModel::try_taint(std::size_t allocation, ByteRange range, FailureId failure) {
   if (range.empty()) {
-    return;
+    return true;
   }
   if (find_live(failure) == nullptr) {
-    refuse("model: taint with a failure that is not live (R2)");
+    return false;
   }
   bytes_.at(allocation).owners(owners_before_);
   bytes_.at(allocation).assign(range.begin(), range.end(), failure.raw());
   bury(owners_before_);
+  return true;
 }
 
 void EngineModel::written(std::size_t allocation, ByteRange range) {
@@ -121,8 +129,14 @@ void EngineModel::prune(FailureId failure) {
 }
 
 void EngineModel::skipped(FailureId root, const SkipRecord& record) {
-  if (find_live(root) == nullptr) {
+  if (!try_skipped(root, record)) {
     refuse("model: skip recorded on a failure that is not live (G7)");
+  }
+}
+
+bool EngineModel::try_skipped(FailureId root, const SkipRecord& record) {
+  if (find_live(root) == nullptr) {
+    return false;
   }
   Failure& found = failures_[root.raw() - 1];
   if (found.recorded < found.records.size()) {
@@ -131,6 +145,7 @@ void EngineModel::skipped(FailureId root, const SkipRecord& record) {
     found.records.push_back(record);
   }
   ++found.recorded;
+  return true;
 }
 
 std::vector<FailureId> EngineModel::failures(std::size_t allocation, ByteRange range) const {
@@ -230,9 +245,19 @@ Report EngineModel::report(FailureId failure, AllocationId read) const {
 
 AllocationId EngineModel::report_path(FailureId failure, AllocationId read,
                                       std::vector<const SkipRecord*>& path) const {
+  const std::optional<AllocationId> origin = try_report_path(failure, read, path);
+  if (!origin) {
+    refuse("model: report of a failure that is not live (G8)");
+  }
+  return *origin;
+}
+
+std::optional<AllocationId>
+EngineModel::try_report_path(FailureId failure, AllocationId read,
+                             std::vector<const SkipRecord*>& path) const {
   path.clear();
   if (find_live(failure) == nullptr) {
-    refuse("model: report of a failure that is not live (G8)");
+    return std::nullopt;
   }
   // G8: from the read allocation, repeatedly take the newest kept record
   // older than the last one taken that produced the current allocation.

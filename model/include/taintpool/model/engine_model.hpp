@@ -27,6 +27,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -62,6 +63,15 @@ class EngineModel {
   /// T1: bytes of `range` now owned by `failure`. Throws std::logic_error,
   /// changing nothing, when the range is non-empty and `failure` is not live.
   void taint(std::size_t allocation, ByteRange range, FailureId failure);
+  /// taint() that answers instead of throwing: false, changing nothing,
+  /// exactly where taint() throws (taint() is built on it, so the two
+  /// cannot disagree). For a fuzzer that compares only *whether* core
+  /// refused: under AddressSanitizer a throw and its catch cost more than a
+  /// whole op — two allocations (the exception, its message), the
+  /// unwinder's two passes, a sigaltstack call per frame it leaves — and a
+  /// third of taint_fuzzer's throws were the model's (issue 13, fortieth
+  /// round).
+  [[nodiscard]] bool try_taint(std::size_t allocation, ByteRange range, FailureId failure);
   /// T2: bytes of `range` owned by nobody.
   void written(std::size_t allocation, ByteRange range);
   /// T4: every byte owned by nobody.
@@ -73,6 +83,9 @@ class EngineModel {
   /// G7: throws std::logic_error when `root` is not live. Copies `record`
   /// into the failure's next slot (a spare keeps its buffers, see insert).
   void skipped(FailureId root, const SkipRecord& record);
+  /// skipped() that answers instead of throwing (see try_taint): false,
+  /// changing nothing, exactly where skipped() throws.
+  [[nodiscard]] bool try_skipped(FailureId root, const SkipRecord& record);
 
   /// T3: owners of a byte of `range`, ascending.
   [[nodiscard]] std::vector<FailureId> failures(std::size_t allocation, ByteRange range) const;
@@ -125,6 +138,10 @@ class EngineModel {
   /// the next change to the model.
   AllocationId report_path(FailureId failure, AllocationId read,
                            std::vector<const SkipRecord*>& path) const;
+  /// report_path() that answers instead of throwing (see try_taint): none,
+  /// with `path` emptied, exactly where report_path() throws.
+  [[nodiscard]] std::optional<AllocationId>
+  try_report_path(FailureId failure, AllocationId read, std::vector<const SkipRecord*>& path) const;
 
  private:
   struct Failure {
