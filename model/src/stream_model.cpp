@@ -109,6 +109,10 @@ std::optional<std::string> StreamModel::waited(std::uint32_t stream, const void*
   }
   const Event& source = found->second;
   std::optional<std::string> violation;
+  auto needless = [&] {
+    conflicts(*open_, source.stream, true, checked_);
+    return checked_.empty();
+  };
   if (!open_ || open_->stream != stream) {
     violation = "stream " + std::to_string(stream) + " waits for stream " +
                 std::to_string(source.stream) + " outside a launch on it";
@@ -121,7 +125,7 @@ std::optional<std::string> StreamModel::waited(std::uint32_t stream, const void*
                 std::to_string(source.stream);
   } else if (source.stream == stream) {
     violation = "O2: launch " + std::to_string(open_->launch) + " waits for its own stream";
-  } else if (conflicts(*open_, source.stream, true).empty()) {
+  } else if (needless()) {
     violation = "O2: launch " + std::to_string(open_->launch) + " on stream " +
                 std::to_string(stream) + " waits for stream " + std::to_string(source.stream) +
                 ", but no byte it binds has a conflicting access there not yet ordered before it";
@@ -217,10 +221,9 @@ std::optional<std::size_t> StreamModel::node_of(std::uint64_t launch) const {
   return static_cast<std::size_t>(found - nodes_.begin());
 }
 
-std::vector<RaceFinding> StreamModel::conflicts(const Open& open,
-                                                std::optional<std::uint32_t> source,
-                                                bool as_learned) const {
-  std::vector<RaceFinding> found;
+void StreamModel::conflicts(const Open& open, std::optional<std::uint32_t> source, bool as_learned,
+                            std::vector<RaceFinding>& found) const {
+  found.clear();
   auto scan = [&](const Binding& binding, bool write, std::uint32_t index) {
     const Allocation& allocation = allocations_.at(binding.allocation.raw());
     std::optional<std::size_t> first_touch;
@@ -275,12 +278,18 @@ std::vector<RaceFinding> StreamModel::conflicts(const Open& open,
   for (std::uint32_t index = 0; index < open.writes.size(); ++index) {
     scan(open.writes[index], true, index);
   }
-  return found;
 }
 
 std::vector<RaceFinding> StreamModel::begin(std::uint32_t stream, std::uint64_t launch,
                                             std::span<const Binding> reads,
                                             std::span<const Binding> writes) {
+  std::vector<RaceFinding> races;
+  begin(stream, launch, reads, writes, races);
+  return races;
+}
+
+void StreamModel::begin(std::uint32_t stream, std::uint64_t launch, std::span<const Binding> reads,
+                        std::span<const Binding> writes, std::vector<RaceFinding>& races) {
   if (open_) {
     throw std::logic_error("stream model: a launch began inside another");
   }
@@ -314,7 +323,7 @@ std::vector<RaceFinding> StreamModel::begin(std::uint32_t stream, std::uint64_t 
     }
   }
   open_ = std::move(open);
-  return conflicts(*open_, std::nullopt, true);
+  conflicts(*open_, std::nullopt, true, races);
 }
 
 std::optional<std::string> StreamModel::end(bool queued) {
@@ -339,11 +348,11 @@ std::optional<std::string> StreamModel::end(bool queued) {
   } const recycle(open, spare_open_);
   std::optional<std::string> violation;
   if (!detect_ && queued) {
-    const std::vector<RaceFinding> left = conflicts(open, std::nullopt, false);
-    if (!left.empty()) {
+    conflicts(open, std::nullopt, false, checked_);
+    if (!checked_.empty()) {
       violation = "O1: launch " + std::to_string(open.launch) + " on stream " +
                   std::to_string(open.stream) +
-                  " runs unordered with an earlier access: " + describe(left.front());
+                  " runs unordered with an earlier access: " + describe(checked_.front());
     }
   }
   if (!queued) {

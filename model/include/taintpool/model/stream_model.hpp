@@ -209,6 +209,11 @@ class StreamModel {
   /// before it now (before any wait it gets).
   std::vector<RaceFinding> begin(std::uint32_t stream, std::uint64_t launch,
                                  std::span<const Binding> reads, std::span<const Binding> writes);
+  /// The same, into `races` (cleared first): a caller that keeps one list
+  /// across launches keeps its capacity, where a list returned by value
+  /// was an allocation for every launch that races (issue 13).
+  void begin(std::uint32_t stream, std::uint64_t launch, std::span<const Binding> reads,
+             std::span<const Binding> writes, std::vector<RaceFinding>& races);
   /// The launch returned or threw. `queued`: it was not skipped (a body
   /// that threw counts: it may have queued work). In ordering mode, the O1
   /// violation it is, if some conflicting touch is still unordered. Then
@@ -302,9 +307,10 @@ class StreamModel {
   /// Whether `node` is ordered before `stream`'s next work: as learned
   /// (O2, O4), or happens before (O1).
   [[nodiscard]] bool ordered_for(std::size_t node, std::uint32_t stream, bool as_learned) const;
-  /// The launch's unordered conflicts now; only those on `source` if given.
-  [[nodiscard]] std::vector<RaceFinding>
-  conflicts(const Open& open, std::optional<std::uint32_t> source, bool as_learned) const;
+  /// The launch's unordered conflicts now, into `found` (cleared first);
+  /// only those on `source` if given.
+  void conflicts(const Open& open, std::optional<std::uint32_t> source, bool as_learned,
+                 std::vector<RaceFinding>& found) const;
   [[nodiscard]] std::optional<std::size_t> newest_in_lane(std::uint32_t lane) const;
   void learn(std::uint32_t stream, std::size_t count);
   void release_pins(std::uint32_t stream);
@@ -320,6 +326,9 @@ class StreamModel {
   NodeSet done_closed_; ///< And every node that happened before one of them.
   std::optional<Open> open_;
   Open spare_open_; ///< The last ended launch's lists, kept for their capacity.
+  /// Scratch for the conflicts a wait or an end checks, kept for its
+  /// capacity; read only within the call that fills it.
+  std::vector<RaceFinding> checked_;
   std::vector<AllocationId> new_pins_;
   std::vector<AllocationId> released_pins_;
   std::uint64_t pins_taken_ = 0;

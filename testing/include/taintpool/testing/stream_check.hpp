@@ -135,16 +135,16 @@ class StreamWatch {
     }
   }
 
-  /// A launch (or host write) with valid bindings is about to be made.
-  std::vector<model::RaceFinding> begin_launch(std::uint32_t stream, std::uint64_t launch,
-                                               std::span<const Binding> reads,
-                                               std::span<const Binding> writes) {
+  /// A launch (or host write) with valid bindings is about to be made; the
+  /// model's races into `races` (StreamModel::begin).
+  void begin_launch(std::uint32_t stream, std::uint64_t launch, std::span<const Binding> reads,
+                    std::span<const Binding> writes, std::vector<model::RaceFinding>& races) {
     open_launch_ = launch;
     open_write_.reset();
     if (!writes.empty()) {
       open_write_ = writes.front().allocation;
     }
-    return model_.begin(stream, launch, reads, writes);
+    model_.begin(stream, launch, reads, writes, races);
   }
   /// It returned or threw; `queued` unless it was skipped.
   void end_launch(bool queued) {

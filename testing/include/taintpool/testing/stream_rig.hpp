@@ -306,9 +306,10 @@ class StreamRig {
                model_.next_launch(), static_cast<std::uint64_t>(plan.kind)},
         reads, writes);
     const bool ok = live(stream) && valid(reads, writes);
-    std::vector<RaceFinding> races;
+    std::vector<RaceFinding>& races = races_;
+    races.clear();
     if (ok) {
-      races = watch_.begin_launch(stream.number(), model_.next_launch(), reads, writes);
+      watch_.begin_launch(stream.number(), model_.next_launch(), reads, writes, races);
     }
     const std::uint64_t counted = detect_ ? device_.stream_stats().races_detected : 0;
 
@@ -374,10 +375,11 @@ class StreamRig {
     const std::span<const Binding> bound(&into, 1);
     log(Logged{Op::write, stream.number(), model_.next_launch(), seed}, none, bound);
     const bool ok = live(stream) && valid(none, bound);
-    std::vector<RaceFinding> races;
+    std::vector<RaceFinding>& races = races_;
+    races.clear();
     if (ok) {
-      races = watch_.begin_launch(stream.number(), model_.next_launch(), std::span<const Binding>(),
-                                  std::span<const Binding>(&into, 1));
+      watch_.begin_launch(stream.number(), model_.next_launch(), std::span<const Binding>(),
+                          std::span<const Binding>(&into, 1), races);
     }
     const std::uint64_t counted = detect_ ? device_.stream_stats().races_detected : 0;
     LaunchResult result;
@@ -800,6 +802,9 @@ class StreamRig {
   std::vector<Logged> log_;
   std::vector<Binding> logged_bindings_; ///< The logged ops' bindings (Logged::first).
   std::vector<AllocationId> pins_;       ///< drain_pins()'s list, kept for its capacity.
+  /// The open launch's or host write's races (StreamModel::begin), kept
+  /// for its capacity: a list per racing launch was an allocation each.
+  std::vector<RaceFinding> races_;
 };
 
 inline std::string StreamRig::show(const Logged& op) const {
