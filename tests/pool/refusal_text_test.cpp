@@ -111,6 +111,23 @@ TEST_F(PoolTest, P4_ALanePastTheLastIsRefusedInTheseWords) {
   }
 }
 
+// The lane refusal is written into a fixed stack buffer (issue 13,
+// forty-second round): the widest lane number, ten digits, must still come
+// out whole, and a lane far past the last is refused as one just past it.
+TEST_F(PoolTest, P4_TheWidestLaneNumberIsRefusedInTheseWordsWhole) {
+  for (const std::uint32_t lane : {std::uint32_t{1000}, std::uint32_t{4294967295}}) {
+    try {
+      (void)memory->allocate(8, lane);
+      FAIL() << "expected std::invalid_argument for lane " << lane;
+    } catch (const std::invalid_argument& error) {
+      EXPECT_EQ(std::string(error.what()), "MemoryManager: lane " + std::to_string(lane) +
+                                               " is not one of the 64 lanes a "
+                                               "manager serves (0 to 63)");
+    }
+  }
+  EXPECT_EQ(memory->stats().allocations, 0u) << "P4: a refused lane allocates nothing";
+}
+
 // The storage's name is appended in place now (Storage::append_name, issue
 // 13, thirtieth round), not returned and copied: these words are literal,
 // not storage.name(), so a name() and an append_name() that drifted apart

@@ -2,6 +2,7 @@
 #include <taintpool/pool/detail/slice.hpp>
 #include <taintpool/pool/memory_manager.hpp>
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <charconv>
@@ -256,16 +257,27 @@ std::uint32_t MemoryManager::route(std::uint64_t size) const noexcept {
 
 std::vector<std::unique_ptr<detail::Pool>>& MemoryManager::open_lane(std::uint32_t lane) {
   if (lane >= max_lanes) {
-    std::string text;
-    text.reserve(refusal_capacity);
-    text += "MemoryManager: lane ";
-    words::append_number(text, lane);
-    text += " is not one of the ";
-    words::append_number(text, max_lanes);
-    text += " lanes a manager serves (0 to ";
-    words::append_number(text, max_lanes - 1);
-    text += ")";
-    throw std::invalid_argument(text);
+    // Written on the stack: std::invalid_argument copies its text into a
+    // buffer of its own whatever it is given, so a std::string built first
+    // was one more heap allocation a refusal, and the pool fuzzer asks for a
+    // lane past the last on purpose (issue 13). 128 bytes hold the longest
+    // text (every number 10 digits: 100 bytes and the terminator).
+    std::array<char, 128> text{};
+    char* at = text.data();
+    char* const end = text.data() + text.size() - 1; // room for the terminator
+    const auto put = [&](std::string_view piece) {
+      at = std::copy(piece.begin(), piece.end(), at);
+    };
+    const auto put_number = [&](std::uint64_t value) { at = std::to_chars(at, end, value).ptr; };
+    put("MemoryManager: lane ");
+    put_number(lane);
+    put(" is not one of the ");
+    put_number(max_lanes);
+    put(" lanes a manager serves (0 to ");
+    put_number(max_lanes - 1);
+    put(")");
+    *at = '\0';
+    throw std::invalid_argument(text.data());
   }
   if (!closed_lanes_[lane].empty()) {
     // Closed by restart(), emptied as reset() empties a lane that goes on
