@@ -265,8 +265,9 @@ std::vector<std::unique_ptr<detail::Pool>>& MemoryManager::open_lane(std::uint32
     std::array<char, 128> text{};
     char* at = text.data();
     char* const end = text.data() + text.size() - 1; // room for the terminator
-    const auto put = [&](std::string_view piece) {
-      at = std::copy(piece.begin(), piece.end(), at);
+    const auto put = [&](std::string_view piece) {   // cut at `end`, never past it
+      at = std::copy_n(piece.begin(), std::min(piece.size(), static_cast<std::size_t>(end - at)),
+                       at);
     };
     const auto put_number = [&](std::uint64_t value) { at = std::to_chars(at, end, value).ptr; };
     put("MemoryManager: lane ");
