@@ -364,6 +364,125 @@ def llama_train_checkpointed_bf16():
     return f"Llama-style decoder (hidden 1536, 10 layers, 16 heads, 8 KV heads, vocab 32000, random init) with gradient checkpointing, bf16 weights, batch 4 x seq 2048, AdamW, 3 training steps; loss {loss:.3f}"
 
 
+# Held-out, fifth set (2026-12-06, stop 48): recorded after every pool rule
+# was chosen; nothing is tuned on them. Shapes none of the thirty above has:
+# gradient accumulation (gradients live across four micro-batches), a frozen
+# backbone fine-tuned at its top (almost no optimizer state; the frozen
+# layers' activations are never kept for a backward pass), instance
+# segmentation with masks at varied image sizes, a speech encoder with a
+# convolutional front end and CTC loss over long inputs, disentangled
+# attention with a 128k vocabulary, and sampled decoding with a 256k
+# vocabulary and one KV head.
+def gpt2_train_grad_accum():
+    from transformers import GPT2Config, GPT2LMHeadModel
+    model = GPT2LMHeadModel(GPT2Config(n_layer=12, n_embd=768, n_head=12)).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    loss = None
+    for _ in range(3):
+        for _ in range(4):
+            ids = torch.randint(0, 50257, (8, 512), device="cuda")
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = model(input_ids=ids, labels=ids).loss / 4
+            loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    return f"GPT-2 small shape (12 layers, hidden 768, random init), bf16 autocast, 4 micro-batches of 8 x seq 512 accumulated per step, AdamW, 3 training steps; loss {float(loss) * 4:.3f}"
+
+
+def llama_frozen_finetune_bf16():
+    from transformers import LlamaConfig, LlamaForCausalLM
+    cfg = LlamaConfig(hidden_size=2048, intermediate_size=5632, num_hidden_layers=16,
+                      num_attention_heads=16, num_key_value_heads=8, vocab_size=32000,
+                      max_position_embeddings=4096)
+    model = LlamaForCausalLM(cfg).cuda().to(torch.bfloat16)
+    model.requires_grad_(False)
+    trainable = list(model.model.layers[-2:]) + [model.model.norm, model.lm_head]
+    for module in trainable:
+        module.requires_grad_(True)
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)
+    loss = None
+    for _ in range(3):
+        ids = torch.randint(0, 32000, (4, 1024), device="cuda")
+        loss = model(input_ids=ids, labels=ids).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    return f"Llama-style decoder (hidden 2048, 16 layers, 16 heads, 8 KV heads, vocab 32000, random init), bf16 weights, all frozen but the last 2 layers, the final norm and the head, batch 4 x seq 1024, AdamW, 3 training steps; loss {float(loss):.3f}"
+
+
+def maskrcnn_train():
+    import torchvision
+    model = torchvision.models.detection.maskrcnn_resnet50_fpn(
+        weights=None, weights_backbone=None, num_classes=91).cuda()
+    rng = random.Random(41)
+    def batch():
+        images, targets = [], []
+        for _ in range(4):
+            h, w = rng.randint(480, 800), rng.randint(480, 800)
+            images.append(torch.rand(3, h, w, device="cuda"))
+            boxes, masks = [], []
+            for _ in range(5):
+                x0, y0 = rng.randint(0, w // 2), rng.randint(0, h // 2)
+                x1, y1 = x0 + rng.randint(24, w // 2), y0 + rng.randint(24, h // 2)
+                boxes.append([x0, y0, x1, y1])
+                mask = torch.zeros(h, w, dtype=torch.uint8, device="cuda")
+                mask[y0:y1, x0:x1] = 1
+                masks.append(mask)
+            targets.append({"boxes": torch.tensor(boxes, dtype=torch.float32, device="cuda"),
+                            "labels": torch.randint(1, 91, (5,), device="cuda"),
+                            "masks": torch.stack(masks)})
+        return images, targets
+    def loss_fn(m, b):
+        return sum(m(b[0], b[1]).values())
+    loss = steps(model, batch, loss_fn, autocast=torch.float16, lr=0.01, optim="sgd")
+    return f"torchvision maskrcnn_resnet50_fpn (91 classes, random init), batch 4 images of random size (480..800)^2 with 5 boxes and masks each, fp16 autocast, SGD momentum, 3 training steps, seed 41; loss {loss:.3f}"
+
+
+def wav2vec2_ctc_train():
+    from transformers import Wav2Vec2Config, Wav2Vec2ForCTC
+    cfg = Wav2Vec2Config(vocab_size=32, hidden_size=768, num_hidden_layers=8,
+                         num_attention_heads=12, intermediate_size=3072, pad_token_id=0,
+                         ctc_loss_reduction="mean")
+    model = Wav2Vec2ForCTC(cfg).cuda()
+    def batch():
+        return (torch.randn(8, 16000 * 10, device="cuda"),
+                torch.randint(1, 32, (8, 120), device="cuda"))
+    loss = steps(model, batch, lambda m, b: m(input_values=b[0], labels=b[1]).loss,
+                 autocast=torch.bfloat16)
+    return f"wav2vec2-base shape (8 layers, hidden 768, CTC head of 32, random init), bf16 autocast, batch 8 x 10 s of 16 kHz audio / 120 labels, AdamW, 3 training steps; loss {loss:.3f}"
+
+
+def deberta_train():
+    from transformers import DebertaV2Config, DebertaV2ForMaskedLM
+    cfg = DebertaV2Config(vocab_size=128100, hidden_size=768, num_hidden_layers=12,
+                          num_attention_heads=12, intermediate_size=3072,
+                          max_position_embeddings=512, relative_attention=True,
+                          position_buckets=256, pos_att_type=["p2c", "c2p"], norm_rel_ebd="layer_norm",
+                          share_att_key=True)
+    model = DebertaV2ForMaskedLM(cfg).cuda()
+    def batch():
+        return torch.randint(3, 128100, (16, 384), device="cuda")
+    loss = steps(model, batch, lambda m, ids: m(input_ids=ids, labels=ids).loss,
+                 autocast=torch.float16)
+    return f"DeBERTa-v3-base shape (12 layers, hidden 768, disentangled attention, vocab 128100, random init), fp16 autocast, batch 16 x seq 384, AdamW, 3 training steps; loss {loss:.3f}"
+
+
+def gemma_generate_sampled():
+    from transformers import GemmaConfig, GemmaForCausalLM
+    cfg = GemmaConfig(hidden_size=1024, intermediate_size=4096, num_hidden_layers=10,
+                      num_attention_heads=8, num_key_value_heads=1, head_dim=128,
+                      vocab_size=256000, max_position_embeddings=4096)
+    model = GemmaForCausalLM(cfg).cuda().to(torch.bfloat16).eval()
+    rng = random.Random(43)
+    with torch.inference_mode():
+        for _ in range(10):
+            b, s = rng.choice([1, 2, 4, 8]), rng.randint(16, 1000)
+            ids = torch.randint(0, 256000, (b, s), device="cuda")
+            model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=40,
+                           do_sample=True, top_k=50, temperature=0.8, pad_token_id=0)
+    return "Gemma-style decoder (hidden 1024, 10 layers, 8 heads, 1 KV head, vocab 256000) generate(), sampled (top-k 50, temperature 0.8), 40 new tokens, 10 requests of random batch (1..8) x prompt (16..1000), bf16, inference mode, seed 43"
+
+
 WORKLOADS = {f.__name__: f for f in [bert_train, resnet50_train, llama_train_bf16, t5_train,
                                      convnext_train, bert_infer_varlen, llama_generate,
                                      swin_train_bf16, efficientnet_train, whisper_train,
@@ -372,7 +491,10 @@ WORKLOADS = {f.__name__: f for f in [bert_train, resnet50_train, llama_train_bf1
                                      mobilenetv3_train, regnet_train, opt_generate,
                                      fasterrcnn_train, mixtral_train_bf16, t5_generate,
                                      phi_generate, densenet_train, bloom_beam_generate,
-                                     convnext_serve_varsize, llama_train_checkpointed_bf16]}
+                                     convnext_serve_varsize, llama_train_checkpointed_bf16,
+                                     gpt2_train_grad_accum, llama_frozen_finetune_bf16,
+                                     maskrcnn_train, wav2vec2_ctc_train, deberta_train,
+                                     gemma_generate_sampled]}
 
 
 def main():
