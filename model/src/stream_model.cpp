@@ -4,7 +4,9 @@
 #include <taintpool/model/stream_model.hpp>
 
 #include <algorithm>
+#include <new>
 #include <stdexcept>
+#include <utility>
 
 namespace taintpool::model {
 
@@ -34,12 +36,78 @@ std::string describe(const RaceFinding& finding) {
 } // namespace
 
 StreamModel::StreamModel(bool detect)
-    : detect_(detect) {
+    : StreamModel(detect, Room{}) {
+}
+
+StreamModel::StreamModel(bool detect, Room room)
+    : detect_(detect)
+    , nodes_(emptied(room.nodes))
+    , streams_(emptied(room.streams))
+    , lanes_(emptied(room.lanes))
+    , lane_newest_(emptied(room.lane_newest))
+    , spare_open_(std::move(room.open))
+    , checked_(emptied(room.checked))
+    , new_pins_(emptied(room.new_pins))
+    , released_pins_(emptied(room.released_pins))
+    , spare_streams_(std::move(room.spare_streams))
+    , spare_allocations_(std::move(room.allocations)) {
+  // Only capacity comes from the room: every list starts empty (emptied();
+  // begin() sets every field of spare_open_, fresh_stream() and created()
+  // every field of a spare).
+  //
   // A fuzz input's launches (at most 32 ops): grown once, not five times.
   nodes_.reserve(32);
-  streams_.push_back(Stream{}); // The default stream, lane 0.
+  streams_.push_back(fresh_stream(0)); // The default stream, lane 0.
   lanes_.push_back(0u);
   lane_newest_.push_back(std::nullopt);
+}
+
+StreamModel::Room StreamModel::take_room() noexcept {
+  Room room;
+  room.nodes = emptied(nodes_);
+  room.lanes = emptied(lanes_);
+  room.lane_newest = emptied(lane_newest_);
+  room.open = std::move(open_ ? *open_ : spare_open_);
+  room.checked = emptied(checked_);
+  room.new_pins = emptied(new_pins_);
+  room.released_pins = emptied(released_pins_);
+  // The streams' and allocations' own lists, emptied, as spares, while
+  // the spare lists have room: made once (the first Room), never grown.
+  room.spare_streams = std::move(spare_streams_);
+  room.allocations = std::move(spare_allocations_);
+  try {
+    room.spare_streams.reserve(kSpares);
+    room.allocations.reserve(kSpares);
+  } catch (const std::bad_alloc&) {
+    // No spares then: the next model grows its lists as a fresh one does.
+  }
+  for (Stream& stream : streams_) {
+    stream.nodes.clear();
+    stream.pins.clear();
+    if (room.spare_streams.size() < room.spare_streams.capacity()) {
+      room.spare_streams.push_back(std::move(stream));
+    }
+  }
+  room.streams = emptied(streams_);
+  while (!allocations_.empty() && room.allocations.size() < room.allocations.capacity()) {
+    AllocationNode node = allocations_.extract(allocations_.begin());
+    node.mapped().touches.clear();
+    room.allocations.push_back(std::move(node));
+  }
+  return room;
+}
+
+StreamModel::Stream StreamModel::fresh_stream(std::uint32_t lane) {
+  Stream stream;
+  if (!spare_streams_.empty()) {
+    stream.nodes = std::move(spare_streams_.back().nodes);
+    stream.pins = std::move(spare_streams_.back().pins);
+    spare_streams_.pop_back();
+    stream.nodes.clear();
+    stream.pins.clear();
+  }
+  stream.lane = lane;
+  return stream;
 }
 
 // ------------------------------------------------------------ streams
@@ -59,9 +127,7 @@ void StreamModel::create_stream(std::uint32_t number) {
     lane_newest_.push_back(std::nullopt);
   }
   lanes_[lane] = number;
-  Stream stream;
-  stream.lane = lane;
-  streams_.push_back(std::move(stream));
+  streams_.push_back(fresh_stream(lane));
 }
 
 void StreamModel::destroy_stream(std::uint32_t number) {
@@ -78,14 +144,30 @@ std::optional<std::size_t> StreamModel::newest_in_lane(std::uint32_t lane) const
 }
 
 void StreamModel::created(AllocationId allocation, std::uint64_t size, std::uint32_t stream) {
-  Allocation made;
-  made.lane = streams_.at(stream).lane;
+  const std::uint32_t lane = streams_.at(stream).lane;
+  const std::optional<std::size_t> earlier_use = newest_in_lane(lane);
+  auto found = allocations_.find(allocation.raw());
+  if (found == allocations_.end()) {
+    if (spare_allocations_.empty()) {
+      found = allocations_.emplace(allocation.raw(), Allocation{}).first;
+    } else {
+      // A spare map node (from a Room): no allocation for the node, and
+      // its touches list keeps its capacity. Every field is set below.
+      AllocationNode node = std::move(spare_allocations_.back());
+      spare_allocations_.pop_back();
+      node.key() = allocation.raw();
+      found = allocations_.insert(std::move(node)).position;
+    }
+  }
+  Allocation& made = found->second;
+  made.lane = lane;
   made.size = size;
-  made.earlier_use = newest_in_lane(made.lane);
+  made.earlier_use = earlier_use;
+  made.touched_elsewhere = false;
+  made.touches.clear();
   if (made.earlier_use && size != 0) {
     made.touches.push_back(Touch{*made.earlier_use, true, true, ByteRange::of(0, size)});
   }
-  allocations_[allocation.raw()] = std::move(made);
 }
 
 // ------------------------------------------------------------ queue events

@@ -93,6 +93,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace taintpool::model {
@@ -155,13 +156,37 @@ struct RaceFinding {
   ByteRange bytes;           ///< Allocation-relative, inside the binding.
 };
 
+/// `list`'s buffer, with nothing in it: what a Room hands on from one
+/// object to the next (StreamModel's here, the stream rig's in testing/) —
+/// capacity, never contents.
+template <class T>
+[[nodiscard]] std::vector<T> emptied(std::vector<T>& list) noexcept {
+  std::vector<T> taken = std::move(list);
+  taken.clear();
+  return taken;
+}
+
 /// The ordering oracle (see above). Streams are named by StreamId number
 /// (0: the default stream), events by the backend's handle, launches by
 /// KernelContext::launch().
 class StreamModel {
  public:
+  class Room;
+
   /// `detect`: StreamOrdering::Detect (O4) — no wait may be queued.
   explicit StreamModel(bool detect);
+  /// The same, starting with the lists an earlier model gave up (`room`,
+  /// from take_room()): their capacity, never their contents — every list
+  /// is emptied and every field set as a fresh model sets it, so the model
+  /// answers exactly as StreamModel(detect) would (pinned by
+  /// StreamModelRoom.*). stream_fuzzer makes a model per input, and the
+  /// lists grown from empty were a fifth of an input's allocations
+  /// (issue 13, forty-fifth round).
+  StreamModel(bool detect, Room room);
+
+  /// Gives up the model's lists (see Room) for the next model to start
+  /// with. The model is left with none of its state: destroy it next.
+  [[nodiscard]] Room take_room() noexcept;
 
   // ---- streams
 
@@ -303,7 +328,33 @@ class StreamModel {
     std::vector<std::uint32_t> waited_on; ///< Source streams waited for.
     bool finished = false;                ///< A host copy on it returned.
   };
+  using AllocationNode = std::map<std::uint64_t, Allocation>::node_type;
 
+ public:
+  /// What a model's lists leave behind for the next model: the lists
+  /// themselves, empty, and the streams' and allocations' own lists as
+  /// spares (a stream's nodes and pins, an allocation's map node and
+  /// touches). Capacity only: a model taking a Room empties every list it
+  /// reuses and sets every field before use. Movable, opaque.
+  class Room {
+   public:
+    Room() = default;
+
+   private:
+    friend class StreamModel;
+    std::vector<Node> nodes;
+    std::vector<Stream> streams;       ///< Empty.
+    std::vector<Stream> spare_streams; ///< Their lists emptied.
+    std::vector<std::optional<std::uint32_t>> lanes;
+    std::vector<std::optional<std::size_t>> lane_newest;
+    std::vector<AllocationNode> allocations; ///< Spare map nodes, their touches emptied.
+    Open open;
+    std::vector<RaceFinding> checked;
+    std::vector<AllocationId> new_pins;
+    std::vector<AllocationId> released_pins;
+  };
+
+ private:
   /// Whether `node` is ordered before `stream`'s next work: as learned
   /// (O2, O4), or happens before (O1).
   [[nodiscard]] bool ordered_for(std::size_t node, std::uint32_t stream, bool as_learned) const;
@@ -314,6 +365,8 @@ class StreamModel {
   [[nodiscard]] std::optional<std::size_t> newest_in_lane(std::uint32_t lane) const;
   void learn(std::uint32_t stream, std::size_t count);
   void release_pins(std::uint32_t stream);
+  /// A stream with every field as a fresh one, a spare's lists if any.
+  [[nodiscard]] Stream fresh_stream(std::uint32_t lane);
 
   bool detect_;
   std::vector<Node> nodes_;     ///< In host order, so ascending by launch too (node_of).
@@ -331,6 +384,11 @@ class StreamModel {
   std::vector<RaceFinding> checked_;
   std::vector<AllocationId> new_pins_;
   std::vector<AllocationId> released_pins_;
+  /// Streams and allocation map nodes whose lists a new stream or
+  /// allocation takes over (Room); room for this many is kept.
+  static constexpr std::size_t kSpares = 16;
+  std::vector<Stream> spare_streams_;
+  std::vector<AllocationNode> spare_allocations_;
   std::uint64_t pins_taken_ = 0;
   std::uint64_t events_recorded_ = 0;
   std::uint64_t waits_queued_ = 0;

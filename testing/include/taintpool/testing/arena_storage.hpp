@@ -30,12 +30,28 @@ namespace taintpool::testing {
 
 class ArenaStorage final : public Storage {
  public:
+  /// Free blocks: (offset, length), ascending.
+  using FreeList = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
+
   /// Pages from `arena` (its start aligned to `alignment`, a power of two).
-  ArenaStorage(std::span<std::byte> arena, std::uint64_t alignment)
+  /// `room`: an earlier storage's take_free_list(), whose capacity (and
+  /// only that: it is emptied) spares a harness that makes a storage per
+  /// fuzz input the list's allocation (issue 13, forty-fifth round).
+  ArenaStorage(std::span<std::byte> arena, std::uint64_t alignment, FreeList room = {})
       : arena_(arena)
-      , alignment_(alignment) {
+      , alignment_(alignment)
+      , free_(std::move(room)) {
+    free_.clear();
     free_.reserve(kMaxBlocks);
     free_.emplace_back(0, arena.size() / alignment * alignment);
+  }
+
+  /// Gives up the free list (for the next storage to reuse): the storage
+  /// has no free block left, so destroy it next.
+  [[nodiscard]] FreeList take_free_list() noexcept {
+    FreeList list = std::move(free_);
+    free_.clear();
+    return list;
   }
 
   /// Free blocks the list holds without growing: more pages than a harness
@@ -96,7 +112,7 @@ class ArenaStorage final : public Storage {
  private:
   std::span<std::byte> arena_;
   std::uint64_t alignment_;
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> free_; ///< (offset, length), ascending.
+  FreeList free_;
   std::function<void(const std::byte*, std::uint64_t)> listener_;
 };
 

@@ -66,17 +66,22 @@ struct StreamViolation {
 
 class StreamWatch {
  public:
+  class Room;
+
   /// The two lists get room for a fuzz input's items up front: a watch is
   /// made per input, and growing them from empty cost each input a handful
-  /// of allocations (issue 13). Capacity only.
-  explicit StreamWatch(bool detect)
-      : detect_(detect)
-      , model_(detect) {
-    pending_.reserve(kFirstRoom);
-    touched_.reserve(kFirstRoom);
-  }
+  /// of allocations (issue 13). With a `room` (an earlier watch's
+  /// take_room()), its lists and its model's are reused: capacity only,
+  /// every list emptied (model::StreamModel::Room), so the watch starts as
+  /// a fresh one.
+  explicit StreamWatch(bool detect);
+  StreamWatch(bool detect, Room room);
   StreamWatch(const StreamWatch&) = delete;
   StreamWatch& operator=(const StreamWatch&) = delete;
+
+  /// Gives up the watch's lists and its model's for the next watch; the
+  /// watch is left with none of its state: destroy it next.
+  [[nodiscard]] Room take_room() noexcept;
 
   /// The queues to watch; its default stream is stream 0.
   void attach(DeferredHostBackend& queues) {
@@ -85,6 +90,7 @@ class StreamWatch {
   }
 
   [[nodiscard]] model::StreamModel& model() noexcept { return model_; }
+  [[nodiscard]] const model::StreamModel& model() const noexcept { return model_; }
   [[nodiscard]] bool detect() const noexcept { return detect_; }
 
   /// The first violation since the last call, if any.
@@ -157,14 +163,15 @@ class StreamWatch {
   void synchronized() { model_.synchronized(); }
 
   /// From a body: `work` (a callable taking nothing) on the launch's
-  /// stream, touching `touches`. A template, not a std::function: the
-  /// queue's own std::function then holds `work` and the watch's wrapper
-  /// in one allocation, where it held a second std::function's (issue 13,
-  /// twenty-seventh round).
+  /// stream, touching `touches` (copied). The watch keeps `work` with the
+  /// item's entry and queues only {watch, item} — small enough for the
+  /// queue's std::function to hold without an allocation, as `work` is
+  /// when it is no bigger (StreamRig's items: {rig, index}); the touches go
+  /// into one list of the watch's. An item was two to three allocations
+  /// (issue 13, forty-fifth round).
   template <class Work>
-  void enqueue(const KernelContext& context, std::vector<ItemTouch> touches, Work&& work) {
-    enqueue(context.stream_handle(), context.launch(), std::move(touches),
-            std::forward<Work>(work));
+  void enqueue(const KernelContext& context, std::span<const ItemTouch> touches, Work&& work) {
+    enqueue(context.stream_handle(), context.launch(), touches, std::forward<Work>(work));
   }
 
   /// Runs one queued item, as DeferredHostBackend::step does.
@@ -190,18 +197,25 @@ class StreamWatch {
   /// A host copy on `stream`: queued there, run until it ran (as
   /// DeferredHostBackend does), checked like any item.
   void copy(StreamHandle stream, std::byte* to, const std::byte* from, std::size_t bytes, bool in) {
-    bool copied = false;
+    struct Copy {
+      std::byte* to;
+      const std::byte* from;
+      std::size_t bytes;
+      bool copied;
+    } job{to, from, bytes, false};
     ItemTouch touch{in ? to : from, (in ? to : from) + bytes, in, std::nullopt};
     if (in) {
       touch.allocation = open_write_;
     }
-    enqueue(stream, in ? open_launch_ : 0, {touch}, [&copied, to, from, bytes] {
-      if (bytes != 0) {
-        std::memcpy(to, from, bytes);
+    // The item names the job on this frame (small: no allocation), which
+    // outlives it: the loop below runs the queue until it ran.
+    enqueue(stream, in ? open_launch_ : 0, std::span<const ItemTouch>(&touch, 1), [copy = &job] {
+      if (copy->bytes != 0) {
+        std::memcpy(copy->to, copy->from, copy->bytes);
       }
-      copied = true;
+      copy->copied = true;
     });
-    while (!copied) {
+    while (!job.copied) {
       if (!queues_->step()) {
         throw std::logic_error("StreamWatch: a host copy never ran");
       }
@@ -216,7 +230,7 @@ class StreamWatch {
   void page_returned(const std::byte* base, std::uint64_t size) {
     const std::byte* end = base + size;
     for (const Pending& item : pending_) {
-      for (const ItemTouch& touch : item.touches) {
+      for (const ItemTouch& touch : touches_of(item)) {
         if (touch.begin < touch.end && touch.begin < end && base < touch.end) {
           report("O3", "a page went back to storage while queued work of launch " +
                            std::to_string(item.launch) + " on stream " +
@@ -234,7 +248,9 @@ class StreamWatch {
     std::uint64_t order;
     std::uint64_t launch; ///< 0: a host read.
     std::uint32_t stream;
-    std::vector<ItemTouch> touches;
+    std::size_t first; ///< Its touches: touches_[first, first + count).
+    std::size_t count;
+    std::function<void()> work; ///< Run when the queue runs the item.
   };
   struct Touched {
     std::uint64_t launch;
@@ -242,6 +258,22 @@ class StreamWatch {
     ItemTouch touch;
   };
 
+ public:
+  /// What a watch leaves for the next one (see the constructor): opaque.
+  class Room {
+   public:
+    Room() = default;
+
+   private:
+    friend class StreamWatch;
+    model::StreamModel::Room model;
+    std::vector<StreamHandle> handles;
+    std::vector<Pending> pending;
+    std::vector<ItemTouch> touches;
+    std::vector<Touched> touched;
+  };
+
+ private:
   std::uint32_t number(StreamHandle stream) const {
     for (std::uint32_t at = 0; at < handles_.size(); ++at) {
       if (handles_[at] == stream) {
@@ -255,8 +287,12 @@ class StreamWatch {
     violations_.push_back(StreamViolation{rule, std::move(what)});
   }
 
+  [[nodiscard]] std::span<const ItemTouch> touches_of(const Pending& item) const {
+    return std::span<const ItemTouch>(touches_).subspan(item.first, item.count);
+  }
+
   template <class Work>
-  void enqueue(StreamHandle stream, std::uint64_t launch, std::vector<ItemTouch> touches,
+  void enqueue(StreamHandle stream, std::uint64_t launch, std::span<const ItemTouch> touches,
                Work&& work) {
     const std::uint64_t order = next_order_++;
     const std::uint32_t on = number(stream);
@@ -267,11 +303,12 @@ class StreamWatch {
         }
       }
     }
-    pending_.push_back(Pending{order, launch, on, std::move(touches)});
-    queues_->enqueue(stream, [this, order, work = std::forward<Work>(work)]() mutable {
-      running(order);
-      work();
-    });
+    // Appended, never removed while the watch lives (a fuzz input queues a
+    // few dozen): an item's touches stay where its entry says.
+    const std::size_t first = touches_.size();
+    touches_.insert(touches_.end(), touches.begin(), touches.end());
+    pending_.push_back(Pending{order, launch, on, first, touches.size(), std::forward<Work>(work)});
+    queues_->enqueue(stream, [this, order] { run(order); });
   }
 
   /// Whether two touches share a byte (an empty one shares none).
@@ -279,9 +316,9 @@ class StreamWatch {
     return x.begin < x.end && y.begin < y.end && x.begin < y.end && y.begin < x.end;
   }
 
-  static bool conflict(const Pending& a, const Pending& b) {
-    for (const ItemTouch& x : a.touches) {
-      for (const ItemTouch& y : b.touches) {
+  bool conflict(const Pending& a, const Pending& b) const {
+    for (const ItemTouch& x : touches_of(a)) {
+      for (const ItemTouch& y : touches_of(b)) {
         if ((x.write || y.write) && overlap(x, y)) {
           return true;
         }
@@ -300,8 +337,8 @@ class StreamWatch {
     if (!from || model_.ordered_before_launch(*from, later.launch)) {
       return false;
     }
-    for (const ItemTouch& x : earlier.touches) {
-      for (const ItemTouch& y : later.touches) {
+    for (const ItemTouch& x : touches_of(earlier)) {
+      for (const ItemTouch& y : touches_of(later)) {
         if (!(x.write || y.write) || !overlap(x, y)) {
           continue;
         }
@@ -321,13 +358,21 @@ class StreamWatch {
     return true;
   }
 
-  void running(std::uint64_t order) {
+  /// The queue runs item `order`: checked, its entry let go, its work run.
+  void run(std::uint64_t order) {
     const auto self = std::find_if(pending_.begin(), pending_.end(),
                                    [&](const Pending& item) { return item.order == order; });
     if (self == pending_.end()) {
-      report("O1", "an item ran twice");
+      report("O1", "an item ran twice"); // Its work went with its first run.
       return;
     }
+    check_running(self);
+    const std::function<void()> work = std::move(self->work);
+    pending_.erase(self);
+    work();
+  }
+
+  void check_running(std::vector<Pending>::iterator self) {
     for (auto earlier = pending_.begin(); earlier != self; ++earlier) {
       if (earlier->stream == self->stream) {
         report("O1", "stream " + std::to_string(self->stream) + " ran an item of launch " +
@@ -346,7 +391,6 @@ class StreamWatch {
                  (detect_ ? ", and the model found no race between the two" : ""));
       break;
     }
-    pending_.erase(self);
   }
 
   bool detect_;
@@ -355,14 +399,41 @@ class StreamWatch {
   std::vector<StreamHandle> handles_; ///< By stream number; null once destroyed.
   StreamHandle last_created_ = nullptr;
   static constexpr std::size_t kFirstRoom = 16;
-  std::vector<Pending> pending_; ///< Queued, not yet run, in host order.
-  std::vector<Touched> touched_; ///< Touches not known complete.
+  std::vector<Pending> pending_;   ///< Queued, not yet run, in host order.
+  std::vector<ItemTouch> touches_; ///< Every item's touches, in the order queued.
+  std::vector<Touched> touched_;   ///< Touches not known complete.
   std::vector<StreamViolation> violations_;
   std::uint64_t next_order_ = 0;
   std::uint64_t finishes_ = 0;
   std::uint64_t open_launch_ = 0;
   std::optional<AllocationId> open_write_;
 };
+
+inline StreamWatch::StreamWatch(bool detect)
+    : StreamWatch(detect, Room{}) {
+}
+
+inline StreamWatch::StreamWatch(bool detect, Room room)
+    : detect_(detect)
+    , model_(detect, std::move(room.model))
+    , handles_(model::emptied(room.handles))
+    , pending_(model::emptied(room.pending))
+    , touches_(model::emptied(room.touches))
+    , touched_(model::emptied(room.touched)) {
+  pending_.reserve(kFirstRoom);
+  touched_.reserve(kFirstRoom);
+  touches_.reserve(2 * kFirstRoom);
+}
+
+inline StreamWatch::Room StreamWatch::take_room() noexcept {
+  Room room;
+  room.model = model_.take_room();
+  room.handles = model::emptied(handles_);
+  room.pending = model::emptied(pending_);
+  room.touches = model::emptied(touches_);
+  room.touched = model::emptied(touched_);
+  return room;
+}
 
 /// A Backend that forwards to a DeferredHostBackend and tells a StreamWatch
 /// what the host can observe of its queues (see above).

@@ -123,26 +123,45 @@ class StreamRig {
   using Fail = std::function<void(std::string_view rule, const std::string& what)>;
 
   /// A fresh system in ordering or detect mode, its scheduler seeded.
+  ///
+  /// Its lists start with the capacity the thread's last rig left (Room):
+  /// a rig is made per fuzz input, and its lists, the watch's, the stream
+  /// model's and the arena's free list, grown from empty, were about a
+  /// quarter of an input's allocations (issue 13, forty-fifth round).
+  /// Capacity only, never state: every list is emptied before use, so the
+  /// rig starts exactly as the first one did (StreamRigRoom.* pin it).
   StreamRig(bool detect, std::uint64_t seed, Fail fail)
-      : storage_(arena(), 16)
-      , queues_(storage_, config())
-      , watch_(detect)
-      , backend_(queues_, watch_)
-      , device_(backend_,
-                DeviceOptions{std::nullopt, detect ? StreamOrdering::Detect : StreamOrdering::Wait})
-      , model_(detect)
-      , fail_(std::move(fail))
-      , detect_(detect) {
-    storage_.on_return(
-        [this](const std::byte* base, std::uint64_t size) { watch_.page_returned(base, size); });
-    queues_.set_seed(seed);
-    live_streams_.push_back(device_.default_stream());
-    log_.reserve(64);
-    logged_bindings_.reserve(64);
-    digests_.reserve(32);
-  }
+      : StreamRig(detect, seed, std::move(fail), std::exchange(kept_room(), Room{})) {}
   StreamRig(const StreamRig&) = delete;
   StreamRig& operator=(const StreamRig&) = delete;
+  StreamRig(StreamRig&&) = delete;
+  StreamRig& operator=(StreamRig&&) = delete;
+
+  /// Members go in the order they always went — the slots' handles, then
+  /// the Device (whose pages going back run what is still queued, into
+  /// the watch and digests_) — made explicit here so that the lists, still
+  /// whole, can then be left to the thread's next rig.
+  ~StreamRig() {
+    for (auto slot = slots_.rbegin(); slot != slots_.rend(); ++slot) {
+      slot->reset();
+    }
+    device_.reset();
+    Room& kept = kept_room();
+    kept.watch = watch_.take_room();
+    kept.free_list = storage_.take_free_list();
+    kept.digests = std::move(digests_);
+    kept.works = std::move(works_);
+    kept.inputs = std::move(inputs_);
+    kept.pieces = std::move(pieces_);
+    kept.item_touches = std::move(item_touches_);
+    kept.ids = std::move(ids_);
+    kept.live_streams = std::move(live_streams_);
+    kept.destroyed = std::move(destroyed_);
+    kept.log = std::move(log_);
+    kept.logged_bindings = std::move(logged_bindings_);
+    kept.pins = std::move(pins_);
+    kept.races = std::move(races_);
+  }
 
   /// The pool ladder: one sliced pool of small pages carved finely, and the
   /// arena above 64 bytes growing by small pages of exactly what it needs,
@@ -167,6 +186,10 @@ class StreamRig {
   [[nodiscard]] std::size_t ops() const noexcept { return log_.size(); }
   [[nodiscard]] const std::vector<StreamId>& live_streams() const noexcept { return live_streams_; }
   [[nodiscard]] const Allocation& slot(std::size_t index) const { return slots_.at(index); }
+  /// The system (its stats and graph are non-const calls) and the
+  /// ordering oracle, to read: tests compare rigs by them.
+  [[nodiscard]] Device& device() noexcept { return *device_; }
+  [[nodiscard]] const model::StreamModel& streams() const noexcept { return watch_.model(); }
   /// Every allocation made so far, dropped ones included.
   [[nodiscard]] const std::vector<AllocationId>& made() const noexcept { return ids_; }
 
@@ -193,9 +216,9 @@ class StreamRig {
   void sweep(bool cleanup) {
     log(Logged{Op::sweep, 0, 0, cleanup ? 1u : 0u});
     if (cleanup) {
-      device_.cleanup();
+      device_->cleanup();
     } else {
-      device_.sweep();
+      device_->sweep();
     }
     drain_pins();
     model_.sweep();
@@ -228,7 +251,7 @@ class StreamRig {
       return;
     }
     StreamId made;
-    const Ending ending = call([&] { made = device_.create_stream(); });
+    const Ending ending = call([&] { made = device_->create_stream(); });
     expect(ending.how == Ending::How::returned, "O1",
            [&] { return "create_stream threw: " + ending.what; });
     log_.back().stream = made.number();
@@ -241,7 +264,7 @@ class StreamRig {
   void destroy_stream(std::uint8_t pick) {
     const StreamId stream = live_streams_[pick % live_streams_.size()];
     log(Logged{Op::destroy_stream, stream.number(), 0, 0});
-    const Ending ending = call([&] { device_.destroy_stream(stream); });
+    const Ending ending = call([&] { device_->destroy_stream(stream); });
     if (stream.is_default()) {
       expect(ending.how == Ending::How::invalid_argument, "P3",
              [&] { return "destroying the default stream must be refused: " + ending.what; });
@@ -261,7 +284,7 @@ class StreamRig {
     drop(slot);
     Allocation made;
     const std::uint64_t finishes = watch_.finishes();
-    const Ending ending = call([&] { made = device_.create_buffer(size, stream); });
+    const Ending ending = call([&] { made = device_->create_buffer(size, stream); });
     if (watch_.finishes() != finishes) {
       // The last step before OutOfMemory finished every stream (O3).
       watch_.synchronized();
@@ -284,7 +307,7 @@ class StreamRig {
       return "create_buffer returned " + to_string(made.id()) + ", the model " +
              to_string(expected);
     });
-    const taintpool::BoundBytes bytes = device_.memory().resolve_swept(made.whole());
+    const taintpool::BoundBytes bytes = device_->memory().resolve_swept(made.whole());
     expect(bytes.lane == watch_.model().lane(stream.number()), "O3", [&] {
       return to_string(made.id()) + " is in lane " + std::to_string(bytes.lane) +
              ", its stream's lane is " + std::to_string(watch_.model().lane(stream.number()));
@@ -311,7 +334,7 @@ class StreamRig {
     if (ok) {
       watch_.begin_launch(stream.number(), model_.next_launch(), reads, writes, races);
     }
-    const std::uint64_t counted = detect_ ? device_.stream_stats().races_detected : 0;
+    const std::uint64_t counted = detect_ ? device_->stream_stats().races_detected : 0;
 
     std::optional<std::uint64_t> numbered;
     auto body = [&](const KernelContext& context) -> LaunchOutcome {
@@ -339,10 +362,10 @@ class StreamRig {
     LaunchResult result;
     const Ending ending = call([&] {
       if (through_plan) {
-        const LaunchPlan made = device_.plan(stream, reads, writes);
-        result = device_.launch(made, kernel, body);
+        const LaunchPlan made = device_->plan(stream, reads, writes);
+        result = device_->launch(made, kernel, body);
       } else {
-        result = device_.launch(stream, kernel, reads, writes, body);
+        result = device_->launch(stream, kernel, reads, writes, body);
       }
     });
     if (!live(stream)) {
@@ -381,9 +404,9 @@ class StreamRig {
       watch_.begin_launch(stream.number(), model_.next_launch(), std::span<const Binding>(),
                           std::span<const Binding>(&into, 1), races);
     }
-    const std::uint64_t counted = detect_ ? device_.stream_stats().races_detected : 0;
+    const std::uint64_t counted = detect_ ? device_->stream_stats().races_detected : 0;
     LaunchResult result;
-    const Ending ending = call([&] { result = device_.write(stream, into, bytes); });
+    const Ending ending = call([&] { result = device_->write(stream, into, bytes); });
     if (!live(stream)) {
       expect_not_found(ending, "write");
       return;
@@ -408,7 +431,7 @@ class StreamRig {
                                  (wrong_size ? 1 : 0));
     std::vector<Report> reports;
     const Ending ending = call([&] {
-      reports = copy ? device_.read(stream, from, bytes).reports : device_.stale_reports(from);
+      reports = copy ? device_->read(stream, from, bytes).reports : device_->stale_reports(from);
     });
     if (copy && !live(stream)) {
       expect_not_found(ending, "read");
@@ -454,7 +477,7 @@ class StreamRig {
   /// synchronize(), telling the model whether core discovered dropped
   /// handles on the way (it does when it had stale bytes to taint).
   void synchronize() {
-    const Ending ending = call([&] { device_.synchronize(); });
+    const Ending ending = call([&] { device_->synchronize(); });
     expect(ending.how == Ending::How::returned, "D1",
            [&] { return "synchronize threw: " + ending.what; });
     drain_pins();
@@ -463,7 +486,7 @@ class StreamRig {
     bool discovered = false;
     if (!dropped.empty()) {
       discovered = true;
-      device_.memory().for_each_allocation([&](const taintpool::AllocationInfo& info) {
+      device_->memory().for_each_allocation([&](const taintpool::AllocationInfo& info) {
         if (info.id == dropped.front()) {
           discovered = false;
         }
@@ -482,14 +505,14 @@ class StreamRig {
     for (std::size_t slot = 0; slot < kSlots; ++slot) {
       drop(slot);
     }
-    device_.sweep();
+    device_->sweep();
     model_.sweep();
     full_check();
-    expect(device_.graph().empty(), "R4", [&] {
+    expect(device_->graph().empty(), "R4", [&] {
       return "every handle dropped and swept, the graph still holds " +
-             std::to_string(device_.graph().size()) + " failures";
+             std::to_string(device_->graph().size()) + " failures";
     });
-    expect(device_.stream_stats().pins_held == 0, "O3",
+    expect(device_->stream_stats().pins_held == 0, "O3",
            "after a synchronize, no allocation may stay pinned");
   }
 
@@ -528,6 +551,75 @@ class StreamRig {
   }
 
   [[nodiscard]] std::string show(const Logged& op) const;
+
+  /// A queued item's work (enqueue_work).
+  struct Work {
+    std::size_t digest;
+    std::size_t first;
+    std::size_t count;
+    std::uint8_t seed;
+  };
+  /// Output bytes a write item fills: its output's index and the
+  /// position of its first byte there.
+  struct Piece {
+    std::span<std::byte> bytes;
+    std::size_t output;
+    std::uint64_t position;
+  };
+
+  /// The lists one rig leaves the thread's next (see the constructor).
+  struct Room {
+    StreamWatch::Room watch;
+    ArenaStorage::FreeList free_list;
+    std::vector<std::uint32_t> digests;
+    std::vector<Work> works;
+    std::vector<std::span<const std::byte>> inputs;
+    std::vector<Piece> pieces;
+    std::vector<ItemTouch> item_touches;
+    std::vector<AllocationId> ids;
+    std::vector<StreamId> live_streams;
+    std::vector<StreamId> destroyed;
+    std::vector<Logged> log;
+    std::vector<Binding> logged_bindings;
+    std::vector<AllocationId> pins;
+    std::vector<RaceFinding> races;
+  };
+  static Room& kept_room() {
+    static thread_local Room room;
+    return room;
+  }
+
+  /// Every list from `room`, emptied, and reserved as a fresh rig's.
+  StreamRig(bool detect, std::uint64_t seed, Fail fail, Room room)
+      : digests_(model::emptied(room.digests))
+      , works_(model::emptied(room.works))
+      , inputs_(model::emptied(room.inputs))
+      , pieces_(model::emptied(room.pieces))
+      , item_touches_(model::emptied(room.item_touches))
+      , storage_(arena(), 16, std::move(room.free_list))
+      , queues_(storage_, config())
+      , watch_(detect, std::move(room.watch))
+      , backend_(queues_, watch_)
+      , model_(detect)
+      , fail_(std::move(fail))
+      , detect_(detect)
+      , ids_(model::emptied(room.ids))
+      , live_streams_(model::emptied(room.live_streams))
+      , destroyed_(model::emptied(room.destroyed))
+      , log_(model::emptied(room.log))
+      , logged_bindings_(model::emptied(room.logged_bindings))
+      , pins_(model::emptied(room.pins))
+      , races_(model::emptied(room.races)) {
+    device_.emplace(backend_, DeviceOptions{std::nullopt, detect ? StreamOrdering::Detect
+                                                                 : StreamOrdering::Wait});
+    storage_.on_return(
+        [this](const std::byte* base, std::uint64_t size) { watch_.page_returned(base, size); });
+    queues_.set_seed(seed);
+    live_streams_.push_back(device_->default_stream());
+    log_.reserve(64);
+    logged_bindings_.reserve(64);
+    digests_.reserve(32);
+  }
 
   /// Appends `op` to the log, its bindings to logged_bindings_.
   void log(Logged op, std::span<const Binding> reads = {}, std::span<const Binding> writes = {}) {
@@ -578,7 +670,7 @@ class StreamRig {
     if (ending.how == Ending::How::returned) {
       context.core_error = result.error ? &*result.error : nullptr;
     }
-    context.core_failure_error = [this](FailureId id) { return device_.graph().error(id); };
+    context.core_failure_error = [this](FailureId id) { return device_->graph().error(id); };
     return context;
   }
 
@@ -623,7 +715,7 @@ class StreamRig {
   void after_launch(bool queued, const std::vector<RaceFinding>& races, std::uint64_t counted) {
     watch_.end_launch(queued);
     if (detect_ && queued) {
-      const std::uint64_t now = device_.stream_stats().races_detected;
+      const std::uint64_t now = device_->stream_stats().races_detected;
       expect((now != counted) == !races.empty(), "O4", [&] {
         return "core counted " + std::to_string(now - counted) + " races, the model found " +
                std::to_string(races.size());
@@ -634,78 +726,83 @@ class StreamRig {
   /// What a body queues: one item reading its inputs into a digest, one
   /// writing its outputs (for S6 only the ranges it names), so another
   /// stream's work can land in between.
+  ///
+  /// Each item is {rig, index of its Work}: small enough for a
+  /// std::function to hold in place, with its inputs' or outputs' bytes in
+  /// lists of the rig's (kept with their capacity, Room) — each item was
+  /// three allocations, a list of spans or pieces, its touches and its
+  /// closure (issue 13, forty-fifth round). The items read and write the
+  /// same bytes in the same order.
   void enqueue_work(const KernelContext& context, const BodyPlan& plan) {
     // The digest the read item leaves for the write item: a slot of the
     // rig's, which outlives every item (see digests_), not a shared_ptr —
     // one allocation per body less (issue 13, twenty-seventh round).
     const std::size_t digest = digests_.size();
     digests_.push_back(plan.seed);
+    std::vector<ItemTouch>& touches = item_touches_;
     if (context.reads() != 0) {
-      // Sized once and moved into the item, not grown and copied: each
-      // allocation here pays ASan's stack trace, and this runs for every
-      // body of stream_fuzzer (issue 13). The item sees the same bytes.
-      std::vector<ItemTouch> touches;
-      std::vector<std::span<const std::byte>> inputs;
-      touches.reserve(context.reads());
-      inputs.reserve(context.reads());
+      touches.clear();
+      const std::size_t first = inputs_.size();
       for (std::size_t index = 0; index < context.reads(); ++index) {
         const std::span<const std::byte> bytes = context.read(index);
-        inputs.push_back(bytes);
+        inputs_.push_back(bytes);
         touches.push_back(ItemTouch{bytes.data(), bytes.data() + bytes.size(), false,
                                     context.read_binding(index).allocation});
       }
-      watch_.enqueue(context, std::move(touches),
-                     [this, digest, inputs = std::move(inputs), seed = plan.seed] {
-                       std::uint32_t value = seed;
-                       for (const auto& bytes : inputs) {
-                         for (const std::byte byte : bytes) {
-                           value = taintpool::model::kernel_digest_step(
-                               value, static_cast<std::uint8_t>(byte));
-                         }
-                       }
-                       digests_[digest] = value;
-                     });
+      works_.push_back(Work{digest, first, inputs_.size() - first, plan.seed});
+      watch_.enqueue(context, touches, [this, work = works_.size() - 1] { read_inputs(work); });
     }
     if (context.writes() == 0) {
       return;
     }
-    struct Piece {
-      std::span<std::byte> bytes;
-      std::size_t output;
-      std::uint64_t position;
-    };
-    std::vector<Piece> pieces; // Sized once and moved, as above.
-    pieces.reserve(plan.kind == BodyKind::wrote_only ? plan.written.size() : context.writes());
+    const std::size_t first = pieces_.size();
     if (plan.kind == BodyKind::wrote_only) {
       for (const WrittenRange& written : plan.written) {
         if (written.output < context.writes() &&
             written.range.end() <= context.write(written.output).size()) {
-          pieces.push_back(Piece{context.write(written.output)
-                                     .subspan(static_cast<std::size_t>(written.range.begin()),
-                                              static_cast<std::size_t>(written.range.size())),
-                                 written.output, written.range.begin()});
+          pieces_.push_back(Piece{context.write(written.output)
+                                      .subspan(static_cast<std::size_t>(written.range.begin()),
+                                               static_cast<std::size_t>(written.range.size())),
+                                  written.output, written.range.begin()});
         }
       }
     } else {
       for (std::size_t index = 0; index < context.writes(); ++index) {
-        pieces.push_back(Piece{context.write(index), index, 0});
+        pieces_.push_back(Piece{context.write(index), index, 0});
       }
     }
-    std::vector<ItemTouch> touches;
-    touches.reserve(pieces.size());
-    for (const Piece& piece : pieces) {
+    touches.clear();
+    for (std::size_t at = first; at < pieces_.size(); ++at) {
+      const Piece& piece = pieces_[at];
       touches.push_back(ItemTouch{piece.bytes.data(), piece.bytes.data() + piece.bytes.size(), true,
                                   context.write_binding(piece.output).allocation});
     }
-    watch_.enqueue(
-        context, std::move(touches), [this, digest, pieces = std::move(pieces), seed = plan.seed] {
-          for (const Piece& piece : pieces) {
-            for (std::size_t at = 0; at < piece.bytes.size(); ++at) {
-              piece.bytes[at] = static_cast<std::byte>(taintpool::model::kernel_output_byte(
-                  digests_[digest], seed, piece.output, piece.position + at));
-            }
-          }
-        });
+    works_.push_back(Work{digest, first, pieces_.size() - first, plan.seed});
+    watch_.enqueue(context, touches, [this, work = works_.size() - 1] { write_outputs(work); });
+  }
+
+  /// A read item: its inputs' bytes into its digest.
+  void read_inputs(std::size_t index) {
+    const Work& work = works_[index];
+    std::uint32_t value = work.seed;
+    for (std::size_t at = work.first; at < work.first + work.count; ++at) {
+      for (const std::byte byte : inputs_[at]) {
+        value = taintpool::model::kernel_digest_step(value, static_cast<std::uint8_t>(byte));
+      }
+    }
+    digests_[work.digest] = value;
+  }
+
+  /// A write item: its pieces from the digest its read item left.
+  void write_outputs(std::size_t index) {
+    const Work& work = works_[index];
+    for (std::size_t at = work.first; at < work.first + work.count; ++at) {
+      const Piece& piece = pieces_[at];
+      for (std::size_t byte = 0; byte < piece.bytes.size(); ++byte) {
+        piece.bytes[byte] = static_cast<std::byte>(taintpool::model::kernel_output_byte(
+            digests_[work.digest], work.seed, piece.output, piece.position + byte));
+      }
+    }
   }
 
   /// What the watch found during the op, and the stream stats.
@@ -713,7 +810,7 @@ class StreamRig {
     if (auto violation = watch_.violation()) {
       expect(false, violation->rule, violation->what);
     }
-    const taintpool::StreamStats stats = device_.stream_stats();
+    const taintpool::StreamStats stats = device_->stream_stats();
     const auto& streams = watch_.model();
     expect(stats.waits_inserted == streams.waits_queued() &&
                stats.events_recorded == streams.events_recorded(),
@@ -730,8 +827,8 @@ class StreamRig {
                     std::to_string(streams.pins_taken()) + " and " +
                     std::to_string(streams.pins_held());
            });
-    expect(device_.graph().next_id() == model_.next_failure(), "G1/S4", [&] {
-      return "the next failure id is " + to_string(device_.graph().next_id()) + ", the model " +
+    expect(device_->graph().next_id() == model_.next_failure(), "G1/S4", [&] {
+      return "the next failure id is " + to_string(device_->graph().next_id()) + ", the model " +
              to_string(model_.next_failure());
     });
   }
@@ -740,14 +837,14 @@ class StreamRig {
   /// every size bin of every pool of every lane) only every kInvariantsEvery
   /// ops and when `invariants`.
   void full_check(bool invariants = false) {
-    if (auto difference = model_.mismatch(device_, queues_.pending() == 0)) {
+    if (auto difference = model_.mismatch(*device_, queues_.pending() == 0)) {
       expect(false, "D1", *difference);
     }
     if (!invariants && log_.size() % kInvariantsEvery != 0) {
       return;
     }
     try {
-      device_.check_invariants();
+      device_->check_invariants();
     } catch (const std::exception& error) {
       expect(false, "R1-R3/P1/P2/T5/O1", std::string("check_invariants: ") + error.what());
     }
@@ -756,7 +853,7 @@ class StreamRig {
   void compare_bound(std::span<const Binding> reads, std::span<const Binding> writes) {
     for (const auto* set : {&reads, &writes}) {
       for (const Binding& binding : *set) {
-        if (auto difference = model_.mismatch(device_, binding.allocation, false)) {
+        if (auto difference = model_.mismatch(*device_, binding.allocation, false)) {
           expect(false, "D1", *difference);
         }
       }
@@ -785,13 +882,22 @@ class StreamRig {
   /// Per body, the digest of its inputs once its read item ran (its seed
   /// until then); enqueue_work's items name theirs by index. Declared
   /// first, so destroyed last: the Device's pages going back at its
-  /// destruction run what is still queued (FinishingStorage).
+  /// destruction run what is still queued (FinishingStorage) — as are the
+  /// lists below, which the items read.
   std::vector<std::uint32_t> digests_;
+  /// What each queued item does: its digest, its run of inputs_ (a read
+  /// item) or pieces_ (a write item), its seed. Appended per item, never
+  /// removed while the rig lives (32 ops at most): indices stay valid.
+  std::vector<Work> works_;
+  std::vector<std::span<const std::byte>> inputs_; ///< Read items' input bytes.
+  std::vector<Piece> pieces_;                      ///< Write items' output bytes.
+  std::vector<ItemTouch> item_touches_;            ///< enqueue_work's scratch.
   ArenaStorage storage_;
   DeferredHostBackend queues_;
   StreamWatch watch_;
   ObservedBackend backend_;
-  Device device_;
+  /// Made in the constructor's body, let go first in the destructor's.
+  std::optional<Device> device_;
   model::DeviceModel model_;
   Fail fail_;
   bool detect_;
