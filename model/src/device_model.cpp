@@ -14,6 +14,8 @@
 #include <charconv>
 #include <initializer_list>
 #include <map>
+#include <memory>
+#include <memory_resource>
 #include <span>
 #include <stdexcept>
 
@@ -27,6 +29,11 @@ namespace {
 /// is built new for every fuzzer input (issue 13). Capacity only: what the
 /// lists hold, and so every answer, is unchanged.
 constexpr std::size_t kFirstRoom = 16;
+
+/// The first block of the model's per-byte lists (DeviceModel::ByteArena):
+/// an allocation takes ten bytes a byte (a writer and a value), so about
+/// four hundred bytes of allocations fit before a second, larger block.
+constexpr std::size_t kFirstBytes = 4096;
 
 /// Room the log's kernel names take at the first entry: a collective's
 /// name ("all_gather(grads) on rank 1") is some 25 characters, so about
@@ -42,14 +49,37 @@ void reserve_first(std::vector<T>& list) {
 
 } // namespace
 
-Error named_error(std::string_view kernel, const Error& error, std::size_t ignored_ranges) {
-  std::string message(kernel);
-  message += ": ";
-  message += error.message().empty() ? std::string(name(error.kind())) : error.message();
+Error named_error(std::string_view kernel, const Error& error, std::size_t ignored_ranges,
+                  std::string_view suffix) {
+  // One string, sized for the whole text before anything is appended:
+  // built piece by piece (and a late failure's suffix added to a copy) it
+  // took two to five allocations per failed launch or late failure, each
+  // paying ASan's stack trace in the fuzzers, which fail launches on
+  // purpose (issue 13). The words are unchanged.
+  constexpr std::string_view ignored_head = " (";
+  constexpr std::string_view ignored_tail =
+      " reported written ranges lay outside their outputs and were ignored)";
+  const std::string_view what =
+      error.message().empty() ? name(error.kind()) : std::string_view(error.message());
+  // The count's digits, as std::to_string writes them, without a string.
+  std::array<char, 24> digits{};
+  std::size_t count_size = 0;
   if (ignored_ranges != 0) {
-    message += " (" + std::to_string(ignored_ranges) +
-               " reported written ranges lay outside their outputs and were ignored)";
+    count_size = static_cast<std::size_t>(
+        std::to_chars(digits.data(), digits.data() + digits.size(), ignored_ranges).ptr -
+        digits.data());
   }
+  std::string message;
+  message.reserve(
+      kernel.size() + 2 + what.size() + suffix.size() +
+      (ignored_ranges != 0 ? ignored_head.size() + count_size + ignored_tail.size() : 0));
+  message.append(kernel).append(": ").append(what);
+  if (ignored_ranges != 0) {
+    message.append(ignored_head)
+        .append(std::string_view(digits.data(), count_size))
+        .append(ignored_tail);
+  }
+  message.append(suffix);
   return Error(error.kind(), std::move(message));
 }
 
@@ -69,10 +99,15 @@ DeviceModel::Allocation* DeviceModel::find(AllocationId allocation) {
   return &allocations_[index_of(allocation)];
 }
 
+std::pmr::memory_resource* DeviceModel::ByteArena::get() {
+  if (!resource_) {
+    resource_ = std::make_unique<std::pmr::monotonic_buffer_resource>(kFirstBytes);
+  }
+  return resource_.get();
+}
+
 AllocationId DeviceModel::create(std::uint64_t size) {
   discover();
-  Allocation fresh;
-  fresh.size = size;
   std::uint64_t writer = 0; // Fresh memory counts as written (D1)…
   if (fresh_ == FreshBytes::NeverWritten && size != 0) {
     // …unless it is never-written (N1): one failure for every such byte.
@@ -81,8 +116,17 @@ AllocationId DeviceModel::create(std::uint64_t size) {
     }
     writer = never_written_;
   }
-  fresh.writer.assign(size, writer);
-  fresh.value.assign(size, std::nullopt); // …whatever bytes it holds.
+  // Each list made in place with the arena's allocator (a list assigned
+  // from another would keep the default one). No value is known yet,
+  // whatever bytes the memory holds.
+  Allocation fresh{size,
+                   1,
+                   State::live,
+                   std::pmr::vector<std::uint64_t>(size, writer, bytes_.get()),
+                   std::pmr::vector<std::optional<std::uint8_t>>(size, std::nullopt, bytes_.get()),
+                   {},
+                   false,
+                   0};
   reserve_first(allocations_);
   reserve_first(held_);
   allocations_.push_back(std::move(fresh));
@@ -225,7 +269,7 @@ const std::vector<std::uint64_t>& DeviceModel::owners_of(const Allocation& alloc
 }
 
 void DeviceModel::set_writer(const Binding& binding, std::uint64_t writer) {
-  std::vector<std::uint64_t>& writers =
+  std::pmr::vector<std::uint64_t>& writers =
       writers_to_change(allocations_.at(index_of(binding.allocation)));
   // One bounds check for the range, as at() per byte checked each (the
   // model's contract: a range past the allocation throws, never writes).
@@ -266,7 +310,7 @@ void DeviceModel::run_kernel(std::span<const Binding> reads, std::span<const Bin
 }
 
 std::optional<std::uint8_t>* DeviceModel::values_in(const Binding& binding) {
-  std::vector<std::optional<std::uint8_t>>& value =
+  std::pmr::vector<std::optional<std::uint8_t>>& value =
       allocations_.at(index_of(binding.allocation)).value;
   if (binding.range.end() > value.size()) {
     throw std::out_of_range("model: a binding past the end of " + to_string(binding.allocation));
@@ -318,7 +362,10 @@ Binding written_bytes(const WrittenRange& written, std::span<const Binding> writ
 }
 
 std::vector<AllocationId> distinct_allocations(std::span<const Binding> bindings) {
+  // At most one per binding, so room for all at once: grown from one, a
+  // record of two or three outputs reallocated once or twice (issue 13).
   std::vector<AllocationId> out;
+  out.reserve(bindings.size());
   for (const Binding& binding : bindings) {
     if (std::find(out.begin(), out.end(), binding.allocation) == out.end()) {
       out.push_back(binding.allocation);
@@ -477,7 +524,7 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
       named_only = named;
       for (std::size_t output = 0; output < writes.size(); ++output) {
         const Binding& binding = writes[output];
-        std::vector<std::uint64_t>& writers =
+        std::pmr::vector<std::uint64_t>& writers =
             writers_to_change(allocations_[index_of(binding.allocation)]);
         for (std::uint64_t byte = binding.range.begin(); byte < binding.range.end(); ++byte) {
           const bool wrote = std::any_of(named.begin(), named.end(), [&](const Binding& bytes) {
@@ -1015,9 +1062,8 @@ std::optional<std::uint64_t> DeviceModel::attribute(const Late& late) {
       ++ignored;
     }
   }
-  const Error named = named_error(kernel_in(*origin), late.error, ignored);
-  const std::uint64_t failure =
-      mint(Error(named.kind(), named.message() + " (reported when the device synchronised)"));
+  const std::uint64_t failure = mint(named_error(kernel_in(*origin), late.error, ignored,
+                                                 " (reported when the device synchronised)"));
   ++attributed_; // Counted before any byte changes: the bytes below may be anywhere.
   origin->status = LaunchStatus::Failed;
   origin->released.count = 0; // Claimed now: a later race on it is moot.
@@ -1263,7 +1309,9 @@ std::vector<std::pair<FailureId, ByteRange>> DeviceModel::claims(AllocationId al
 
 std::vector<std::optional<std::uint8_t>> DeviceModel::bytes(AllocationId allocation) const {
   const Allocation* found = find(allocation);
-  return found != nullptr ? found->value : std::vector<std::optional<std::uint8_t>>();
+  return found != nullptr
+             ? std::vector<std::optional<std::uint8_t>>(found->value.begin(), found->value.end())
+             : std::vector<std::optional<std::uint8_t>>();
 }
 
 std::span<const std::optional<std::uint8_t>>
@@ -1447,7 +1495,7 @@ bool DeviceModel::same_claims(AllocationId id, const Taint& taint) const {
     taint.for_each_claim([&](FailureId, ByteRange) { claimed = true; });
     return !claimed;
   }
-  const std::vector<std::uint64_t>& writers = model.writer;
+  const std::pmr::vector<std::uint64_t>& writers = model.writer;
   const std::uint64_t* writer = writers.data();
   const std::uint64_t size = writers.size();
   std::uint64_t byte = 0; // The model's next run starts at or after here.
