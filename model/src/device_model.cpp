@@ -19,6 +19,20 @@
 #include <span>
 #include <stdexcept>
 
+// AddressSanitizer's interface, where the build has it: the per-byte lists'
+// redzones (ByteBlocks below). g++ says so with __SANITIZE_ADDRESS__,
+// clang with __has_feature.
+#if defined(__SANITIZE_ADDRESS__)
+#define TAINTPOOL_MODEL_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TAINTPOOL_MODEL_ASAN 1
+#endif
+#endif
+#ifdef TAINTPOOL_MODEL_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
 namespace taintpool::model {
 
 namespace {
@@ -39,6 +53,48 @@ constexpr std::size_t kFirstBytes = 4096;
 /// name ("all_gather(grads) on rank 1") is some 25 characters, so about
 /// twenty of them before the first reallocation.
 constexpr std::size_t kFirstText = 512;
+
+/// DeviceModel::ByteArena's resource: a monotonic one (blocks taken once,
+/// given back with the model), and under AddressSanitizer a poisoned
+/// redzone after each list it hands out, so a read or write past one
+/// allocation's list into the next one's is reported as it was when each
+/// list was a heap chunk of its own.
+class ByteBlocks final : public std::pmr::memory_resource {
+ public:
+  ByteBlocks()
+      : blocks_(kFirstBytes) {}
+
+ private:
+#ifdef TAINTPOOL_MODEL_ASAN
+  static constexpr std::size_t kRedzone = 16;
+  /// The bytes taken for a list of `bytes`: rounded up to ASan's 8-byte
+  /// granule, then the redzone.
+  static std::size_t padded(std::size_t bytes) noexcept {
+    return (bytes + 7) / 8 * 8 + kRedzone;
+  }
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+    const std::size_t taken = padded(bytes);
+    auto* list = static_cast<char*>(blocks_.allocate(taken, std::max<std::size_t>(alignment, 8)));
+    ASAN_POISON_MEMORY_REGION(list + bytes, taken - bytes);
+    return list;
+  }
+  void do_deallocate(void* list, std::size_t bytes, std::size_t alignment) override {
+    blocks_.deallocate(list, padded(bytes), std::max<std::size_t>(alignment, 8));
+  }
+#else
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+    return blocks_.allocate(bytes, alignment);
+  }
+  void do_deallocate(void* list, std::size_t bytes, std::size_t alignment) override {
+    blocks_.deallocate(list, bytes, alignment);
+  }
+#endif
+  [[nodiscard]] bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+    return this == &other;
+  }
+
+  std::pmr::monotonic_buffer_resource blocks_;
+};
 
 template <class T>
 void reserve_first(std::vector<T>& list) {
@@ -101,7 +157,7 @@ DeviceModel::Allocation* DeviceModel::find(AllocationId allocation) {
 
 std::pmr::memory_resource* DeviceModel::ByteArena::get() {
   if (!resource_) {
-    resource_ = std::make_unique<std::pmr::monotonic_buffer_resource>(kFirstBytes);
+    resource_ = std::make_unique<ByteBlocks>();
   }
   return resource_.get();
 }
