@@ -548,12 +548,12 @@ class DeviceModel {
   /// some 150 mallocs per input, each paying ASan's stack trace), for
   /// lists that never grow after create and live as long as the model.
   /// What it costs: a list's memory is not given back before the model
-  /// goes (an allocation ended keeps its few bytes), and ASan sees the
-  /// lists of one block as one chunk (no redzone between two allocations'
-  /// lists; every access is still bounds-checked against the list's own
-  /// size where the model checks it). Held through a pointer, so a model
-  /// moved (RanksModel's vector) keeps its lists' resource; a copy gets a
-  /// resource of its own (its lists, copied, use the default one).
+  /// goes (an allocation ended keeps its few bytes). Under ASan each list
+  /// is followed by a poisoned redzone (ByteBlocks, device_model.cpp), so a
+  /// read past one list into the next is still reported. Held through a
+  /// pointer, so a model moved (RanksModel's vector) keeps its lists'
+  /// resource; a copy gets a resource of its own (its lists, copied, use
+  /// the default one).
   class ByteArena {
    public:
     ByteArena() = default;
