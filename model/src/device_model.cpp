@@ -14,8 +14,24 @@
 #include <charconv>
 #include <initializer_list>
 #include <map>
+#include <memory>
+#include <memory_resource>
 #include <span>
 #include <stdexcept>
+
+// AddressSanitizer's interface, where the build has it: the per-byte lists'
+// redzones (ByteBlocks below). g++ says so with __SANITIZE_ADDRESS__,
+// clang with __has_feature.
+#if defined(__SANITIZE_ADDRESS__)
+#define TAINTPOOL_MODEL_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TAINTPOOL_MODEL_ASAN 1
+#endif
+#endif
+#ifdef TAINTPOOL_MODEL_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
 
 namespace taintpool::model {
 
@@ -28,10 +44,57 @@ namespace {
 /// lists hold, and so every answer, is unchanged.
 constexpr std::size_t kFirstRoom = 16;
 
+/// The first block of the model's per-byte lists (DeviceModel::ByteArena):
+/// an allocation takes ten bytes a byte (a writer and a value), so about
+/// four hundred bytes of allocations fit before a second, larger block.
+constexpr std::size_t kFirstBytes = 4096;
+
 /// Room the log's kernel names take at the first entry: a collective's
 /// name ("all_gather(grads) on rank 1") is some 25 characters, so about
 /// twenty of them before the first reallocation.
 constexpr std::size_t kFirstText = 512;
+
+/// DeviceModel::ByteArena's resource: a monotonic one (blocks taken once,
+/// given back with the model), and under AddressSanitizer a poisoned
+/// redzone after each list it hands out, so a read or write past one
+/// allocation's list into the next one's is reported as it was when each
+/// list was a heap chunk of its own.
+class ByteBlocks final : public std::pmr::memory_resource {
+ public:
+  ByteBlocks()
+      : blocks_(kFirstBytes) {}
+
+ private:
+#ifdef TAINTPOOL_MODEL_ASAN
+  static constexpr std::size_t kRedzone = 16;
+  /// The bytes taken for a list of `bytes`: rounded up to ASan's 8-byte
+  /// granule, then the redzone.
+  static std::size_t padded(std::size_t bytes) noexcept {
+    return (bytes + 7) / 8 * 8 + kRedzone;
+  }
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+    const std::size_t taken = padded(bytes);
+    auto* list = static_cast<char*>(blocks_.allocate(taken, std::max<std::size_t>(alignment, 8)));
+    ASAN_POISON_MEMORY_REGION(list + bytes, taken - bytes);
+    return list;
+  }
+  void do_deallocate(void* list, std::size_t bytes, std::size_t alignment) override {
+    blocks_.deallocate(list, padded(bytes), std::max<std::size_t>(alignment, 8));
+  }
+#else
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+    return blocks_.allocate(bytes, alignment);
+  }
+  void do_deallocate(void* list, std::size_t bytes, std::size_t alignment) override {
+    blocks_.deallocate(list, bytes, alignment);
+  }
+#endif
+  [[nodiscard]] bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+    return this == &other;
+  }
+
+  std::pmr::monotonic_buffer_resource blocks_;
+};
 
 template <class T>
 void reserve_first(std::vector<T>& list) {
@@ -42,14 +105,37 @@ void reserve_first(std::vector<T>& list) {
 
 } // namespace
 
-Error named_error(std::string_view kernel, const Error& error, std::size_t ignored_ranges) {
-  std::string message(kernel);
-  message += ": ";
-  message += error.message().empty() ? std::string(name(error.kind())) : error.message();
+Error named_error(std::string_view kernel, const Error& error, std::size_t ignored_ranges,
+                  std::string_view suffix) {
+  // One string, sized for the whole text before anything is appended:
+  // built piece by piece (and a late failure's suffix added to a copy) it
+  // took two to five allocations per failed launch or late failure, each
+  // paying ASan's stack trace in the fuzzers, which fail launches on
+  // purpose (issue 13). The words are unchanged.
+  constexpr std::string_view ignored_head = " (";
+  constexpr std::string_view ignored_tail =
+      " reported written ranges lay outside their outputs and were ignored)";
+  const std::string_view what =
+      error.message().empty() ? name(error.kind()) : std::string_view(error.message());
+  // The count's digits, as std::to_string writes them, without a string.
+  std::array<char, 24> digits{};
+  std::size_t count_size = 0;
   if (ignored_ranges != 0) {
-    message += " (" + std::to_string(ignored_ranges) +
-               " reported written ranges lay outside their outputs and were ignored)";
+    count_size = static_cast<std::size_t>(
+        std::to_chars(digits.data(), digits.data() + digits.size(), ignored_ranges).ptr -
+        digits.data());
   }
+  std::string message;
+  message.reserve(
+      kernel.size() + 2 + what.size() + suffix.size() +
+      (ignored_ranges != 0 ? ignored_head.size() + count_size + ignored_tail.size() : 0));
+  message.append(kernel).append(": ").append(what);
+  if (ignored_ranges != 0) {
+    message.append(ignored_head)
+        .append(std::string_view(digits.data(), count_size))
+        .append(ignored_tail);
+  }
+  message.append(suffix);
   return Error(error.kind(), std::move(message));
 }
 
@@ -69,10 +155,15 @@ DeviceModel::Allocation* DeviceModel::find(AllocationId allocation) {
   return &allocations_[index_of(allocation)];
 }
 
+std::pmr::memory_resource* DeviceModel::ByteArena::get() {
+  if (!resource_) {
+    resource_ = std::make_unique<ByteBlocks>();
+  }
+  return resource_.get();
+}
+
 AllocationId DeviceModel::create(std::uint64_t size) {
   discover();
-  Allocation fresh;
-  fresh.size = size;
   std::uint64_t writer = 0; // Fresh memory counts as written (D1)…
   if (fresh_ == FreshBytes::NeverWritten && size != 0) {
     // …unless it is never-written (N1): one failure for every such byte.
@@ -81,8 +172,17 @@ AllocationId DeviceModel::create(std::uint64_t size) {
     }
     writer = never_written_;
   }
-  fresh.writer.assign(size, writer);
-  fresh.value.assign(size, std::nullopt); // …whatever bytes it holds.
+  // Each list made in place with the arena's allocator (a list assigned
+  // from another would keep the default one). No value is known yet,
+  // whatever bytes the memory holds.
+  Allocation fresh{size,
+                   1,
+                   State::live,
+                   std::pmr::vector<std::uint64_t>(size, writer, bytes_.get()),
+                   std::pmr::vector<std::optional<std::uint8_t>>(size, std::nullopt, bytes_.get()),
+                   {},
+                   false,
+                   0};
   reserve_first(allocations_);
   reserve_first(held_);
   allocations_.push_back(std::move(fresh));
@@ -225,7 +325,7 @@ const std::vector<std::uint64_t>& DeviceModel::owners_of(const Allocation& alloc
 }
 
 void DeviceModel::set_writer(const Binding& binding, std::uint64_t writer) {
-  std::vector<std::uint64_t>& writers =
+  std::pmr::vector<std::uint64_t>& writers =
       writers_to_change(allocations_.at(index_of(binding.allocation)));
   // One bounds check for the range, as at() per byte checked each (the
   // model's contract: a range past the allocation throws, never writes).
@@ -266,7 +366,7 @@ void DeviceModel::run_kernel(std::span<const Binding> reads, std::span<const Bin
 }
 
 std::optional<std::uint8_t>* DeviceModel::values_in(const Binding& binding) {
-  std::vector<std::optional<std::uint8_t>>& value =
+  std::pmr::vector<std::optional<std::uint8_t>>& value =
       allocations_.at(index_of(binding.allocation)).value;
   if (binding.range.end() > value.size()) {
     throw std::out_of_range("model: a binding past the end of " + to_string(binding.allocation));
@@ -318,7 +418,10 @@ Binding written_bytes(const WrittenRange& written, std::span<const Binding> writ
 }
 
 std::vector<AllocationId> distinct_allocations(std::span<const Binding> bindings) {
+  // At most one per binding, so room for all at once: grown from one, a
+  // record of two or three outputs reallocated once or twice (issue 13).
   std::vector<AllocationId> out;
+  out.reserve(bindings.size());
   for (const Binding& binding : bindings) {
     if (std::find(out.begin(), out.end(), binding.allocation) == out.end()) {
       out.push_back(binding.allocation);
@@ -477,7 +580,7 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
       named_only = named;
       for (std::size_t output = 0; output < writes.size(); ++output) {
         const Binding& binding = writes[output];
-        std::vector<std::uint64_t>& writers =
+        std::pmr::vector<std::uint64_t>& writers =
             writers_to_change(allocations_[index_of(binding.allocation)]);
         for (std::uint64_t byte = binding.range.begin(); byte < binding.range.end(); ++byte) {
           const bool wrote = std::any_of(named.begin(), named.end(), [&](const Binding& bytes) {
@@ -1015,9 +1118,8 @@ std::optional<std::uint64_t> DeviceModel::attribute(const Late& late) {
       ++ignored;
     }
   }
-  const Error named = named_error(kernel_in(*origin), late.error, ignored);
-  const std::uint64_t failure =
-      mint(Error(named.kind(), named.message() + " (reported when the device synchronised)"));
+  const std::uint64_t failure = mint(named_error(kernel_in(*origin), late.error, ignored,
+                                                 " (reported when the device synchronised)"));
   ++attributed_; // Counted before any byte changes: the bytes below may be anywhere.
   origin->status = LaunchStatus::Failed;
   origin->released.count = 0; // Claimed now: a later race on it is moot.
@@ -1263,7 +1365,9 @@ std::vector<std::pair<FailureId, ByteRange>> DeviceModel::claims(AllocationId al
 
 std::vector<std::optional<std::uint8_t>> DeviceModel::bytes(AllocationId allocation) const {
   const Allocation* found = find(allocation);
-  return found != nullptr ? found->value : std::vector<std::optional<std::uint8_t>>();
+  return found != nullptr
+             ? std::vector<std::optional<std::uint8_t>>(found->value.begin(), found->value.end())
+             : std::vector<std::optional<std::uint8_t>>();
 }
 
 std::span<const std::optional<std::uint8_t>>
@@ -1447,7 +1551,7 @@ bool DeviceModel::same_claims(AllocationId id, const Taint& taint) const {
     taint.for_each_claim([&](FailureId, ByteRange) { claimed = true; });
     return !claimed;
   }
-  const std::vector<std::uint64_t>& writers = model.writer;
+  const std::pmr::vector<std::uint64_t>& writers = model.writer;
   const std::uint64_t* writer = writers.data();
   const std::uint64_t size = writers.size();
   std::uint64_t byte = 0; // The model's next run starts at or after here.

@@ -1229,6 +1229,9 @@ void Device::taint_races(std::string_view kernel, std::uint32_t slot, std::uint6
 
 LaunchResult Device::skip(std::string_view kernel, FailureId root, AllocationId needed) {
   SkipRecord record{std::string(kernel), needed, {}};
+  // At most one per output: room for all at once (grown from one, a skip of
+  // two or three outputs reallocated once or twice; issue 13).
+  record.produced.reserve(writes_.size());
   for (const BoundBuffer& output : writes_) {
     if (std::find(record.produced.begin(), record.produced.end(), output.allocation) ==
         record.produced.end()) {

@@ -98,6 +98,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
+#include <memory_resource>
 #include <optional>
 #include <span>
 #include <string>
@@ -395,9 +397,10 @@ class DeviceModel {
     std::uint64_t handles = 1;
     State state = State::live;
     /// Per byte: 0 written-ok, else failure. Written only through
-    /// DeviceModel::writers_to_change (it forgets `owners`).
-    std::vector<std::uint64_t> writer;
-    std::vector<std::optional<std::uint8_t>> value; ///< Per byte.
+    /// DeviceModel::writers_to_change (it forgets `owners`). Both lists
+    /// come from the model's bytes_ (see ByteArena).
+    std::pmr::vector<std::uint64_t> writer;
+    std::pmr::vector<std::optional<std::uint8_t>> value; ///< Per byte.
     /// The failures `writer` names, each once, ascending — derived from
     /// `writer` by owners_of() when `owners_known` is false, kept until the
     /// next write. Why: the R1 carriers check (mismatch_in, after every
@@ -475,7 +478,7 @@ class DeviceModel {
   };
 
   /// `allocation`'s writers, to change: forgets its owners list first.
-  static std::vector<std::uint64_t>& writers_to_change(Allocation& allocation) noexcept {
+  static std::pmr::vector<std::uint64_t>& writers_to_change(Allocation& allocation) noexcept {
     allocation.owners_known = false;
     return allocation.writer;
   }
@@ -538,6 +541,43 @@ class DeviceModel {
   ModelRead reports_for(const Binding& from, bool copy, std::uint64_t into_size);
   [[nodiscard]] static std::vector<AllocationId> distinct_writes(std::span<const Binding> writes);
 
+  /// Where every allocation's per-byte lists (Allocation::writer and
+  /// value) are carved from: blocks of a few kilobytes, each taken once
+  /// and given back when the model goes. Why: the two lists were two heap
+  /// allocations per create — device_fuzzer's largest site (issue 13, 15 of
+  /// some 150 mallocs per input, each paying ASan's stack trace), for
+  /// lists that never grow after create and live as long as the model.
+  /// What it costs: a list's memory is not given back before the model
+  /// goes (an allocation ended keeps its few bytes). Under ASan each list
+  /// is followed by a poisoned redzone (ByteBlocks, device_model.cpp), so a
+  /// read past one list into the next is still reported. Held through a
+  /// pointer, so a model moved (RanksModel's vector) keeps its lists'
+  /// resource; a copy gets a resource of its own (its lists, copied, use
+  /// the default one).
+  class ByteArena {
+   public:
+    ByteArena() = default;
+    /// A copy starts with no resource (the copied lists use the default one).
+    ByteArena(const ByteArena&) noexcept {}
+    /// The moved-to takes the resource; the moved-from starts again with none.
+    ByteArena(ByteArena&& other) noexcept
+        : resource_(std::move(other.resource_)) {}
+    /// Keeps its own resource: the lists it gave out stay valid.
+    ByteArena& operator=(const ByteArena&) noexcept { return *this; }
+    /// Swaps: the lists this one gave out are the other's to outlive.
+    ByteArena& operator=(ByteArena&& other) noexcept {
+      std::swap(resource_, other.resource_);
+      return *this;
+    }
+    ~ByteArena() = default;
+    /// The resource, made at the first call.
+    [[nodiscard]] std::pmr::memory_resource* get();
+
+   private:
+    std::unique_ptr<std::pmr::memory_resource> resource_;
+  };
+  /// Declared before allocations_: destroyed after the lists it holds.
+  ByteArena bytes_;
   std::vector<Allocation> allocations_; ///< Index = id - 1.
   /// The indices of the allocations the manager holds (live or dropped, not
   /// gone), ascending: what every walk over held allocations (bury, the
@@ -619,9 +659,10 @@ class DeviceModel {
 };
 
 /// "kernel: message" (or the kind's name when the message is empty), and a
-/// note counting reported ranges that were ignored: the error a failed
-/// launch stores, as DESIGN.md's reports print it.
+/// note counting reported ranges that were ignored, then `suffix` (a late
+/// failure's " (reported when the device synchronised)"): the error a
+/// failed launch stores, as DESIGN.md's reports print it.
 [[nodiscard]] Error named_error(std::string_view kernel, const Error& error,
-                                std::size_t ignored_ranges);
+                                std::size_t ignored_ranges, std::string_view suffix = {});
 
 } // namespace taintpool::model

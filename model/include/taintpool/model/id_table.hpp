@@ -31,6 +31,9 @@ namespace taintpool::model {
 template <class Value>
 class IdTable {
  public:
+  /// Entries the first emplace makes room for.
+  static constexpr std::size_t kFirstRoom = 8;
+
   using value_type = std::pair<std::uint64_t, Value>;
   using iterator = typename std::vector<value_type>::iterator;
   using const_iterator = typename std::vector<value_type>::const_iterator;
@@ -39,6 +42,12 @@ class IdTable {
   void emplace(std::uint64_t id, Value value) {
     if (!entries_.empty() && entries_.back().first >= id) {
       throw std::logic_error("IdTable: ids must be added in ascending order");
+    }
+    // Room for eight at the first entry: grown from one, a model's table
+    // (built per fuzzer input) regrew two or three times, each an
+    // allocation ASan pays for (issue 13).
+    if (entries_.capacity() == 0) {
+      entries_.reserve(kFirstRoom);
     }
     entries_.emplace_back(id, std::move(value));
   }
