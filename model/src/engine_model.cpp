@@ -150,10 +150,17 @@ bool EngineModel::try_skipped(FailureId root, const SkipRecord& record) {
 
 std::vector<FailureId> EngineModel::failures(std::size_t allocation, ByteRange range) const {
   std::vector<FailureId> found;
-  for (std::uint64_t owner : bytes_.at(allocation).owners_in(range.begin(), range.end())) {
-    found.push_back(FailureId::from_raw(owner));
-  }
+  failures(allocation, range, found);
   return found;
+}
+
+void EngineModel::failures(std::size_t allocation, ByteRange range,
+                           std::vector<FailureId>& into) const {
+  bytes_.at(allocation).owners_in(range.begin(), range.end(), owners_in_);
+  into.clear();
+  for (const std::uint64_t owner : owners_in_) {
+    into.push_back(FailureId::from_raw(owner));
+  }
 }
 
 std::vector<std::pair<FailureId, ByteRange>> EngineModel::claims(std::size_t allocation) const {

@@ -135,5 +135,39 @@ TEST(EngineModelAnswers, G8_TryReportPathRefusesExactlyWhereReportPathThrowsElse
   EXPECT_EQ(answered.size(), 2u);
 }
 
+TEST(EngineModelAnswers, T3_FailuresIntoAKeptListAreFailuresOwnersAndAllocateNothingOnceWarm) {
+  // failures(allocation, range, into), which taint_fuzzer's query check
+  // reads (issue 13, forty-third round): the owners failures() returns,
+  // ascending and distinct, whatever the list held before; once the list
+  // and the model's scratch have grown, no allocation.
+  EngineModel model;
+  model.add_allocation();
+  const FailureId f = model.insert(Error::generic("f"));
+  const FailureId g = model.insert(Error::generic("g"));
+  const FailureId h = model.insert(Error::generic("h"));
+  model.taint(0, ByteRange::of(0, 4), g);
+  model.taint(0, ByteRange::of(4, 8), f);
+  model.taint(0, ByteRange::of(8, 12), g);
+  model.taint(0, ByteRange::of(20, 24), h);
+  std::vector<FailureId> into{h, h, h, h, h};
+  const std::vector<ByteRange> probes = {ByteRange::of(0, 64), ByteRange::of(2, 10),
+                                         ByteRange::of(12, 20), ByteRange::of(21, 22),
+                                         ByteRange::of(8, 9)};
+  for (const ByteRange probe : probes) {
+    model.failures(0, probe, into);
+    EXPECT_EQ(into, model.failures(0, probe)) << probe.begin() << ".." << probe.end();
+  }
+  model.failures(0, ByteRange::of(0, 64), into);
+  EXPECT_EQ(into, (std::vector<FailureId>{f, g, h}));
+  model.failures(0, ByteRange::of(12, 20), into);
+  EXPECT_TRUE(into.empty());
+  EXPECT_EQ(allocations_during([&] {
+              for (const ByteRange probe : probes) {
+                model.failures(0, probe, into);
+              }
+            }),
+            0u);
+}
+
 } // namespace
 } // namespace taintpool

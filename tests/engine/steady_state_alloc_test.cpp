@@ -251,6 +251,41 @@ TEST(SteadyState, R4_APrunedFailureFreesItsMessageThenNotWhenItsSlotIsNextUsed) 
   graph.prune(failures[0]);
 }
 
+TEST(SteadyState, R4_GrowingTheTableMovesEveryMessageWithoutCopyingOrFreeingIt) {
+  // The table moves every live node when it grows (and the inline slots
+  // move theirs into it): each message changes hands, never copied, never
+  // freed, so a growth is the new slots' one allocation and the old slots'
+  // one free, and every failure still reads its own words (issue 13,
+  // forty-third round: FailureNode's moves rebuild the error in place).
+  ErrorGraph graph;
+  std::vector<FailureId> failures;
+  std::vector<std::string> words;
+  failures.reserve(40); // Only the graph's allocations are counted below.
+  std::size_t growths = 0;
+  for (int at = 0; at < 40; ++at) {
+    words.push_back("failure " + std::to_string(at) + " with a message past the inline buffer");
+    Error error = Error::launch(words.back());
+    const std::size_t capacity = graph.table_capacity();
+    std::uint64_t freed = 0;
+    const std::uint64_t made = allocations_during(
+        [&] { freed = frees_during([&] { failures.push_back(graph.insert(std::move(error))); }); });
+    const bool grew = graph.table_capacity() != capacity;
+    growths += grew ? 1 : 0;
+    EXPECT_EQ(made, grew ? 1u : 0u) << "insert " << at;
+    EXPECT_EQ(freed, grew && capacity != 0 ? 1u : 0u) << "insert " << at;
+  }
+  EXPECT_GE(growths, 3u);
+  for (std::size_t at = 0; at < failures.size(); ++at) {
+    ASSERT_NE(graph.error(failures[at]), nullptr) << at;
+    EXPECT_EQ(graph.error(failures[at])->message(), words[at]) << at;
+    EXPECT_EQ(graph.error(failures[at])->kind(), ErrorKind::Launch) << at;
+  }
+  for (const FailureId failure : failures) {
+    EXPECT_EQ(frees_during([&] { graph.prune(failure); }), 1u) << "its message goes with it";
+  }
+  EXPECT_TRUE(graph.empty());
+}
+
 TEST(SteadyState, G8_AReportAllocatesItsPathOnceWhateverItsLength) {
   // The path is reserved once, at the first step, for every record older
   // than it; the rest is one copy per record of its `produced` list. A

@@ -87,12 +87,10 @@ class Error {
 
   /// N1: the one failure that claims a manager's never-written bytes.
   /// Payload-free, like torn_down(): minting it never touches the heap.
-  [[nodiscard]] static Error never_written() noexcept {
-    return {ErrorKind::NeverWritten, std::string()};
-  }
+  [[nodiscard]] static Error never_written() noexcept { return Error(ErrorKind::NeverWritten); }
 
   /// The provisional failure of a write scope. Payload-free: no allocation.
-  [[nodiscard]] static Error torn_down() noexcept { return {ErrorKind::TornDown, std::string()}; }
+  [[nodiscard]] static Error torn_down() noexcept { return Error(ErrorKind::TornDown); }
 
   /// What code branches on.
   [[nodiscard]] ErrorKind kind() const noexcept { return kind_; }
@@ -103,6 +101,14 @@ class Error {
   friend bool operator==(const Error&, const Error&) = default;
 
  private:
+  /// A payload-free error, built in place: the message starts empty rather
+  /// than moved from an empty temporary (each such move copies the inline
+  /// buffer, a checked memcpy under AddressSanitizer). The error graph
+  /// builds a TornDown error for every slot its table grows by and every
+  /// node it moves or vacates (issue 13, forty-third round).
+  explicit Error(ErrorKind kind) noexcept
+      : kind_(kind) {}
+
   std::string message_;
   ErrorKind kind_;
 };

@@ -142,11 +142,6 @@ void ErrorGraph::skipped(FailureId root, const SkipRecord& record) {
   ++log.recorded;
 }
 
-std::uint64_t ErrorGraph::skips_recorded(FailureId failure) const noexcept {
-  const detail::FailureNode* node = find(failure.raw());
-  return node != nullptr && node->skips != nullptr ? node->skips->recorded : 0;
-}
-
 std::vector<SkipRecord> ErrorGraph::skip_records(FailureId failure) const {
   const detail::FailureNode* node = find(failure.raw());
   if (node == nullptr || node->skips == nullptr) {

@@ -346,14 +346,6 @@ bool Taint::claims_only_spilled(FailureId failure, ByteRange within) const noexc
   });
 }
 
-bool Taint::carries(FailureId failure) const noexcept {
-  if (failure_ != 0) {
-    return failure_ == failure.raw();
-  }
-  const auto claims = segments();
-  return contains_failure(claims.data(), claims.data() + claims.size(), failure.raw());
-}
-
 // Throws on a carrier by contract (taint.hpp), so not noexcept.
 // NOLINTNEXTLINE(performance-noexcept-move-constructor,bugprone-exception-escape)
 Taint& Taint::operator=(Taint&& other) {

@@ -89,6 +89,12 @@ class EngineModel {
 
   /// T3: owners of a byte of `range`, ascending.
   [[nodiscard]] std::vector<FailureId> failures(std::size_t allocation, ByteRange range) const;
+  /// The same owners into `into` (cleared first; its capacity kept, so a
+  /// caller that reuses it allocates nothing once it has grown). The
+  /// returning failures() is built on it, so the two cannot disagree; a
+  /// fuzzer asks after every query op, and the fresh lists were two
+  /// allocations a query (issue 13, forty-third round).
+  void failures(std::size_t allocation, ByteRange range, std::vector<FailureId>& into) const;
   /// Maximal (failure, range) runs, ascending by offset.
   [[nodiscard]] std::vector<std::pair<FailureId, ByteRange>> claims(std::size_t allocation) const;
   /// The same runs as the OwnerMap holds them (raw owner ids), by reference:
@@ -171,6 +177,10 @@ class EngineModel {
   /// The owners of the allocation an update changes, before it: the
   /// failures bury() looks at. Kept between updates, so they allocate nothing.
   std::vector<std::uint64_t> owners_before_;
+  /// Scratch for failures(): the raw owners OwnerMap lists, kept so that a
+  /// query allocates nothing once warm. Mutable: a const query's buffer,
+  /// holding nothing between calls (the model is single-threaded).
+  mutable std::vector<std::uint64_t> owners_in_;
 };
 
 } // namespace taintpool::model
