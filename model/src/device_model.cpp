@@ -56,9 +56,10 @@ constexpr std::size_t kFirstText = 512;
 
 /// DeviceModel::ByteArena's resource: a monotonic one (blocks taken once,
 /// given back with the model), and under AddressSanitizer a poisoned
-/// redzone after each list it hands out, so a read or write past one
-/// allocation's list into the next one's is reported as it was when each
-/// list was a heap chunk of its own.
+/// redzone after each list it hands out and each list poisoned once given
+/// back, so a read or write past one allocation's list into the next
+/// one's, or into a list already given back, is reported as it was when
+/// each list was a heap chunk of its own.
 class ByteBlocks final : public std::pmr::memory_resource {
  public:
   ByteBlocks()
@@ -78,7 +79,11 @@ class ByteBlocks final : public std::pmr::memory_resource {
     ASAN_POISON_MEMORY_REGION(list + bytes, taken - bytes);
     return list;
   }
+  /// A list given back is poisoned whole: the monotonic resource never
+  /// hands its bytes out again, so a read through a stale pointer into an
+  /// ended allocation's list is reported, as a freed heap chunk was.
   void do_deallocate(void* list, std::size_t bytes, std::size_t alignment) override {
+    ASAN_POISON_MEMORY_REGION(list, padded(bytes));
     blocks_.deallocate(list, padded(bytes), std::max<std::size_t>(alignment, 8));
   }
 #else
