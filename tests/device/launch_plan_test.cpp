@@ -334,7 +334,12 @@ std::vector<std::string> run_program(RigKind kind, const std::vector<std::uint32
                        if (planned) {
                          record.plan = device.plan(stream, record.reads, record.writes);
                        } else {
-                         // The same checks (P3), with the same sweep first.
+                         // The same sweep first, even for a plan of no
+                         // binding (the order dropped buffers return to
+                         // the pool decides where the next one is placed,
+                         // and so what its trusted fresh bytes hold), then
+                         // the same checks (P3).
+                         device.memory().sweep();
                          std::vector<Binding> all = record.reads;
                          all.insert(all.end(), record.writes.begin(), record.writes.end());
                          static_cast<void>(device.awaits_verdict(all));
