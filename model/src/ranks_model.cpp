@@ -519,6 +519,14 @@ void RanksModel::collective(const Collective& collective, std::vector<Expected>&
             std::uint64_t begin = range.begin();
             for (std::uint64_t byte = begin + 1; byte <= range.end(); ++byte) {
               if (byte == range.end() || own_piece[byte] != own_piece[begin]) {
+                // A run per own stale piece (its image is one span of the
+                // output), so room for kMaxPieces at the model's first run:
+                // grown by doubling, this list and the plan's carried list
+                // were several allocations per model, and a model is made
+                // per fuzz input (issue 13).
+                if (runs.capacity() < kMaxPieces) {
+                  runs.reserve(kMaxPieces);
+                }
                 runs.emplace_back(own_piece[begin], ByteRange::of(begin, byte));
                 begin = byte;
               }
@@ -527,7 +535,9 @@ void RanksModel::collective(const Collective& collective, std::vector<Expected>&
       std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) {
         return a.first != b.first ? a.first < b.first : a.second.begin() < b.second.begin();
       });
-      plan.carried.reserve(runs.size());
+      if (plan.carried.capacity() < runs.size()) {
+        plan.carried.reserve(std::max<std::size_t>(runs.size(), kMaxPieces));
+      }
       for (const auto& [piece, range] : runs) {
         plan.carried.emplace_back(range, FailureId::from_raw(mine->piece_root[piece]));
         stale_bytes += range.size();

@@ -3,7 +3,9 @@
 #include <taintpool/collective/collective_backend.hpp>
 
 #include <algorithm>
+#include <array>
 #include <new>
+#include <span>
 #include <stdexcept>
 #include <string>
 
@@ -37,12 +39,28 @@ void CollectiveBackend::forget(const VerdictSource& source) noexcept {
 }
 
 void CollectiveBackend::wait_for_collectives() {
-  std::vector<VerdictSource*> waited;
+  // Each source once, in the order of its oldest pending launch. The
+  // sources waited for are listed on the stack while they are few (a
+  // Device has one Collectives, or a few), and past that in a vector: a
+  // vector from the first was an allocation per copy, finish and
+  // synchronize with a collective in flight (issue 13). A search per
+  // pending launch over the sources met so far, as before.
+  constexpr std::size_t kFew = 8;
+  std::array<VerdictSource*, kFew> few{};
+  std::size_t met = 0;
+  std::vector<VerdictSource*> more;
   for (const Pending& pending : pending_) {
-    if (std::find(waited.begin(), waited.end(), pending.source) == waited.end()) {
-      waited.push_back(pending.source);
-      pending.source->wait_all();
+    const std::span<VerdictSource* const> listed(few.data(), met);
+    if (std::find(listed.begin(), listed.end(), pending.source) != listed.end() ||
+        std::find(more.begin(), more.end(), pending.source) != more.end()) {
+      continue;
     }
+    if (met < kFew) {
+      few[met++] = pending.source;
+    } else {
+      more.push_back(pending.source);
+    }
+    pending.source->wait_all();
   }
 }
 
@@ -69,7 +87,9 @@ void CollectiveBackend::destroy_stream(StreamHandle stream) noexcept {
   try {
     wait_for_collectives();
   } catch (...) {
-    // Out of memory listing the sources: every wait is bounded anyway.
+    // Out of memory listing the sources (past the few listed on the
+    // stack), or a source's wait that threw: every wait is bounded anyway,
+    // and the stream goes regardless.
   }
   inner_.destroy_stream(stream);
 }
@@ -81,10 +101,13 @@ void CollectiveBackend::finish(StreamHandle stream) {
 
 std::vector<LateFailure> CollectiveBackend::synchronize() {
   wait_for_collectives();
-  // Each verdict moves into held_ before its source forgets it, so running
-  // out of memory here loses nothing (the rest stay pending).
+  // Each verdict moves into held_ before its source forgets it, and held_
+  // has room for every one before the first moves, so running out of
+  // memory here loses nothing (all stay pending). Room for all at once:
+  // made room for one at a time, held_ grew (and moved) once per verdict
+  // (issue 13).
+  held_.reserve(held_.size() + pending_.size());
   while (!pending_.empty()) {
-    held_.reserve(held_.size() + 1);
     const Pending next = pending_.front();
     if (std::optional<LateFailure> verdict = next.source->verdict(next.launch)) {
       held_.push_back(std::move(*verdict));

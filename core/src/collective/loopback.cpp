@@ -103,17 +103,26 @@ std::size_t LoopbackWorld::waiting() const noexcept {
 }
 
 std::vector<std::byte> LoopbackWorld::take_buffer(std::size_t bytes) noexcept {
-  // The newest spare that holds `bytes`: one that does not would be
-  // reallocated by its first fill, an allocation for nothing kept.
+  // The smallest spare that holds `bytes`, the newest of those: one that
+  // does not would be reallocated by its first fill, an allocation for
+  // nothing kept; and a larger one than needed is kept for a call that
+  // needs it. Taking the newest that held them, a call's few bytes and its
+  // summary took the ranks' landed summaries' buffers (a kilobyte per rank),
+  // so every collective allocated those again (issue 13).
+  auto best = spare_.rend();
   for (auto spare = spare_.rbegin(); spare != spare_.rend(); ++spare) {
-    if (spare->capacity() >= bytes) {
-      std::vector<std::byte> buffer = std::move(*spare);
-      spare_.erase(std::next(spare).base());
-      buffer.clear();
-      return buffer;
+    if (spare->capacity() >= bytes &&
+        (best == spare_.rend() || spare->capacity() < best->capacity())) {
+      best = spare;
     }
   }
-  return {};
+  if (best == spare_.rend()) {
+    return {};
+  }
+  std::vector<std::byte> buffer = std::move(*best);
+  spare_.erase(std::next(best).base());
+  buffer.clear();
+  return buffer;
 }
 
 void LoopbackWorld::fill(std::vector<std::byte>& buffer, std::span<const std::byte> bytes) {

@@ -505,16 +505,19 @@ FedStale fed_stale(const CollectiveShape& shape, std::span<const std::byte> summ
     std::uint32_t entry;
   };
   std::vector<Cited> cited;
-  std::vector<ByteRange> fed;
-  // At most one per stale piece of a feeding rank: reserved once, where
-  // growing by doubling took an allocation per doubling of each (issue 13).
+  // Every fed piece's image, into the list returned: sorted and coalesced
+  // in place below (a list of images apart from it was one more allocation
+  // per stale collective; issue 13). At most one per stale piece of a
+  // feeding rank: reserved once, where growing by doubling took an
+  // allocation per doubling of each.
+  std::vector<WrittenRange>& fed = out.ranges;
   const std::size_t most = max_fed_pieces(shape, summaries);
   fed.reserve(most);
   cited.reserve(most);
   TaintSummary feeder;
   int loaded = -1; // The source `feeder` holds: the visitor goes source by source.
   for_each_fed_piece(shape, summaries, [&](int source, std::uint32_t index, ByteRange bytes) {
-    fed.push_back(bytes);
+    fed.push_back(WrittenRange{0, bytes});
     if (source != loaded) {
       std::memcpy(&feeder, summaries.data() + summary_index(shape, source) * TaintSummary::bytes,
                   sizeof(feeder));
@@ -532,16 +535,22 @@ FedStale fed_stale(const CollectiveShape& shape, std::span<const std::byte> summ
   if (fed.empty()) {
     return out;
   }
-  out.ranges.reserve(fed.size());
-  std::sort(fed.begin(), fed.end(), [](ByteRange a, ByteRange b) { return a.begin() < b.begin(); });
-  for (const ByteRange bytes : fed) {
-    if (!out.ranges.empty() && out.ranges.back().range.end() >= bytes.begin()) {
-      const ByteRange last = out.ranges.back().range;
-      out.ranges.back().range = ByteRange::of(last.begin(), std::max(last.end(), bytes.end()));
+  // Ascending, then each image that meets or overlaps the range before it
+  // merged into that one: the first `kept` entries are the ranges.
+  std::sort(fed.begin(), fed.end(), [](const WrittenRange& a, const WrittenRange& b) {
+    return a.range.begin() < b.range.begin();
+  });
+  std::size_t kept = 0;
+  for (std::size_t at = 0; at < fed.size(); ++at) {
+    const ByteRange bytes = fed[at].range;
+    if (kept != 0 && fed[kept - 1].range.end() >= bytes.begin()) {
+      const ByteRange last = fed[kept - 1].range;
+      fed[kept - 1].range = ByteRange::of(last.begin(), std::max(last.end(), bytes.end()));
     } else {
-      out.ranges.push_back(WrittenRange{0, bytes});
+      fed[kept++].range = bytes;
     }
   }
+  fed.erase(fed.begin() + static_cast<std::ptrdiff_t>(kept), fed.end());
 
   // The message: every feeding rank, ascending, with the roots it cited.
   std::sort(cited.begin(), cited.end(), [](const Cited& a, const Cited& b) {

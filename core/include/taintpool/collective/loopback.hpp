@@ -91,8 +91,8 @@ class LoopbackWorld {
   void break_world(const Error& error);
   void wait_all(int rank);
   Slot* slot(int rank, Ticket ticket);
-  /// A spare byte buffer, empty, that holds `bytes` (no capacity when no
-  /// spare does).
+  /// A spare byte buffer, empty, that holds `bytes` — the smallest that
+  /// does (no capacity when none does).
   std::vector<std::byte> take_buffer(std::size_t bytes) noexcept;
   /// `buffer` := `bytes`, in a spare buffer when its own is too small.
   void fill(std::vector<std::byte>& buffer, std::span<const std::byte> bytes);
