@@ -62,7 +62,11 @@
 // Cost (issue 13): no op is described as text on a passing run — a failure
 // runs the input again with descriptions on (common/op_log.hpp); after most
 // ops only what they touched is compared; the model's comparison copies
-// nothing it can compare in place.
+// nothing it can compare in place; each input's model starts with the last
+// one's lists (DeviceModel::Room: capacity, never contents) and every
+// launch's and read's verdict is handed back for its lists' room
+// (DeviceModel::recycle), so a warm input's model allocates only what it
+// keeps as state.
 //
 // With TAINTPOOL_TRACE_OUT set (a directory, or a scopes_<name>.tla file),
 // each input's run is also written as a ScopesTrace module (proofs/TRACES.md)
@@ -300,7 +304,11 @@ std::string show_kinds(const std::vector<ErrorKind>& kinds) {
 struct Ending {
   enum class How { returned, taintpool_exception, body_exception, other } how = How::returned;
   ErrorKind kind = ErrorKind::Generic; ///< taintpool_exception.
-  std::string what;
+  /// The exception's message, in the harness's kept buffer (Kept::what):
+  /// valid until the next call(). A copy per refusal was an allocation for
+  /// every message past the small-string buffer (issue 13).
+  std::string_view what;
+  [[nodiscard]] std::string text() const { return std::string(what); }
 };
 
 /// Every input's pages (testing/recycling_storage.hpp): kept from one
@@ -326,6 +334,9 @@ struct Kept {
   std::vector<std::byte> written; ///< create()'s and host_write()'s bytes.
   std::vector<std::byte> read;    ///< read()'s buffer.
   std::vector<ErrorKind> errors;  ///< make_plan()'s expected binding errors.
+  std::string what;               ///< The last call()'s exception message (Ending::what).
+  /// The last input's model's lists (DeviceModel::Room): capacity only.
+  DeviceModel::Room model_room;
 };
 
 Kept& kept_between_inputs() {
@@ -347,6 +358,9 @@ class Harness {
       , kept_(describing ? own_ : kept_between_inputs())
       , backend_(pages(), config())
       , device_(backend_, options(mode))
+      // The last input's model's lists, emptied: only capacity carries over
+      // (DeviceModelRoom.* pins that a model so made answers as a fresh one).
+      , model_(false, std::move(kept_.model_room))
       , checker_("device_fuzzer")
       , ids_(kept_.ids)
       , ops_(describing)
@@ -362,6 +376,14 @@ class Harness {
     // builds a second Device while the first lives, in another space.
     model_.set_id_space(device_.memory().id_space());
   }
+
+  Harness(const Harness&) = delete;
+  Harness& operator=(const Harness&) = delete;
+  Harness(Harness&&) = delete;
+  Harness& operator=(Harness&&) = delete;
+  /// The model's lists go to the next input's (a describing re-run's to
+  /// its own Kept, which goes with it).
+  ~Harness() { kept_.model_room = model_.take_room(); }
 
   void run() {
     ByteReader in(data_, mode_.size);
@@ -616,16 +638,16 @@ class Harness {
     } catch (const taintpool::Exception& error) {
       ending.how = Ending::How::taintpool_exception;
       ending.kind = error.kind();
-      ending.what = error.what();
+      ending.what = kept_.what.assign(error.what());
     } catch (const std::runtime_error& error) {
       ending.how = Ending::How::body_exception;
-      ending.what = error.what();
+      ending.what = kept_.what.assign(error.what());
     } catch (int) {
       ending.how = Ending::How::body_exception;
       ending.what = "42";
     } catch (const std::exception& error) {
       ending.how = Ending::How::other;
-      ending.what = error.what();
+      ending.what = kept_.what.assign(error.what());
     }
     return ending;
   }
@@ -638,16 +660,16 @@ class Harness {
                             const What& what) const {
     if (ending.how != Ending::How::taintpool_exception ||
         std::find(kinds.begin(), kinds.end(), ending.kind) == kinds.end()) {
-      fail("P3", what() + " must throw " + show_kinds(kinds) +
-                     " before anything is claimed; core " +
-                     (ending.how == Ending::How::returned ? "returned" : "threw: " + ending.what));
+      fail("P3",
+           what() + " must throw " + show_kinds(kinds) + " before anything is claimed; core " +
+               (ending.how == Ending::How::returned ? "returned" : "threw: " + ending.text()));
     }
   }
 
   template <class What>
   void expect_returned(const Ending& ending, const What& what) const {
     if (ending.how != Ending::How::returned) {
-      fail("P3/S3", what() + " must return; core threw: " + ending.what);
+      fail("P3/S3", what() + " must return; core threw: " + ending.text());
     }
   }
 
@@ -660,8 +682,9 @@ class Harness {
     }
     if (model.body_threw) {
       if (ending.how != Ending::How::body_exception) {
-        fail("S3", what() + ": the body's exception must reach the caller; core " +
-                       (ending.how == Ending::How::returned ? "returned" : "threw " + ending.what));
+        fail("S3",
+             what() + ": the body's exception must reach the caller; core " +
+                 (ending.how == Ending::How::returned ? "returned" : "threw " + ending.text()));
       }
       return;
     }
@@ -747,8 +770,9 @@ class Harness {
         result.failure && result.needed) {
       choice.emplace(*result.failure, *result.needed);
     }
-    const ModelLaunch expected = model_.launch(kernel, reads, writes, plan, choice);
+    ModelLaunch expected = model_.launch(kernel, reads, writes, plan, choice);
     compare_launch(ending, result, expected, text);
+    model_.recycle(std::move(expected));
     trace_.launched(device_, reads, writes, traced(ending), result, plan.written,
                     plan.kind == BodyKind::check || plan.kind == BodyKind::fail_late);
     if (numbered && *numbered != number) {
@@ -892,7 +916,7 @@ class Harness {
       fail("P3", text() + " must throw std::invalid_argument before anything runs; core " +
                      (ran                                   ? "ran the body"
                       : ending.how == Ending::How::returned ? "returned"
-                                                            : "threw: " + ending.what));
+                                                            : "threw: " + ending.text()));
     }
   }
 
@@ -913,7 +937,9 @@ class Harness {
     ops_.add(text);
     LaunchResult result;
     const Ending ending = call([&] { result = device_.write(into, bytes); });
-    compare_launch(ending, result, model_.write(into, bytes), text);
+    ModelLaunch expected = model_.write(into, bytes);
+    compare_launch(ending, result, expected, text);
+    model_.recycle(std::move(expected));
     trace_.host_written(device_, into, traced(ending), result, mismatch);
   }
 
@@ -938,7 +964,16 @@ class Harness {
       }
     });
     trace_.read(device_, from, ending.how == Ending::How::returned, reports);
-    const ModelRead expected = copy ? model_.read(from, size) : model_.stale_reports(from);
+    ModelRead expected = copy ? model_.read(from, size) : model_.stale_reports(from);
+    compare_read(ending, reports, bytes, expected, copy, text);
+    model_.recycle(std::move(expected)); // Its lists' room serves the next read.
+  }
+
+  /// A read's or stale_reports' outcome against the model's verdict.
+  template <class What>
+  void compare_read(const Ending& ending, std::vector<Report>& reports,
+                    const std::vector<std::byte>& bytes, const ModelRead& expected, bool copy,
+                    const What& text) const {
     if (!expected.binding_errors.empty()) {
       expect_binding_error(ending, expected.binding_errors, text);
       return;
@@ -971,9 +1006,10 @@ class Harness {
       const bool fired = taintpool::fuzz::disarm_allocation_fault() < 0;
       if (armed.how != Ending::How::returned) {
         if (!fired || armed.how != Ending::How::other) {
-          fail("D1", "synchronize threw without running out of memory: " + armed.what);
+          fail("D1", "synchronize threw without running out of memory: " + armed.text());
         }
-        ops_.add([&] { return "  (it ran out of memory: " + armed.what + "; synchronize again)"; });
+        ops_.add(
+            [&] { return "  (it ran out of memory: " + armed.text() + "; synchronize again)"; });
         try {
           device_.check_invariants();
         } catch (const std::logic_error& error) {

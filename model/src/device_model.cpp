@@ -60,10 +60,86 @@ constexpr std::size_t kFirstText = 512;
 /// back, so a read or write past one allocation's list into the next
 /// one's, or into a list already given back, is reported as it was when
 /// each list was a heap chunk of its own.
+/// The blocks ByteBlocks' monotonic resource takes from the heap, kept
+/// when it gives them back (at DeviceModel::take_room, through
+/// ByteArena::release): a later request of the same size and alignment —
+/// the next model's first blocks, as a monotonic resource asks the same
+/// sizes again after a release — gets one back instead of the heap. Why:
+/// those blocks were some 13 KB and two to three mallocs per device_fuzzer
+/// input, fresh memory each time (issue 13, forty-seventh round). What it
+/// costs: up to kKept blocks (kKeptBytes) stay allocated while no model
+/// uses them. Under ASan a kept block is poisoned whole until handed out
+/// again, so a stale read into an ended model's lists is still reported
+/// until another model's lists reuse those bytes.
+class KeptBlocks final : public std::pmr::memory_resource {
+ public:
+  KeptBlocks() = default;
+  KeptBlocks(const KeptBlocks&) = delete;
+  KeptBlocks& operator=(const KeptBlocks&) = delete;
+  KeptBlocks(KeptBlocks&&) = delete;
+  KeptBlocks& operator=(KeptBlocks&&) = delete;
+  ~KeptBlocks() override {
+    for (std::size_t at = 0; at < count_; ++at) {
+#ifdef TAINTPOOL_MODEL_ASAN
+      ASAN_UNPOISON_MEMORY_REGION(kept_[at].at, kept_[at].bytes);
+#endif
+      std::pmr::new_delete_resource()->deallocate(kept_[at].at, kept_[at].bytes,
+                                                  kept_[at].alignment);
+    }
+  }
+
+ private:
+  static constexpr std::size_t kKept = 8;
+  static constexpr std::size_t kKeptBytes = 256 * 1024;
+  struct Block {
+    void* at = nullptr;
+    std::size_t bytes = 0;
+    std::size_t alignment = 0;
+  };
+
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+    for (std::size_t at = 0; at < count_; ++at) {
+      if (kept_[at].bytes == bytes && kept_[at].alignment == alignment) {
+        void* const block = kept_[at].at;
+        kept_bytes_ -= bytes;
+        kept_[at] = kept_[--count_];
+#ifdef TAINTPOOL_MODEL_ASAN
+        ASAN_UNPOISON_MEMORY_REGION(block, bytes);
+#endif
+        return block;
+      }
+    }
+    return std::pmr::new_delete_resource()->allocate(bytes, alignment);
+  }
+  void do_deallocate(void* block, std::size_t bytes, std::size_t alignment) override {
+    if (count_ < kKept && kept_bytes_ + bytes <= kKeptBytes) {
+      kept_[count_++] = Block{block, bytes, alignment};
+      kept_bytes_ += bytes;
+#ifdef TAINTPOOL_MODEL_ASAN
+      ASAN_POISON_MEMORY_REGION(block, bytes);
+#endif
+      return;
+    }
+    std::pmr::new_delete_resource()->deallocate(block, bytes, alignment);
+  }
+  [[nodiscard]] bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+    return this == &other;
+  }
+
+  std::array<Block, kKept> kept_{};
+  std::size_t count_ = 0;
+  std::size_t kept_bytes_ = 0;
+};
+
 class ByteBlocks final : public std::pmr::memory_resource {
  public:
   ByteBlocks()
-      : blocks_(kFirstBytes) {}
+      : blocks_(kFirstBytes, &kept_) {}
+
+  /// Every list given back at once (none may be in use): the blocks go to
+  /// kept_, and the resource starts again as a new one, asking the same
+  /// block sizes again (DeviceModel::take_room).
+  void release() noexcept { blocks_.release(); }
 
  private:
 #ifdef TAINTPOOL_MODEL_ASAN
@@ -98,6 +174,7 @@ class ByteBlocks final : public std::pmr::memory_resource {
     return this == &other;
   }
 
+  KeptBlocks kept_; ///< Declared first: blocks_ gives its blocks back to it as it goes.
   std::pmr::monotonic_buffer_resource blocks_;
 };
 
@@ -144,6 +221,128 @@ Error named_error(std::string_view kernel, const Error& error, std::size_t ignor
   return Error(error.kind(), std::move(message));
 }
 
+// ------------------------------------------------------------ a model's room
+
+DeviceModel::DeviceModel(bool detect, Room room)
+    : detect_(detect) {
+  // Only capacity comes from the room: every list is emptied once taken
+  // (spare_launch_'s, spare_read_'s and the spare owners lists when they
+  // are used), so the model starts as DeviceModel(detect) does.
+  trade_lists(room);
+  empty_lists();
+  spare_owners_ = std::move(room.owners);
+}
+
+DeviceModel::Room DeviceModel::take_room() noexcept {
+  Room room;
+  // The allocations' owners lists as spares, emptied, while the spare list
+  // has room: made once (the first Room), never grown.
+  room.owners = std::move(spare_owners_);
+  try {
+    room.owners.reserve(kSpareOwners);
+  } catch (const std::bad_alloc&) {
+    // No more spares then: the next model grows those lists as a fresh one.
+  }
+  for (Allocation& allocation : allocations_) {
+    if (room.owners.size() == room.owners.capacity()) {
+      break;
+    }
+    if (allocation.owners.capacity() != 0) {
+      allocation.owners.clear();
+      room.owners.push_back(std::move(allocation.owners));
+    }
+  }
+  // Topped up to kSpareOwners at once (the first Room only, in practice):
+  // grown a few per input instead, the heap a model leaves behind would
+  // grow input after input, and libFuzzer runs an input again, with a leak
+  // check, whenever its mallocs and frees differ (issue 13).
+  try {
+    while (room.owners.size() < room.owners.capacity()) {
+      std::vector<std::uint64_t> spare;
+      spare.reserve(kFirstOwners);
+      room.owners.push_back(std::move(spare));
+    }
+  } catch (const std::bad_alloc&) {
+    // Fewer spares then: a model grows the rest as a fresh one does.
+  }
+  empty_lists();    // The allocations' per-byte lists go back to bytes_…
+  bytes_.release(); // …and its blocks are kept for the next model.
+  trade_lists(room);
+  return room;
+}
+
+void DeviceModel::trade_lists(Room& room) noexcept {
+  using std::swap;
+  swap(bytes_, room.bytes);
+  swap(allocations_, room.allocations);
+  swap(held_, room.held);
+  failures_.trade_room(room.failures);
+  swap(log_, room.log);
+  swap(log_bindings_, room.log_bindings);
+  swap(log_text_, room.log_text);
+  swap(late_, room.late);
+  swap(checked_, room.checked);
+  swap(pending_exchanges_, room.pending_exchanges);
+  swap(scratch_ids_, room.scratch_ids);
+  swap(scratch_carriers_, room.scratch_carriers);
+  swap(scratch_owners_, room.scratch_owners);
+  swap(scratch_bytes_, room.scratch_bytes);
+  swap(scratch_named_, room.scratch_named);
+  swap(scratch_read_owners_, room.scratch_read_owners);
+  swap(scratch_released_, room.scratch_released);
+  swap(spare_launch_, room.launch);
+  swap(spare_read_, room.read);
+}
+
+void DeviceModel::empty_lists() noexcept {
+  allocations_.clear();
+  held_.clear();
+  failures_.erase_if([](std::uint64_t, const Failure&) { return true; });
+  log_.clear();
+  log_bindings_.clear();
+  log_text_.clear();
+  late_.clear();
+  checked_.clear();
+  pending_exchanges_.clear();
+  scratch_ids_.clear();
+  scratch_carriers_.clear();
+  scratch_owners_.clear();
+  scratch_bytes_.clear();
+  scratch_named_.clear();
+  scratch_read_owners_.clear();
+  scratch_released_.clear();
+}
+
+void DeviceModel::recycle(ModelRead&& done) noexcept {
+  spare_read_.binding_errors = emptied(done.binding_errors);
+  spare_read_.reports = emptied(done.reports);
+  spare_read_.bytes = emptied(done.bytes);
+}
+
+ModelRead DeviceModel::fresh_read() noexcept {
+  ModelRead out;
+  out.binding_errors = emptied(spare_read_.binding_errors);
+  out.reports = emptied(spare_read_.reports);
+  out.bytes = emptied(spare_read_.bytes);
+  return out;
+}
+
+void DeviceModel::recycle(ModelLaunch&& done) noexcept {
+  spare_launch_.binding_errors = emptied(done.binding_errors);
+  spare_launch_.acceptable_roots = emptied(done.acceptable_roots);
+  spare_launch_.race_wording = emptied(done.race_wording);
+  spare_launch_.result.unwritten = emptied(done.result.unwritten);
+}
+
+ModelLaunch DeviceModel::fresh_launch() noexcept {
+  ModelLaunch out;
+  out.binding_errors = emptied(spare_launch_.binding_errors);
+  out.acceptable_roots = emptied(spare_launch_.acceptable_roots);
+  out.race_wording = emptied(spare_launch_.race_wording);
+  out.result.unwritten = emptied(spare_launch_.result.unwritten);
+  return out;
+}
+
 // ------------------------------------------------------------ allocations
 
 const DeviceModel::Allocation* DeviceModel::find(AllocationId allocation) const {
@@ -158,6 +357,12 @@ DeviceModel::Allocation* DeviceModel::find(AllocationId allocation) {
     return nullptr;
   }
   return &allocations_[index_of(allocation)];
+}
+
+void DeviceModel::ByteArena::release() noexcept {
+  if (resource_) {
+    static_cast<ByteBlocks*>(resource_.get())->release(); // get() makes only ByteBlocks.
+  }
 }
 
 std::pmr::memory_resource* DeviceModel::ByteArena::get() {
@@ -188,6 +393,12 @@ AllocationId DeviceModel::create(std::uint64_t size) {
                    {},
                    false,
                    0};
+  if (!spare_owners_.empty()) {
+    // A Room's spare (emptied when kept): its capacity, nothing else.
+    fresh.owners = std::move(spare_owners_.back());
+    spare_owners_.pop_back();
+    fresh.owners.clear();
+  }
   reserve_first(allocations_);
   reserve_first(held_);
   allocations_.push_back(std::move(fresh));
@@ -197,7 +408,9 @@ AllocationId DeviceModel::create(std::uint64_t size) {
 
 AllocationId DeviceModel::create(std::span<const std::byte> bytes) {
   const AllocationId id = create(bytes.size());
-  write(Binding{id, ByteRange::sized(0, bytes.size())}, bytes);
+  // The verdict goes back for its room (recycle()): dropped, it took the
+  // room the caller's last verdict handed back.
+  recycle(write(Binding{id, ByteRange::sized(0, bytes.size())}, bytes));
   return id;
 }
 
@@ -300,7 +513,7 @@ void DeviceModel::insert_sorted(std::vector<std::uint64_t>& list, std::uint64_t 
   // owners list and bury's union regrew twice or three times per model,
   // each an allocation ASan pays for (a model per fuzzer input).
   if (list.capacity() == 0) {
-    list.reserve(8);
+    list.reserve(kFirstOwners);
   }
   list.insert(list.begin() + static_cast<std::ptrdiff_t>(at), value);
 }
@@ -399,7 +612,7 @@ ModelLaunch DeviceModel::write(const Binding& into, std::span<const std::byte> b
                                const LaunchContext& context) {
   if (bytes.size() != into.range.size()) {
     // Refused before the launch: nothing is discovered, no number is used.
-    ModelLaunch refused;
+    ModelLaunch refused = fresh_launch();
     refused.binding_errors.push_back(ErrorKind::InvalidBinding);
     return refused;
   }
@@ -442,7 +655,7 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
                                      const LaunchContext& context,
                                      std::optional<std::span<const std::byte>> host_bytes) {
   const auto& core_choice = context.core_choice;
-  ModelLaunch out;
+  ModelLaunch out = fresh_launch();
   discover(); // A launch sweeps first.
   // P3: every binding is checked before anything happens.
   for (const auto* set : {&reads, &writes}) {
@@ -464,7 +677,7 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
   // N2: under Report, never-written bytes do not skip; their runs are listed.
   const std::uint64_t reported =
       unwritten_reads_ == UnwrittenReads::Report && never_written_failure() ? never_written_ : 0;
-  std::vector<UnwrittenRead> unwritten;
+  std::vector<UnwrittenRead> unwritten = emptied(out.result.unwritten);
   for (const Binding& read : reads) {
     // Through a plain pointer (vector's operator[] was a call per byte in
     // the fuzz build); check() above proved the range inside the bytes.
@@ -491,7 +704,10 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
   }
 
   LaunchStatus status = LaunchStatus::Ran;
-  std::vector<Binding> released;
+  // A failed body's S2 ranges, in a list kept for its room (scratch only:
+  // log_entry copies them into the log).
+  std::vector<Binding>& released = scratch_released_;
+  released.clear();
   std::optional<std::vector<Binding>> named_only; // S6: what a wrote_only body wrote.
   if (!out.acceptable_roots.empty()) {
     std::pair<FailureId, AllocationId> choice = out.acceptable_roots.front();
@@ -629,10 +845,17 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
     }
     case BodyKind::throws:
       // S3: the write set stays claimed by TornDown, now naming the kernel.
-      failures_.at(provisional).error =
-          Error(ErrorKind::TornDown,
-                std::string(kernel) + " threw before finishing: " +
-                    (plan.std_exception ? plan.what : std::string("a non-standard exception")));
+      // One string sized first (an operator+ chain was three allocations
+      // per throwing body; issue 13). The words are unchanged.
+      {
+        constexpr std::string_view threw = " threw before finishing: ";
+        const std::string_view why =
+            plan.std_exception ? std::string_view(plan.what) : "a non-standard exception";
+        std::string message;
+        message.reserve(kernel.size() + threw.size() + why.size());
+        message.append(kernel).append(threw).append(why);
+        failures_.at(provisional).error = Error(ErrorKind::TornDown, std::move(message));
+      }
       status = LaunchStatus::Failed;
       out.body_threw = true;
       break;
@@ -645,8 +868,12 @@ ModelLaunch DeviceModel::launch_impl(std::string_view kernel, std::span<const Bi
   if (status != LaunchStatus::Skipped && !out.body_threw) {
     race_outputs(launch, kernel, writes, named_only ? &*named_only : nullptr, released, context,
                  status, out);
-    out.result.unwritten = std::move(unwritten); // N2.
+  } else {
+    unwritten.clear(); // Only a launch whose body ran lists them (N2).
   }
+  // Back in the verdict in any case, empty or not: its room goes back with
+  // it (recycle()), where dropping it here freed room an earlier input took.
+  out.result.unwritten = std::move(unwritten); // N2.
   // A body that ran and called check()/fail_later() leaves its launch
   // unconfirmed until the next synchronize (Device::awaits_verdict).
   if (status != LaunchStatus::Skipped && !out.body_threw &&
@@ -1075,8 +1302,13 @@ void DeviceModel::remove(Bytes& set, const Binding& binding) const {
 }
 
 void DeviceModel::synchronize(bool drops_discovered) {
-  std::stable_sort(late_.begin(), late_.end(),
-                   [](const Late& a, const Late& b) { return a.launch < b.launch; });
+  // Oldest launch first. Bodies report in launch order, so the list is
+  // sorted already but for exchanges: std::stable_sort takes a buffer from
+  // the heap even then, one allocation per synchronize (issue 13).
+  const auto by_launch = [](const Late& a, const Late& b) { return a.launch < b.launch; };
+  if (!std::is_sorted(late_.begin(), late_.end(), by_launch)) {
+    std::stable_sort(late_.begin(), late_.end(), by_launch);
+  }
   for (const Late& late : late_) {
     attribute(late);
   }
@@ -1204,7 +1436,7 @@ ModelRead DeviceModel::stale_reports(const Binding& from) {
 ModelRead DeviceModel::reports_for(const Binding& from, bool copy, std::uint64_t into_size) {
   synchronize(false);
   discover(); // Resolving the binding discovers dropped handles.
-  ModelRead out;
+  ModelRead out = fresh_read();
   if (const auto kind = check(from)) {
     out.binding_errors.push_back(*kind);
     return out;

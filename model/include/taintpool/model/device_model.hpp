@@ -211,6 +211,27 @@ class DeviceModel {
   explicit DeviceModel(bool detect = false)
       : detect_(detect) {}
 
+  class Room;
+  /// The same, starting with the lists an earlier model gave up (`room`,
+  /// from take_room()): their capacity, never their contents — every list
+  /// is emptied, so the model answers exactly as DeviceModel(detect) would
+  /// (pinned by DeviceModelRoom.*). device_fuzzer makes a model per input,
+  /// and the lists it grew from empty (its allocations, held, log, failure
+  /// table and scratch lists, each allocation's owners list) were some 15
+  /// of an input's 130 heap allocations, each paying ASan's stack trace
+  /// (issue 13, forty-seventh round).
+  DeviceModel(bool detect, Room room);
+  /// Gives up the model's lists (see Room) for the next model to start
+  /// with. The model is left with none of its state: destroy it next.
+  [[nodiscard]] Room take_room() noexcept;
+  /// Hands a verdict back once the caller is done with it: its lists'
+  /// capacity (emptied) serves the next launch's verdict, which would
+  /// otherwise grow its lists from empty per launch. Optional: a verdict
+  /// not handed back costs only those allocations.
+  void recycle(ModelLaunch&& done) noexcept;
+  /// The same for a read's verdict.
+  void recycle(ModelRead&& done) noexcept;
+
   /// Mint ids in the id space `space` (allocation_space), as the Device's
   /// MemoryManager does (its id_space()): the first device alive gets 0,
   /// each one alive beside it another. Before the first create.
@@ -543,7 +564,8 @@ class DeviceModel {
 
   /// Where every allocation's per-byte lists (Allocation::writer and
   /// value) are carved from: blocks of a few kilobytes, each taken once
-  /// and given back when the model goes. Why: the two lists were two heap
+  /// and given back when the model goes (or, at take_room(), kept for the
+  /// model made with its Room). Why: the two lists were two heap
   /// allocations per create — device_fuzzer's largest site (issue 13, 15 of
   /// some 150 mallocs per input, each paying ASan's stack trace), for
   /// lists that never grow after create and live as long as the model.
@@ -572,6 +594,9 @@ class DeviceModel {
     ~ByteArena() = default;
     /// The resource, made at the first call.
     [[nodiscard]] std::pmr::memory_resource* get();
+    /// Takes back every list at once — none may still be in use — keeping
+    /// the blocks for the lists carved next (take_room()).
+    void release() noexcept;
 
    private:
     std::unique_ptr<std::pmr::memory_resource> resource_;
@@ -641,6 +666,8 @@ class DeviceModel {
   /// The failures one read binding's runs name (launch_impl, reports_for).
   /// Scratch only.
   std::vector<std::uint64_t> scratch_read_owners_;
+  /// launch_impl's released ranges (a failed body's S2 ranges). Scratch only.
+  std::vector<Binding> scratch_released_;
   /// Appends a log entry for `launch` with every field set; `named` is a
   /// wrote_only body's named ranges (S6), nullptr for any other. Returns it.
   Logged& log_entry(std::uint64_t launch, std::string_view kernel, LaunchStatus status,
@@ -656,6 +683,59 @@ class DeviceModel {
   /// would answer wrongly, not loudly, without it.
   static void require_rising(std::optional<std::uint64_t> last, std::uint64_t launch,
                              const char* list);
+  /// Swaps every list (and the byte blocks) with `room`'s; the spare owners
+  /// lists aside. Both directions: a model made with a room, one giving it up.
+  void trade_lists(Room& room) noexcept;
+  /// Empties every list trade_lists() trades (their capacity stays).
+  void empty_lists() noexcept;
+  /// A verdict with every field as a default one has, its lists from
+  /// spare_launch_ (recycle()) when there are any.
+  [[nodiscard]] ModelLaunch fresh_launch() noexcept;
+  /// The same for a read's verdict.
+  [[nodiscard]] ModelRead fresh_read() noexcept;
+  /// Verdicts handed back (recycle()), kept for their lists' capacity only.
+  ModelLaunch spare_launch_;
+  ModelRead spare_read_;
+  /// Owners lists of ended models' allocations (a Room's), emptied: a new
+  /// allocation takes one rather than growing its own from empty.
+  std::vector<std::vector<std::uint64_t>> spare_owners_;
+  /// How many owners lists a Room keeps as spares.
+  static constexpr std::size_t kSpareOwners = 32;
+  /// The room an owners list (or bury's union) takes at its first entry.
+  static constexpr std::size_t kFirstOwners = 8;
+
+ public:
+  /// What a model leaves for the next one: its lists, empty, and its
+  /// allocations' owners lists as spares, emptied. Capacity only: a model
+  /// taking a Room empties every list it reuses; the per-byte lists'
+  /// blocks (ByteArena) come with every list given back. Movable, opaque.
+  class Room {
+   public:
+    Room() = default;
+
+   private:
+    friend class DeviceModel;
+    std::vector<Allocation> allocations;
+    std::vector<std::vector<std::uint64_t>> owners; ///< Spares, emptied.
+    std::vector<std::size_t> held;
+    std::vector<IdTable<Failure>::value_type> failures;
+    std::vector<Logged> log;
+    std::vector<Binding> log_bindings;
+    std::string log_text;
+    std::vector<Late> late;
+    std::vector<std::uint64_t> checked;
+    std::vector<PendingExchange> pending_exchanges;
+    std::vector<std::uint64_t> scratch_ids;
+    std::vector<Carriers> scratch_carriers;
+    std::vector<std::uint64_t> scratch_owners;
+    Bytes scratch_bytes;
+    std::vector<std::uint64_t> scratch_named;
+    std::vector<std::uint64_t> scratch_read_owners;
+    std::vector<Binding> scratch_released;
+    ModelLaunch launch;
+    ModelRead read;
+    ByteArena bytes; ///< Its blocks, every list given back.
+  };
 };
 
 /// "kernel: message" (or the kind's name when the message is empty), and a

@@ -83,6 +83,11 @@ class IdTable {
                   [&](const value_type& entry) { return drop(entry.first, entry.second); });
   }
 
+  /// Swaps the entries' list with `room` (a DeviceModel::Room's): how a
+  /// table made later takes over an earlier one's capacity. Whoever gets
+  /// entries it must not keep empties them (erase_if).
+  void trade_room(std::vector<value_type>& room) noexcept { entries_.swap(room); }
+
   [[nodiscard]] iterator begin() noexcept { return entries_.begin(); }
   [[nodiscard]] iterator end() noexcept { return entries_.end(); }
   [[nodiscard]] const_iterator begin() const noexcept { return entries_.begin(); }
