@@ -484,6 +484,75 @@ def gemma_generate_sampled():
     return "Gemma-style decoder (hidden 1024, 10 layers, 8 heads, 1 KV head, vocab 256000) generate(), sampled (top-k 50, temperature 0.8), 40 new tokens, 10 requests of random batch (1..8) x prompt (16..1000), bf16, inference mode, seed 43"
 
 
+def clip_train():
+    from transformers import CLIPConfig, CLIPModel
+    cfg = CLIPConfig(text_config=dict(vocab_size=49408, hidden_size=512, intermediate_size=2048,
+                                      num_hidden_layers=12, num_attention_heads=8,
+                                      max_position_embeddings=77),
+                     vision_config=dict(hidden_size=768, intermediate_size=3072,
+                                        num_hidden_layers=12, num_attention_heads=12,
+                                        image_size=224, patch_size=16),
+                     projection_dim=512)
+    model = CLIPModel(cfg).cuda()
+    def batch():
+        return (torch.randint(0, 49408, (128, 77), device="cuda"),
+                torch.randn(128, 3, 224, 224, device="cuda"))
+    loss = steps(model, batch,
+                 lambda m, b: m(input_ids=b[0], pixel_values=b[1], return_loss=True).loss,
+                 autocast=torch.bfloat16)
+    return f"CLIP ViT-B/16 shape (two towers: text 12 layers x 512, vision 12 layers x 768, random init), bf16 autocast, contrastive loss over batch 128 (77 tokens, 224^2 images), AdamW, 3 training steps; loss {loss:.3f}"
+
+
+def lstm_lm_train():
+    class LstmLm(torch.nn.Module):
+        def __init__(self, vocab, width, layers):
+            super().__init__()
+            self.embed = torch.nn.Embedding(vocab, width)
+            self.lstm = torch.nn.LSTM(width, width, layers, batch_first=True, dropout=0.1)
+            self.head = torch.nn.Linear(width, vocab)
+        def forward(self, ids):
+            out, _ = self.lstm(self.embed(ids))
+            return self.head(out)
+    model = LstmLm(32000, 1024, 3).cuda()
+    def batch():
+        return torch.randint(0, 32000, (32, 257), device="cuda")
+    def loss_fn(m, ids):
+        logits = m(ids[:, :-1])
+        return torch.nn.functional.cross_entropy(logits.reshape(-1, 32000), ids[:, 1:].reshape(-1))
+    loss = steps(model, batch, loss_fn, optim="sgd", lr=0.1)
+    return f"LSTM language model (embedding 32000 x 1024, 3-layer cuDNN LSTM of 1024, linear head), fp32, batch 32 x seq 256, SGD with momentum, 3 training steps; loss {loss:.3f}"
+
+
+def segformer_train():
+    from transformers import SegformerConfig, SegformerForSemanticSegmentation
+    cfg = SegformerConfig(num_labels=150, hidden_sizes=[64, 128, 320, 512], depths=[3, 4, 6, 3],
+                          decoder_hidden_size=768)
+    model = SegformerForSemanticSegmentation(cfg).cuda()
+    def batch():
+        return (torch.randn(8, 3, 512, 512, device="cuda"),
+                torch.randint(0, 150, (8, 512, 512), device="cuda"))
+    loss = steps(model, batch, lambda m, b: m(pixel_values=b[0], labels=b[1]).loss,
+                 autocast=torch.float16)
+    return f"SegFormer-B2 shape (hierarchical attention encoder 3/4/6/3, all-MLP decoder of 768, 150 classes, random init), fp16 autocast, batch 8 x 512^2 with per-pixel labels, AdamW, 3 training steps; loss {loss:.3f}"
+
+
+def marian_translate_beam():
+    from transformers import MarianConfig, MarianMTModel
+    cfg = MarianConfig(vocab_size=58101, d_model=512, encoder_layers=6, decoder_layers=6,
+                       encoder_attention_heads=8, decoder_attention_heads=8,
+                       encoder_ffn_dim=2048, decoder_ffn_dim=2048, max_position_embeddings=512,
+                       pad_token_id=58100, decoder_start_token_id=58100, eos_token_id=0)
+    model = MarianMTModel(cfg).cuda().half().eval()
+    rng = random.Random(47)
+    with torch.inference_mode():
+        for _ in range(12):
+            b, s = rng.randint(1, 16), rng.randint(8, 400)
+            ids = torch.randint(1, 58100, (b, s), device="cuda")
+            model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), num_beams=4,
+                           max_new_tokens=48, min_new_tokens=48)
+    return "Marian encoder-decoder translator (6 + 6 layers, d_model 512, vocab 58101, random init) generate() with 4 beams, 48 new tokens, 12 requests of random batch (1..16) x source (8..400), fp16, inference mode, seed 47"
+
+
 WORKLOADS = {f.__name__: f for f in [bert_train, resnet50_train, llama_train_bf16, t5_train,
                                      convnext_train, bert_infer_varlen, llama_generate,
                                      swin_train_bf16, efficientnet_train, whisper_train,
@@ -495,7 +564,8 @@ WORKLOADS = {f.__name__: f for f in [bert_train, resnet50_train, llama_train_bf1
                                      convnext_serve_varsize, llama_train_checkpointed_bf16,
                                      gpt2_train_grad_accum, llama_frozen_finetune_bf16,
                                      maskrcnn_train, wav2vec2_ctc_train, deberta_train,
-                                     gemma_generate_sampled]}
+                                     gemma_generate_sampled, clip_train, lstm_lm_train,
+                                     segformer_train, marian_translate_beam]}
 
 
 def main():
