@@ -9,13 +9,16 @@
 // the free bytes, how many runs hold them, and the largest; then the call,
 // its request, and whether the request took in use to a new high.
 //
-//   arena_probe [--from EVENT] [--at EVENT]... [--min BYTES] TRACE
+//   arena_probe [--from EVENT] [--at EVENT]... [--min BYTES] [--warm N] TRACE
 //
 // --from   dump at storage calls from this event on (default: the second
 //          half, pool_replay's "after the first step"; 0 for all);
 // --at     also dump just before this event (repeatable);
 // --min    blocks and free runs smaller than this are folded into counts
 //          (default 1 MiB).
+// --warm   replay the trace N times first on the same manager (all left
+//          live dropped after each), then look at the next replay: where a
+//          warm replay's storage calls (pool_replay's last column) come from.
 // What it costs the pool: nothing. The layout is read through
 // MemoryManager::for_each_allocation and the chunks the wrapper saw mapped;
 // it never calls stats(), which merges the arena's parked slice and so
@@ -235,16 +238,31 @@ void dump(const MemoryManager& memory, const ProbeStorage& probe,
 /// call (printing each call when `print_calls`).
 std::set<std::size_t> replay(const taintpool::replay::Trace& trace,
                              const std::set<std::size_t>& dump_at, std::size_t from,
-                             bool print_calls, std::uint64_t min) {
+                             bool print_calls, std::uint64_t min, int warm) {
   HostStorage host;
   ProbeStorage probe(host);
   ErrorGraph graph;
   MemoryManager memory(probe, graph, MemoryConfig{});
   std::vector<Allocation> live(trace.slots);
+  // --warm: the replays before the one looked at, on the same manager,
+  // everything left live dropped between them (pool_replay's warm replays).
+  for (int round = 0; round < warm; ++round) {
+    for (const taintpool::replay::Event& step : trace.events) {
+      if (step.allocate) {
+        live[step.slot] = memory.allocate(step.size);
+      } else {
+        live[step.slot].reset();
+      }
+    }
+    for (Allocation& allocation : live) {
+      allocation.reset();
+    }
+  }
   std::unordered_map<std::uint64_t, std::size_t> born;
   std::set<std::size_t> calling;
   std::uint64_t high = 0;
   std::size_t high_at = 0;
+  const std::size_t calls_before = probe.calls.size();
   for (std::size_t event = 0; event < trace.events.size(); ++event) {
     const taintpool::replay::Event& step = trace.events[event];
     probe.event = event;
@@ -290,7 +308,8 @@ std::set<std::size_t> replay(const taintpool::replay::Trace& trace,
   }
   if (print_calls) {
     std::printf("%zu storage calls in all; peak in use %.2f MiB at event %zu of %zu\n",
-                probe.calls.size(), mib(trace.peak_in_use), high_at, trace.events.size());
+                probe.calls.size() - calls_before, mib(trace.peak_in_use), high_at,
+                trace.events.size());
   }
   return calling;
 }
@@ -301,6 +320,7 @@ int main(int argc, char** argv) {
   std::string path;
   std::set<std::size_t> at;
   long long from = -1;
+  int warm = 0;
   std::uint64_t min = std::uint64_t{1} << 20;
   for (int arg = 1; arg < argc; ++arg) {
     const std::string word = argv[arg];
@@ -308,6 +328,8 @@ int main(int argc, char** argv) {
       at.insert(std::strtoull(argv[++arg], nullptr, 10));
     } else if (word == "--from" && arg + 1 < argc) {
       from = std::strtoll(argv[++arg], nullptr, 10);
+    } else if (word == "--warm" && arg + 1 < argc) {
+      warm = std::atoi(argv[++arg]);
     } else if (word == "--min" && arg + 1 < argc) {
       min = std::strtoull(argv[++arg], nullptr, 10);
     } else {
@@ -315,16 +337,17 @@ int main(int argc, char** argv) {
     }
   }
   if (path.empty()) {
-    std::fprintf(stderr, "usage: arena_probe [--from EVENT] [--at EVENT]... [--min BYTES] TRACE\n");
+    std::fprintf(stderr, "usage: arena_probe [--from EVENT] [--at EVENT]... [--min BYTES] "
+                         "[--warm N] TRACE\n");
     return 2;
   }
   const taintpool::replay::Trace trace = taintpool::replay::load_trace(path);
   const std::size_t steady = from < 0 ? trace.steady_from() : static_cast<std::size_t>(from);
   // The pool is deterministic: a first replay finds the events that call
   // storage, a second dumps the arena just before each (and at --at).
-  const std::set<std::size_t> calling = replay(trace, {}, steady, false, min);
+  const std::set<std::size_t> calling = replay(trace, {}, steady, false, min, warm);
   at.insert(calling.begin(), calling.end());
-  if (replay(trace, at, steady, true, min) != calling) {
+  if (replay(trace, at, steady, true, min, warm) != calling) {
     std::printf("the dumps moved the layout: the calls above are not the plain replay's\n");
     return 1;
   }
