@@ -54,12 +54,6 @@ constexpr std::size_t kFirstBytes = 4096;
 /// twenty of them before the first reallocation.
 constexpr std::size_t kFirstText = 512;
 
-/// DeviceModel::ByteArena's resource: a monotonic one (blocks taken once,
-/// given back with the model), and under AddressSanitizer a poisoned
-/// redzone after each list it hands out and each list poisoned once given
-/// back, so a read or write past one allocation's list into the next
-/// one's, or into a list already given back, is reported as it was when
-/// each list was a heap chunk of its own.
 /// The blocks ByteBlocks' monotonic resource takes from the heap, kept
 /// when it gives them back (at DeviceModel::take_room, through
 /// ByteArena::release): a later request of the same size and alignment —
@@ -131,6 +125,12 @@ class KeptBlocks final : public std::pmr::memory_resource {
   std::size_t kept_bytes_ = 0;
 };
 
+/// DeviceModel::ByteArena's resource: a monotonic one (blocks taken once,
+/// given back with the model), and under AddressSanitizer a poisoned
+/// redzone after each list it hands out and each list poisoned once given
+/// back, so a read or write past one allocation's list into the next
+/// one's, or into a list already given back, is reported as it was when
+/// each list was a heap chunk of its own.
 class ByteBlocks final : public std::pmr::memory_resource {
  public:
   ByteBlocks()
