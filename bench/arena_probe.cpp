@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <map>
 #include <set>
 #include <string>
@@ -267,7 +268,13 @@ int main(int argc, char** argv) {
                          "[--warm N] TRACE\n");
     return 2;
   }
-  const taintpool::replay::Trace trace = taintpool::replay::load_trace(path);
+  taintpool::replay::Trace trace;
+  try {
+    trace = taintpool::replay::load_trace(path);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "arena_probe: %s: %s\n", path.c_str(), error.what());
+    return 1;
+  }
   const std::size_t steady = from < 0 ? trace.steady_from() : static_cast<std::size_t>(from);
   // The pool is deterministic: a first replay finds the events that call
   // storage, a second dumps the arena just before each (and at --at).

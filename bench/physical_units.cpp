@@ -42,6 +42,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <exception>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -247,8 +248,8 @@ int main(int argc, char** argv) {
     const std::string word = argv[arg];
     if (word == "--unit" && arg + 1 < argc) {
       const std::uint64_t mib = std::strtoull(argv[++arg], nullptr, 10);
-      if (mib == 0) {
-        std::fprintf(stderr, "physical_units: --unit takes a positive number of MiB\n");
+      if (mib == 0 || mib > (std::uint64_t{1} << 20)) {
+        std::fprintf(stderr, "physical_units: --unit takes a number of MiB from 1 to 2^20\n");
         return 2;
       }
       units.push_back(mib << 20);
@@ -278,7 +279,12 @@ int main(int argc, char** argv) {
   }
   std::printf("---|---|---|\n");
   for (const std::string& path : paths) {
-    simulate(taintpool::replay::load_trace(path), units, slack);
+    try {
+      simulate(taintpool::replay::load_trace(path), units, slack);
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "physical_units: %s: %s\n", path.c_str(), error.what());
+      return 1;
+    }
   }
   return 0;
 }
