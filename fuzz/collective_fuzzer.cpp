@@ -138,22 +138,102 @@ DeviceOptions options(const taintpool::fuzz::FreshMode& mode) {
 /// Every rank's pages, of every input (testing/recycling_storage.hpp): kept
 /// from one input to the next, so no input maps, faults in or unmaps a page
 /// once the first few have run. Only memory is reused, never state: each
-/// input builds its world, Devices and models afresh.
+/// input builds its world and models afresh, and runs on fresh (reset)
+/// Devices (RankDevice).
 taintpool::testing::RecyclingStorage& pages() {
   static taintpool::testing::RecyclingStorage storage(16);
   return storage;
 }
 
-/// One rank: its Device on a CollectiveBackend around a DeferredHostBackend.
-struct Rank {
-  Rank(Communicator& communicator, const taintpool::fuzz::FreshMode& mode)
-      : backend(pages(), config())
-      , adaptor(backend)
-      , device(adaptor, options(mode))
-      , collectives(device, communicator) {}
-  DeferredHostBackend backend;
-  CollectiveBackend adaptor;
+/// A rank's Device on a CollectiveBackend around a DeferredHostBackend,
+/// kept from one input to the next (issue 13): each input ends with
+/// Device::reset(), which gives every page back (P1, checked after every
+/// input) and leaves the Device observably a fresh one (DeviceReset.* pins
+/// that), keeping the capacity of its pools' lanes, graph table, scratch,
+/// log and exchange lists — built per input, they were about 400 of an
+/// input's 546 heap allocations' owners. The backends go with it (a Device
+/// borrows its backend): by the input's end every collective was
+/// synchronized and its rank's Collectives forgotten, reset() takes what
+/// late failures remain, and each input sets the scheduling seed back to a
+/// fresh backend's, 0. Declared backends first, so the Device goes first.
+struct RankDevice {
+  explicit RankDevice(const taintpool::fuzz::FreshMode& mode)
+      : device(adaptor, options(mode)) {}
+  DeferredHostBackend backend{pages(), config()};
+  CollectiveBackend adaptor{backend};
   Device device;
+};
+
+/// The quiet runs' rank Devices, per mode (FreshMode: trusted, never-written
+/// with Skip or Report) and rank (2 to 4 ranks). All twelve are built at
+/// the first input, mode by mode, rank by rank, whatever its mode and
+/// ranks: each manager takes the lowest free id space when built, so every
+/// rank's space (and every id and report text) does not depend on which
+/// inputs ran before (a trusted input's rank r has space r, as before).
+class KeptRanks {
+ public:
+  /// The Device of `rank` in `mode`, fresh: built now, or reset at the end
+  /// of the last input that used it.
+  RankDevice& at(const taintpool::fuzz::FreshMode& mode, int rank) {
+    if (!devices_[0][0]) {
+      using taintpool::FreshBytes;
+      using taintpool::UnwrittenReads;
+      const std::array<taintpool::fuzz::FreshMode, 3> modes = {
+          taintpool::fuzz::FreshMode{FreshBytes::Trusted, UnwrittenReads::Skip, 0},
+          taintpool::fuzz::FreshMode{FreshBytes::NeverWritten, UnwrittenReads::Skip, 0},
+          taintpool::fuzz::FreshMode{FreshBytes::NeverWritten, UnwrittenReads::Report, 0}};
+      for (const taintpool::fuzz::FreshMode& each : modes) {
+        for (std::unique_ptr<RankDevice>& kept : devices_.at(index(each))) {
+          kept = std::make_unique<RankDevice>(each);
+        }
+      }
+    }
+    RankDevice& kept = *slot(mode, rank);
+    kept.backend.set_seed(0); // A fresh backend's: the same interleavings.
+    return kept;
+  }
+  /// Ends an input of `ranks` ranks in `mode`: every one of their Devices
+  /// reset (every handle and Collectives of the input gone first).
+  void reset(const taintpool::fuzz::FreshMode& mode, int ranks) {
+    for (int rank = 0; rank < ranks; ++rank) {
+      if (const std::unique_ptr<RankDevice>& kept = slot(mode, rank)) {
+        kept->device.reset();
+      }
+    }
+  }
+
+ private:
+  static std::size_t index(const taintpool::fuzz::FreshMode& mode) noexcept {
+    if (mode.fresh == taintpool::FreshBytes::Trusted) {
+      return 0;
+    }
+    return mode.reads == taintpool::UnwrittenReads::Skip ? 1 : 2;
+  }
+  std::unique_ptr<RankDevice>& slot(const taintpool::fuzz::FreshMode& mode, int rank) {
+    return devices_.at(index(mode)).at(static_cast<std::size_t>(rank));
+  }
+  std::array<std::array<std::unique_ptr<RankDevice>, 4>, 3> devices_;
+};
+
+KeptRanks& kept_ranks() {
+  static KeptRanks kept;
+  return kept;
+}
+
+/// One rank of an input: its Device (the kept one of a quiet run; a
+/// describing re-run builds its own, `own`, destroyed last), its
+/// Collectives and handles.
+struct Rank {
+  Rank(Communicator& communicator, const taintpool::fuzz::FreshMode& mode, RankDevice* kept)
+      : own(kept != nullptr ? nullptr : std::make_unique<RankDevice>(mode))
+      , parts(kept != nullptr ? *kept : *own)
+      , backend(parts.backend)
+      , device(parts.device)
+      , collectives(device, communicator) {}
+  std::unique_ptr<RankDevice> own;
+  RankDevice& parts;
+  DeferredHostBackend& backend;
+  Device& device;
   Collectives collectives;
   std::array<Allocation, kSlots> slots;
 };
@@ -231,7 +311,8 @@ class Harness {
     named_.clear();
     touched_.clear();
     for (int rank = 0; rank < world_.size(); ++rank) {
-      ranks_.push_back(std::make_unique<Rank>(world_.rank(rank), mode_));
+      ranks_.push_back(std::make_unique<Rank>(
+          world_.rank(rank), mode_, describing ? nullptr : &kept_ranks().at(mode_, rank)));
       // Each rank's Device mints ids in a space of its own: so does its model.
       model_.rank(rank).set_id_space(ranks_.back()->device.memory().id_space());
       model_.rank(rank).set_fresh_bytes(mode_.fresh, mode_.reads);
@@ -849,11 +930,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     Harness harness(data, size, false);
     harness.run();
   }
-  // Every rank's Device is gone: every page its pools took is back (P1),
-  // and the next input starts with none out.
+  // Every handle and Collectives is gone with the harness: every rank's
+  // Device is reset, so every page its pools took is back (P1), and the
+  // next input starts with none out, on fresh Devices.
+  kept_ranks().reset(taintpool::fuzz::fresh_mode(data, size),
+                     Harness::ranks(data, taintpool::fuzz::fresh_mode(data, size).size));
   if (pages().outstanding() != 0) {
     taintpool::fuzz::Checker("collective_fuzzer")
-        .fail("P1", "the Devices were destroyed with " + std::to_string(pages().outstanding()) +
+        .fail("P1", "the Devices were reset with " + std::to_string(pages().outstanding()) +
                         " pages not given back to their storage");
   }
   return 0;
