@@ -164,27 +164,21 @@ struct RankDevice {
   Device device;
 };
 
-/// The quiet runs' rank Devices, per mode (FreshMode: trusted, never-written
-/// with Skip or Report) and rank (2 to 4 ranks). All twelve are built at
-/// the first input, mode by mode, rank by rank, whatever its mode and
-/// ranks: each manager takes the lowest free id space when built, so every
-/// rank's space (and every id and report text) does not depend on which
-/// inputs ran before (a trusted input's rank r has space r, as before).
+/// The quiet runs' rank Devices, per mode (common/fresh_mode.hpp) and rank
+/// (2 to 4 ranks). All twelve are built at the first input, mode by mode in
+/// mode_index order, rank by rank, whatever its mode and ranks: each manager
+/// takes the lowest free id space when built, so every rank's space (and
+/// every id and report text) does not depend on which inputs ran before (a
+/// trusted input's rank r has space r, as before).
 class KeptRanks {
  public:
   /// The Device of `rank` in `mode`, fresh: built now, or reset at the end
   /// of the last input that used it.
   RankDevice& at(const taintpool::fuzz::FreshMode& mode, int rank) {
     if (!devices_[0][0]) {
-      using taintpool::FreshBytes;
-      using taintpool::UnwrittenReads;
-      const std::array<taintpool::fuzz::FreshMode, 3> modes = {
-          taintpool::fuzz::FreshMode{FreshBytes::Trusted, UnwrittenReads::Skip, 0},
-          taintpool::fuzz::FreshMode{FreshBytes::NeverWritten, UnwrittenReads::Skip, 0},
-          taintpool::fuzz::FreshMode{FreshBytes::NeverWritten, UnwrittenReads::Report, 0}};
-      for (const taintpool::fuzz::FreshMode& each : modes) {
-        for (std::unique_ptr<RankDevice>& kept : devices_.at(index(each))) {
-          kept = std::make_unique<RankDevice>(each);
+      for (std::size_t index = 0; index < devices_.size(); ++index) {
+        for (std::unique_ptr<RankDevice>& kept : devices_[index]) {
+          kept = std::make_unique<RankDevice>(taintpool::fuzz::mode_at(index));
         }
       }
     }
@@ -203,16 +197,10 @@ class KeptRanks {
   }
 
  private:
-  static std::size_t index(const taintpool::fuzz::FreshMode& mode) noexcept {
-    if (mode.fresh == taintpool::FreshBytes::Trusted) {
-      return 0;
-    }
-    return mode.reads == taintpool::UnwrittenReads::Skip ? 1 : 2;
-  }
   std::unique_ptr<RankDevice>& slot(const taintpool::fuzz::FreshMode& mode, int rank) {
-    return devices_.at(index(mode)).at(static_cast<std::size_t>(rank));
+    return devices_.at(taintpool::fuzz::mode_index(mode)).at(static_cast<std::size_t>(rank));
   }
-  std::array<std::array<std::unique_ptr<RankDevice>, 4>, 3> devices_;
+  std::array<std::array<std::unique_ptr<RankDevice>, 4>, taintpool::fuzz::kFreshModes> devices_;
 };
 
 KeptRanks& kept_ranks() {

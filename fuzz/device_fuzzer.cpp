@@ -373,43 +373,29 @@ struct Kept {
   std::string what;               ///< The last call()'s exception message (Ending::what).
   /// The last input's model's lists (DeviceModel::Room): capacity only.
   DeviceModel::Room model_room;
-  /// A Device per mode (FreshMode: trusted, never-written with Skip or
-  /// Report), reset after each input (KeptDevice). All three are built at
-  /// the first input, in that order, whatever its mode: each manager takes
-  /// the lowest free id space when built, so the spaces (and every id and
-  /// report text) do not depend on which modes ran before an input
-  /// (fuzz.device_fuzzer.order pins that).
-  std::array<std::unique_ptr<KeptDevice>, 3> devices;
+  /// A Device per mode (common/fresh_mode.hpp), reset after each input
+  /// (KeptDevice). All are built at the first input, in mode_index order,
+  /// whatever its mode: each manager takes the lowest free id space when
+  /// built, so the spaces (and every id and report text) do not depend on
+  /// which modes ran before an input (fuzz.device_fuzzer.order pins that).
+  std::array<std::unique_ptr<KeptDevice>, taintpool::fuzz::kFreshModes> devices;
 
   /// The mode's Device, fresh: built now, or reset at its last input's end.
   KeptDevice& device(const taintpool::fuzz::FreshMode& mode) {
     if (!devices[0]) {
-      using taintpool::FreshBytes;
-      using taintpool::UnwrittenReads;
-      devices[0] = std::make_unique<KeptDevice>(
-          taintpool::fuzz::FreshMode{FreshBytes::Trusted, UnwrittenReads::Skip, 0});
-      devices[1] = std::make_unique<KeptDevice>(
-          taintpool::fuzz::FreshMode{FreshBytes::NeverWritten, UnwrittenReads::Skip, 0});
-      devices[2] = std::make_unique<KeptDevice>(
-          taintpool::fuzz::FreshMode{FreshBytes::NeverWritten, UnwrittenReads::Report, 0});
+      for (std::size_t index = 0; index < devices.size(); ++index) {
+        devices[index] = std::make_unique<KeptDevice>(taintpool::fuzz::mode_at(index));
+      }
     }
-    KeptDevice& kept = *devices[index(mode)];
+    KeptDevice& kept = *devices[taintpool::fuzz::mode_index(mode)];
     kept.backend.set_seed(0); // A fresh backend's: the same interleavings.
     return kept;
   }
   /// Ends the input run on the mode's Device (see KeptDevice).
   void reset(const taintpool::fuzz::FreshMode& mode) {
-    if (const std::unique_ptr<KeptDevice>& kept = devices[index(mode)]) {
+    if (const std::unique_ptr<KeptDevice>& kept = devices[taintpool::fuzz::mode_index(mode)]) {
       kept->device.reset();
     }
-  }
-
- private:
-  static std::size_t index(const taintpool::fuzz::FreshMode& mode) noexcept {
-    if (mode.fresh == taintpool::FreshBytes::Trusted) {
-      return 0;
-    }
-    return mode.reads == taintpool::UnwrittenReads::Skip ? 1 : 2;
   }
 };
 

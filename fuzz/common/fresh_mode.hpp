@@ -38,6 +38,30 @@ struct FreshMode {
 constexpr std::uint8_t kFreshModeMarker = 0xD7;
 
 /// Mode byte: bit 0 set selects NeverWritten; bit 1 then selects Report.
+/// The modes an input can select, in a fixed order: trusted, never-written
+/// (skip), never-written (report). A harness that keeps a Device per mode
+/// across inputs (device_fuzzer, collective_fuzzer) builds them all at once
+/// in this order, so each one's id space never depends on which inputs ran
+/// before (fuzz.*.order).
+inline constexpr std::size_t kFreshModes = 3;
+
+/// `mode`'s place in that order.
+[[nodiscard]] constexpr std::size_t mode_index(const FreshMode& mode) noexcept {
+  if (mode.fresh == FreshBytes::Trusted) {
+    return 0;
+  }
+  return mode.reads == UnwrittenReads::Skip ? 1 : 2;
+}
+
+/// The mode at `index` of that order (its size 0: no input of its own).
+[[nodiscard]] constexpr FreshMode mode_at(std::size_t index) noexcept {
+  if (index == 0) {
+    return FreshMode{FreshBytes::Trusted, UnwrittenReads::Skip, 0};
+  }
+  return FreshMode{FreshBytes::NeverWritten,
+                   index == 1 ? UnwrittenReads::Skip : UnwrittenReads::Report, 0};
+}
+
 [[nodiscard]] inline FreshMode fresh_mode(const std::uint8_t* data, std::size_t size) noexcept {
   FreshMode mode;
   mode.size = size;
