@@ -236,7 +236,12 @@ void Device::reset() {
   // backend's own synchronize, whose late failures name launches of the
   // Device as it was and are dropped with it (see device.hpp).
   streams_->finish_all();
-  unattributed_.clear();
+  // Freed, not kept: its block is the backend's list of late failures,
+  // moved out by synchronize(), so the backend allocates a new one with the
+  // next late failure; kept here, it would be freed by the next job's
+  // synchronize instead — a job that frees what an earlier one allocated
+  // looks like a leak to libFuzzer's check, which then runs it again.
+  unattributed_ = std::vector<LateFailure>{};
   static_cast<void>(backend_.synchronize());
   // From here nothing throws but the graph's R1 check at the end.
   clear_scope_lists();
@@ -272,6 +277,11 @@ void Device::clear_scope_lists() noexcept {
     log_.pop_front();
   }
   stale_inputs_.clear();
+  // Destroyed, not kept for refilling as between exchanges: a kept report's
+  // paths and texts would be freed by the next job's exchanges, and a job
+  // that frees what an earlier one allocated looks like a leak to
+  // libFuzzer's check (see unattributed_ above).
+  input_reports_.clear();
   input_reports_used_ = 0;
   exchange_recorded_.clear();
   exchange_stale_.clear();
@@ -1743,6 +1753,11 @@ void Device::log_if_unconfirmed(std::uint64_t launch, std::string_view kernel,
     entry = std::move(spare_log_.back());
     spare_log_.pop_back();
   }
+  entry.kernel.reserve(kLogKernelRoom); // No-ops on a spare that had them (see kLogListRoom).
+  entry.reads.reserve(kLogListRoom);
+  entry.writes.reserve(kLogListRoom);
+  entry.released.reserve(kLogListRoom);
+  entry.named.reserve(kLogListRoom);
   entry.launch = launch;
   entry.kernel.assign(kernel);
   entry.status = status;
