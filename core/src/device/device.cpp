@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -269,12 +270,27 @@ void Device::clear_scope_lists() noexcept {
   named_only_ = false;
   named_.clear();
   // The log's entries retire as trim_log() retires them: their lists'
-  // capacity kept for the next job's entries, up to kSpareLog.
+  // capacity kept for the next job's entries, up to kSpareLog. Each kept
+  // one gets the room of kLogListRoom bindings a list now, within this
+  // job (a no-op once it has it), so no later job's launch grows a spare:
+  // what a job allocates it frees, as libFuzzer's leak check wants of a
+  // fuzz input. Out of memory for it leaves a spare as it was.
   while (!log_.empty()) {
     if (spare_log_.size() < spare_log_.capacity()) {
       spare_log_.push_back(std::move(log_.front()));
     }
     log_.pop_front();
+  }
+  for (LoggedLaunch& spare : spare_log_) {
+    try {
+      spare.kernel.reserve(kLogKernelRoom);
+      for (std::vector<Binding>* list :
+           {&spare.reads, &spare.writes, &spare.released, &spare.named}) {
+        list->reserve(kLogListRoom);
+      }
+    } catch (const std::bad_alloc&) {
+      break; // Only capacity: the spare serves as it is.
+    }
   }
   stale_inputs_.clear();
   // Destroyed, not kept for refilling as between exchanges: a kept report's
@@ -1753,23 +1769,27 @@ void Device::log_if_unconfirmed(std::uint64_t launch, std::string_view kernel,
     entry = std::move(spare_log_.back());
     spare_log_.pop_back();
   }
-  entry.kernel.reserve(kLogKernelRoom); // No-ops on a spare that had them (see kLogListRoom).
-  entry.reads.reserve(kLogListRoom);
-  entry.writes.reserve(kLogListRoom);
-  entry.released.reserve(kLogListRoom);
-  entry.named.reserve(kLogListRoom);
+  // Where an assign would allocate anyway, it allocates room for
+  // kLogListRoom bindings (kLogKernelRoom bytes) instead: no more blocks
+  // than before, and a spare so grown never grows again (see kLogListRoom).
+  const auto fill = [](std::vector<Binding>& list, std::span<const Binding> from) {
+    if (list.capacity() < from.size()) {
+      list.reserve(std::max(kLogListRoom, from.size()));
+    }
+    list.assign(from.begin(), from.end());
+  };
+  if (entry.kernel.capacity() < kernel.size()) {
+    entry.kernel.reserve(std::max(kLogKernelRoom, kernel.size()));
+  }
   entry.launch = launch;
   entry.kernel.assign(kernel);
   entry.status = status;
-  entry.reads.assign(reads.begin(), reads.end());
-  entry.writes.assign(writes.begin(), writes.end());
-  entry.released.assign(released_.begin(), released_.end());
+  fill(entry.reads, reads);
+  fill(entry.writes, writes);
+  fill(entry.released, released_);
   entry.work = work;
   entry.named_only = named_only_;
-  entry.named.clear();
-  if (named_only_) {
-    entry.named.assign(named_.begin(), named_.end());
-  }
+  fill(entry.named, named_only_ ? std::span<const Binding>(named_) : std::span<const Binding>());
   log_.push_back(std::move(entry));
 }
 

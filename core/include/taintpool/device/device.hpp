@@ -787,15 +787,14 @@ class Device {
   /// once, so retiring an entry never allocates and cannot throw.
   std::vector<LoggedLaunch> spare_log_;
   static constexpr std::size_t kSpareLog = 16;
-  /// Room every entry's lists (and kernel name) get when first filled, so
+  /// Room an entry's list (and kernel name) gets when it must allocate, so
   /// a spare refilled by a launch of up to kLogListRoom bindings a side
-  /// never grows: spares come back in another order than they went, and
-  /// each growth of one was an allocation a later job paid (issue 13: with
-  /// a Device kept across fuzz inputs by reset(), a job that allocates
-  /// more than it frees looks like a leak to libFuzzer, which runs it
-  /// again and scans the heap). Costs a fresh entry up to four blocks it
-  /// would not have needed, once per entry ever made (at most kSpareLog
-  /// live on as spares).
+  /// never grows again: spares come back in another order than they went,
+  /// and each growth of one was an allocation a later job paid (issue 13:
+  /// with a Device kept across fuzz inputs by reset(), a job that
+  /// allocates more than it frees looks like a leak to libFuzzer, which
+  /// runs it again and scans the heap). No more blocks than an exact fit:
+  /// only their size differs.
   static constexpr std::size_t kLogListRoom = 4;
   static constexpr std::size_t kLogKernelRoom = 48;
   // C2: the current exchange's stale inputs, their reports, the failures held.
