@@ -32,12 +32,14 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <map>
 #include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "replay/probe_storage.hpp"
 #include "replay/trace.hpp"
 
 namespace {
@@ -47,82 +49,7 @@ using taintpool::ErrorGraph;
 using taintpool::HostStorage;
 using taintpool::MemoryConfig;
 using taintpool::MemoryManager;
-using taintpool::Storage;
-using taintpool::StorageHandle;
-using taintpool::VirtualMemory;
-
-/// Forwards to a HostStorage and remembers what is mapped where, and which
-/// event asked for it.
-class ProbeStorage final : public Storage, public VirtualMemory {
- public:
-  struct Call {
-    std::size_t event;
-    const char* kind;
-    std::uint64_t bytes;
-  };
-
-  explicit ProbeStorage(HostStorage& inner) noexcept
-      : inner_(inner) {}
-
-  std::size_t event = 0;
-  std::vector<Call> calls;
-  /// Mapped memory by address: base -> size (chunks and pages).
-  std::map<std::uintptr_t, std::uint64_t> mapped;
-  /// Pages (the sliced pools', and the arena's without virtual memory):
-  /// bytes held.
-  std::uint64_t page_bytes = 0;
-  /// Reservations by base address: base -> size.
-  std::map<std::uintptr_t, std::uint64_t> reservations;
-
-  [[nodiscard]] std::uint64_t alignment() const noexcept override { return inner_.alignment(); }
-  [[nodiscard]] StorageHandle allocate(std::uint64_t size) override {
-    const StorageHandle handle = inner_.allocate(size);
-    page_bytes += size;
-    calls.push_back({event, "page", size});
-    return handle;
-  }
-  void deallocate(StorageHandle handle, std::uint64_t size) noexcept override {
-    page_bytes -= size;
-    calls.push_back({event, "unpage", size});
-    inner_.deallocate(handle, size);
-  }
-  [[nodiscard]] void* resolve(StorageHandle handle) const noexcept override {
-    return inner_.resolve(handle);
-  }
-  [[nodiscard]] std::string name() const override { return "probe"; }
-  [[nodiscard]] VirtualMemory* virtual_memory() noexcept override { return this; }
-  [[nodiscard]] std::uint64_t granularity() const noexcept override { return inner_.granularity(); }
-  [[nodiscard]] StorageHandle reserve(std::uint64_t size) override {
-    const StorageHandle handle = inner_.reserve(size);
-    reservations[address(handle)] = size;
-    calls.push_back({event, "reserve", size});
-    return handle;
-  }
-  void unreserve(StorageHandle reservation, std::uint64_t size) noexcept override {
-    reservations.erase(address(reservation));
-    calls.push_back({event, "unreserve", size});
-    inner_.unreserve(reservation, size);
-  }
-  [[nodiscard]] StorageHandle map(StorageHandle reservation, std::uint64_t offset,
-                                  std::uint64_t size) override {
-    const StorageHandle chunk = inner_.map(reservation, offset, size);
-    mapped[address(reservation) + offset] = size;
-    calls.push_back({event, "map", size});
-    return chunk;
-  }
-  void unmap(StorageHandle reservation, std::uint64_t offset, std::uint64_t size,
-             StorageHandle chunk) noexcept override {
-    mapped.erase(address(reservation) + offset);
-    calls.push_back({event, "unmap", size});
-    inner_.unmap(reservation, offset, size, chunk);
-  }
-
- private:
-  std::uintptr_t address(StorageHandle handle) const noexcept {
-    return reinterpret_cast<std::uintptr_t>(inner_.resolve(handle));
-  }
-  HostStorage& inner_;
-};
+using taintpool::replay::ProbeStorage;
 
 double mib(std::uint64_t bytes) {
   return static_cast<double>(bytes) / (1 << 20);
@@ -341,7 +268,13 @@ int main(int argc, char** argv) {
                          "[--warm N] TRACE\n");
     return 2;
   }
-  const taintpool::replay::Trace trace = taintpool::replay::load_trace(path);
+  taintpool::replay::Trace trace;
+  try {
+    trace = taintpool::replay::load_trace(path);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "arena_probe: %s: %s\n", path.c_str(), error.what());
+    return 1;
+  }
   const std::size_t steady = from < 0 ? trace.steady_from() : static_cast<std::size_t>(from);
   // The pool is deterministic: a first replay finds the events that call
   // storage, a second dumps the arena just before each (and at --at).

@@ -29,6 +29,14 @@
 //    separately, per launch). Variants are interleaved round by round so
 //    clock drift hits them alike; medians over rounds.
 //
+// 4. One unit of physical memory moved: CudaStorage's virtual memory maps a
+//    chunk of 2 MiB (the granularity) or 20 MiB into a reservation
+//    (cuMemCreate + cuMemMap + cuMemSetAccess) and unmaps it (device
+//    synchronised, cuMemUnmap + cuMemRelease), on an idle device; µs per
+//    map and per unmap, median over rounds of 64 chunks. What an arena that
+//    let 2 MiB units go and took them back would pay per unit (issue 12,
+//    bench/physical_units.cpp counts the units).
+//
 // Nothing here is asserted: the figures go to bench/RESULTS.md ("GPU").
 // Exit 77 when no GPU is present (ctest: skipped).
 #include <taintpool/cuda/cuda_backend.hpp>
@@ -37,6 +45,7 @@
 #include <taintpool/error_graph.hpp>
 #include <taintpool/host/host_backend.hpp>
 #include <taintpool/pool/memory_manager.hpp>
+#include <taintpool/pool/virtual_memory.hpp>
 #include <taintpool/testing/scope_shape.hpp>
 
 #include <algorithm>
@@ -502,6 +511,48 @@ ScopeRow launch_scope() {
   return row;
 }
 
+// ------------------------------------------------------------ 4. one unit moved
+
+struct UnitRow {
+  std::uint64_t size;
+  double map_us;
+  double unmap_us;
+};
+
+std::vector<UnitRow> unit_moves() {
+  std::vector<UnitRow> rows;
+  CudaStorage storage;
+  taintpool::VirtualMemory* vm = storage.virtual_memory();
+  if (vm == nullptr) {
+    return rows;
+  }
+  const std::size_t chunks = 64;
+  const int rounds = quick ? 2 : 9;
+  for (const std::uint64_t size : {2 * kMiB, 20 * kMiB}) {
+    const std::uint64_t step =
+        (size + vm->granularity() - 1) / vm->granularity() * vm->granularity();
+    const taintpool::StorageHandle reservation = vm->reserve(step * chunks);
+    std::vector<taintpool::StorageHandle> mapped(chunks);
+    std::vector<double> map_us;
+    std::vector<double> unmap_us;
+    for (int round = 0; round < rounds; ++round) {
+      Clock::time_point start = Clock::now();
+      for (std::size_t chunk = 0; chunk < chunks; ++chunk) {
+        mapped[chunk] = vm->map(reservation, step * chunk, step);
+      }
+      map_us.push_back(seconds_since(start) * 1e6 / static_cast<double>(chunks));
+      start = Clock::now();
+      for (std::size_t chunk = 0; chunk < chunks; ++chunk) {
+        vm->unmap(reservation, step * chunk, step, mapped[chunk]);
+      }
+      unmap_us.push_back(seconds_since(start) * 1e6 / static_cast<double>(chunks));
+    }
+    vm->unreserve(reservation, step * chunks);
+    rows.push_back({step, median(map_us), median(unmap_us)});
+  }
+  return rows;
+}
+
 std::string today() {
   const std::time_t now = std::time(nullptr);
   char text[32];
@@ -546,6 +597,7 @@ int main(int argc, char** argv) {
     randoms.push_back(random_workload(stream, operations));
   }
   const ScopeRow scope = launch_scope();
+  const std::vector<UnitRow> units = unit_moves();
 
   emit("GPU: " + std::string(properties.name) + " (sm_" + std::to_string(properties.major) +
        std::to_string(properties.minor) + ", " + std::to_string(properties.multiProcessorCount) +
@@ -605,6 +657,18 @@ int main(int argc, char** argv) {
        fixed((scope.checked - scope.bare) / scope.bare * 100.0, 2) + "%) |");
   emit("| synchronise: bare stream / Device::synchronize reading slots, per launch | " +
        fixed(scope.bare_sync, 1) + " / " + fixed(scope.checked_sync, 1) + " | - |");
+
+  emit("");
+  emit("One chunk of physical memory mapped and unmapped through CudaStorage's virtual memory "
+       "(idle device; median over rounds of 64 chunks):");
+  emit("");
+  emit("| chunk | map: cuMemCreate + cuMemMap + cuMemSetAccess, us | unmap: synchronise + "
+       "cuMemUnmap + cuMemRelease, us |");
+  emit("|---:|---:|---:|");
+  for (const UnitRow& row : units) {
+    emit("| " + size_label(row.size) + " | " + fixed(row.map_us, 1) + " | " +
+         fixed(row.unmap_us, 1) + " |");
+  }
 
   check(cudaStreamDestroy(stream), "cudaStreamDestroy");
   if (!out_path.empty()) {

@@ -32,6 +32,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -256,6 +257,88 @@ TEST_F(BackendFaults, S6_ALogEntryReusedAfterAWroteOnlyLaunchCoversItsNewLaunchs
         << "bytes " << at << "+4 of the late-failed launch's output read clean";
   }
   EXPECT_TRUE(device.read(Binding{b.id(), ByteRange::sized(0, 4)}, out).ok());
+}
+
+TEST_F(BackendFaults, S6_S2_ACleanLaunchLoggedAfterAWroteOnlyOrAPartialOneCoversItsWholeWriteSet) {
+  // A clean launch does not clear the lists the log copies of a launch
+  // that named its writes (S6) or failed part way (S2): they are emptied
+  // only when it is logged (device.cpp, run_flat). So a clean launch
+  // logged right after such a launch, plainly or through a plan (whose
+  // bindings the log then takes from the plan), must be logged as covering
+  // its whole write set: a late failure of it taints all of its output and
+  // what was computed from it since, and nothing of the earlier outputs.
+  // The consumer of that output leaves the clean path (its own output
+  // holds a failure), where a plan's bindings are looked up for the
+  // general scope and its log entry: it must be logged as reading it.
+  for (const bool through_plan : {false, true}) {
+    SCOPED_TRACE(through_plan ? "through plans" : "plainly");
+    const Allocation named = device.create_buffer(16);
+    const Allocation partial = device.create_buffer(16);
+    const Allocation first = device.create_buffer(16);
+    const Allocation second = device.create_buffer(16);
+    const Allocation sink = device.create_buffer(16);
+    const Binding first_whole[] = {first.whole()};
+    const Binding second_whole[] = {second.whole()};
+    const Binding sink_whole[] = {sink.whole()};
+    const LaunchPlan first_plan = device.plan({}, first_whole);
+    const LaunchPlan second_plan = device.plan({}, second_whole);
+    const LaunchPlan consumer_plan = device.plan(first_whole, sink_whole);
+    // A clean launch that fills its output; returns its number.
+    const auto clean = [&](const LaunchPlan& plan, std::string_view kernel) {
+      std::uint64_t number = 0;
+      const auto body = [&](const KernelContext& context) {
+        number = context.launch();
+        return fill(context);
+      };
+      const bool ran = through_plan
+                           ? device.submit(plan, kernel, body).ran()
+                           : device.launch(kernel, plan.reads(), plan.writes(), body).ran();
+      EXPECT_TRUE(ran) << kernel;
+      return number;
+    };
+    EXPECT_EQ(device
+                  .launch("spoil", {}, {sink.whole()},
+                          [](const KernelContext&) {
+                            return LaunchOutcome::failure(Error::launch("spoilt"));
+                          })
+                  .status,
+              LaunchStatus::Failed);
+    backend.oldest = 1; // Everything from here on is unconfirmed, so logged.
+    EXPECT_TRUE(
+        device
+            .launch("named", {}, {named.whole()},
+                    [](const KernelContext& context) {
+                      static_cast<void>(fill(context));
+                      return LaunchOutcome::wrote_only({WrittenRange{0, ByteRange::of(0, 4)}});
+                    })
+            .ran());
+    const std::uint64_t after_named = clean(first_plan, "after named");
+    EXPECT_EQ(device
+                  .launch("partial", {}, {partial.whole()},
+                          [](const KernelContext&) {
+                            return LaunchOutcome::partial(Error::launch("half"),
+                                                          {WrittenRange{0, ByteRange::of(0, 8)}});
+                          })
+                  .status,
+              LaunchStatus::Failed);
+    const std::uint64_t after_partial = clean(second_plan, "after partial");
+    static_cast<void>(clean(consumer_plan, "consumer")); // Reads `first`, repairs `sink`.
+    backend.late.push_back(LateFailure{after_named, Error::launch("late one"), {}});
+    backend.late.push_back(LateFailure{after_partial, Error::launch("late two"), {}});
+    backend.oldest.reset();
+    device.synchronize();
+    std::vector<std::byte> out(4);
+    for (std::uint64_t at = 0; at < 16; at += 4) {
+      for (const Allocation* stale : {&first, &second, &sink}) {
+        EXPECT_FALSE(device.read(Binding{stale->id(), ByteRange::sized(at, 4)}, out).ok())
+            << "bytes " << at << "+4 of " << to_string(stale->id()) << " read clean";
+      }
+      EXPECT_TRUE(device.read(Binding{named.id(), ByteRange::sized(at, 4)}, out).ok())
+          << "bytes " << at << "+4 of the wrote_only launch's output read stale";
+      EXPECT_EQ(device.read(Binding{partial.id(), ByteRange::sized(at, 4)}, out).ok(), at < 8)
+          << "bytes " << at << "+4 of the partly failed launch's output";
+    }
+  }
 }
 
 TEST(LateFailureOutOfMemory, D1_AnAttributionThatRunsOutOfMemoryIsRetriedAndLosesNoStaleByte) {

@@ -745,6 +745,47 @@ TEST(LaunchPlan, ACopyOrAMoveOfAPlanBindsItsOwnArraysAfterTheOriginalGoes) {
   device.check_invariants();
 }
 
+TEST(LaunchPlan, ABodyThroughAPlanSeesItsOwnLaunchsNumberAndNameBesidePlainLaunches) {
+  // A clean launch through a plan hands its body the plan's own context,
+  // set to the launch's number and name in place (launch_plan.hpp): every
+  // body must see its launch's, not the previous one's, through the plan,
+  // its copy, submit and the plain launches numbered in between — and the
+  // plan's bindings, stream and backend data, which no launch changes.
+  InToOut rig(8);
+  Device& device = rig.device;
+  const LaunchPlan plan = device.plan(rig.reads, rig.writes);
+  const LaunchPlan copy = plan;
+  struct Seen {
+    std::uint64_t launch = 0;
+    std::string kernel;
+  };
+  std::vector<Seen> seen;
+  const auto observe = [&](const KernelContext& context) {
+    seen.push_back(Seen{context.launch(), std::string(context.kernel())});
+    EXPECT_EQ(context.reads(), 1u);
+    EXPECT_EQ(context.writes(), 1u);
+    EXPECT_EQ(context.read_binding(0).allocation, rig.in.id());
+    EXPECT_EQ(context.write_binding(0).allocation, rig.out.id());
+    EXPECT_EQ(context.stream(), device.default_stream());
+    EXPECT_EQ(context.backend_data(), nullptr) << "the host backend passes none";
+    return fill_all(context, static_cast<std::uint8_t>(seen.size()));
+  };
+  const std::vector<std::string> names = {"plan", "copy", "plain", "submitted", "plan again", ""};
+  EXPECT_TRUE(device.launch(plan, names[0], observe).ran());
+  EXPECT_TRUE(device.launch(copy, names[1], observe).ran());
+  EXPECT_TRUE(device.launch(names[2], rig.reads, rig.writes, observe).ran());
+  EXPECT_TRUE(device.submit(plan, names[3], observe).ran());
+  EXPECT_TRUE(device.launch(plan, names[4], observe).ran());
+  EXPECT_TRUE(device.submit(copy, names[5], observe).ran());
+  ASSERT_EQ(seen.size(), names.size());
+  for (std::size_t at = 0; at < seen.size(); ++at) {
+    EXPECT_EQ(seen[at].kernel, names[at]) << "launch " << at;
+    EXPECT_EQ(seen[at].launch, seen[0].launch + at) << "launch " << at;
+  }
+  EXPECT_EQ(device.read_bytes(rig.out.whole()), std::vector<std::byte>(8, std::byte{6}));
+  device.check_invariants();
+}
+
 TEST(LaunchPlan, APlanThatOutlivedItsDeviceIsRefusedByTheNextOneEvenAtTheSameAddress) {
   HostBackend backend;
   std::optional<Device> device;

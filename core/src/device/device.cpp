@@ -152,6 +152,26 @@ void subtract_ranges(ByteRange whole, std::span<const ByteRange> cut, std::vecto
   }
 }
 
+/// A launch's read and write bindings: a plan's own, or `given` (a plain
+/// launch's). A launch through a plan is given none (Device::launch(plan,
+/// ...)): its bindings are looked up only off the clean path, which is all
+/// that reads them, since spans loaded at entry stay live across the body's
+/// call and were spilled to the frame on every launch (issue 11, item 7).
+[[gnu::always_inline]] inline std::span<const Binding> reads_of(const LaunchPlan* plan,
+                                                                std::span<const Binding> given) {
+  return plan != nullptr ? plan->reads() : given;
+}
+[[gnu::always_inline]] inline std::span<const Binding> writes_of(const LaunchPlan* plan,
+                                                                 std::span<const Binding> given) {
+  return plan != nullptr ? plan->writes() : given;
+}
+
+/// The provisional id as run_flat keeps it (0: none) and as the cold ends
+/// take it.
+std::optional<FailureId> provisional_of(std::uint64_t raw) {
+  return raw != 0 ? std::optional<FailureId>(FailureId::from_raw(raw)) : std::nullopt;
+}
+
 /// Runs `work` out of line, in a function the compiler takes as cold: the
 /// branch of the launch path that leads here goes to the .cold section,
 /// out of the plain launch's lines, and its locals stay in registers.
@@ -540,10 +560,11 @@ void Device::resolve_bindings(std::span<const Binding> reads, std::span<const Bi
 
 // ------------------------------------------------------------ launches
 
-[[gnu::always_inline]] inline void Device::log_launch(std::uint64_t launch, std::string_view kernel,
-                                                      std::span<const Binding> reads,
-                                                      std::span<const Binding> writes,
-                                                      LaunchStatus status, StreamPoint work) {
+template <bool Clean>
+[[gnu::always_inline]] inline void
+Device::log_launch(std::uint64_t launch, std::string_view kernel, std::span<const Binding> reads,
+                   std::span<const Binding> writes, LaunchStatus status, StreamPoint work,
+                   const LaunchPlan* plan) {
   // The common case, decided without touching the log: nothing is logged,
   // the Device is not detecting races, and the backend has nothing
   // unconfirmed from this launch on (one virtual call, and only for a
@@ -557,7 +578,14 @@ void Device::resolve_bindings(std::span<const Binding> reads, std::span<const Bi
       return;
     }
   }
-  log_if_unconfirmed(launch, kernel, reads, writes, status, work);
+  if constexpr (Clean) {
+    // The plain path's success released and named nothing, and did not
+    // clear what an earlier launch left (run_flat).
+    released_.clear();
+    named_only_ = false;
+    named_.clear();
+  }
+  log_if_unconfirmed(launch, kernel, reads_of(plan, reads), writes_of(plan, writes), status, work);
 }
 
 LaunchResult Device::launch_locked(std::uint32_t slot, std::string_view kernel,
@@ -655,44 +683,59 @@ template <bool Plain>
 Device::run_flat(std::uint32_t slot, std::string_view kernel, std::span<const Binding> reads,
                  std::span<const Binding> writes, KernelBody body, bool ordering, bool fresh,
                  const LaunchPlan* plan) {
-  released_.clear();
-  named_only_ = false;
-  named_.clear();
+  // released_ and named_ (what the log copies of a launch that failed in
+  // part or named its writes) are not cleared here but where they are
+  // read: finish_plain and abandon_plain clear them first, and the success
+  // below logs through log_launch<true>, which clears them only when it
+  // logs — a cache line and eight instructions a plain launch fewer (issue
+  // 11, item 7).
   const std::uint64_t launch = next_launch_++;
   if constexpr (!Plain) {
     order(slot, launch); // Waits queued before the work is, as launch_resolved() does.
   }
-  // A plan's context is this one built in advance (its views are the plan's
-  // bound buffers, its stream is `slot`'s: the lock found it live): a copy
-  // and two stores instead of two table loads and a virtual call. A plain
-  // launch's views the scratch resolve_all() filled, reads then writes (the
-  // Device's own views are not pointed at it on the clean path). Ordered
-  // (not Plain: from launch_not_plain, plan or not) the views were adopted
-  // on the way there, and are the only record of a plan's bindings here.
+  // A plan's context is built with it (its views are the plan's bound
+  // buffers, its stream is `slot`'s: the lock found it live), and a launch
+  // sets its number and name in place (under the lock: launch_plan.hpp) —
+  // two stores, where a copy on the frame was ten more instructions and
+  // two more lines written (issue 11, item 7). A plain launch's views the
+  // scratch resolve_all() filled, reads then writes (the Device's own views
+  // are not pointed at it on the clean path). Ordered (not Plain: from
+  // launch_not_plain, plan or not) the views were adopted on the way
+  // there, and are the only record of a plan's bindings here. (Which one
+  // is known where run_flat is inlined: `built` is dead for a plan.)
+  const bool planned = Plain && plan != nullptr;
   const BoundBuffer* const bound = bound_store_.data();
-  const KernelContext context =
-      !Plain ? KernelContext(launch, kernel, reads_, writes_, backend_.backend_data(),
-                             streams_->id(slot), streams_->handle(slot))
-      : plan != nullptr
-          ? plan->context_.relaunched(launch, kernel)
-          : KernelContext(launch, kernel, {bound, reads.size()},
-                          {bound + reads.size(), writes.size()}, backend_.backend_data(),
-                          streams_->id(slot), streams_->handle(slot));
+  const KernelContext built =
+      planned  ? KernelContext(0, {}, {}, {}, nullptr) // Unused (dead where inlined).
+      : !Plain ? KernelContext(launch, kernel, reads_, writes_, backend_.backend_data(),
+                               streams_->id(slot), streams_->handle(slot))
+               : KernelContext(launch, kernel, {bound, reads.size()},
+                               {bound + reads.size(), writes.size()}, backend_.backend_data(),
+                               streams_->id(slot), streams_->handle(slot));
+  const KernelContext& context = planned ? plan->context_.relaunch(launch, kernel) : built;
   // G1: a scope with outputs mints its provisional id; with every output
   // clean it claims nothing unless the body fails or throws (see enter()).
   // So the id is minted now and its node made only when the scope claims
   // (`deferred`): a successful launch writes no node and prunes none. The
   // node can always be made later — an inline slot is vacant now, and
   // nothing inserts into the graph while the body runs (the lock, and O5).
-  std::optional<FailureId> provisional;
+  // Kept as its raw value (0: none), not a std::optional: the optional
+  // was built, copied and tested through the frame (issue 11, item 7).
+  std::uint64_t provisional = 0;
   bool deferred = false;
-  if (!writes.empty()) { // Not writes_: a clean plan's views are not adopted.
+  // Not writes_ (a clean plan's views are not adopted), nor a plan's
+  // writes(): the count is in the plan's first line.
+  const bool writes_some =
+      plan != nullptr ? plan->owned_.arrays.size() != plan->owned_.reads : !writes.empty();
+  if (writes_some) {
     try {
-      provisional = graph_.reserve_provisional();
-      deferred = provisional.has_value();
-      if (!deferred) [[unlikely]] {
+      const std::optional<FailureId> reserved = graph_.reserve_provisional();
+      deferred = reserved.has_value();
+      if (deferred) [[likely]] {
+        provisional = reserved->raw();
+      } else {
         // Both slots taken: the table.
-        provisional = cold_call([this] { return graph_.insert_provisional(); });
+        provisional = cold_call([this] { return graph_.insert_provisional(); }).raw();
       }
     } catch (...) {
       // Ids exhausted (never, in practice): as the general scope, the
@@ -700,7 +743,8 @@ Device::run_flat(std::uint32_t slot, std::string_view kernel, std::span<const Bi
       if constexpr (Plain) { // Ordered: adopted before run_flat (launch_not_plain).
         adopt_views(plan, ordering, reads.size(), writes.size());
       }
-      abandon_plain(slot, launch, kernel, reads, writes, std::nullopt);
+      abandon_plain(slot, launch, kernel, reads_of(plan, reads), writes_of(plan, writes),
+                    std::nullopt);
     }
   }
   // Inline by force: the plain and the planned launch() and submit() all
@@ -712,24 +756,26 @@ Device::run_flat(std::uint32_t slot, std::string_view kernel, std::span<const Bi
       return run_body(body, context);
     } catch (...) {
       if (deferred) {
-        graph_.materialize_provisional(*provisional);
+        graph_.materialize_provisional(FailureId::from_raw(provisional));
       }
       if constexpr (Plain) { // Ordered: adopted before run_flat (launch_not_plain).
         adopt_views(plan, ordering, reads.size(), writes.size());
       }
-      abandon_plain(slot, launch, kernel, reads, writes, provisional); // S3; rethrows
+      abandon_plain(slot, launch, kernel, reads_of(plan, reads), writes_of(plan, writes),
+                    provisional_of(provisional)); // S3; rethrows
     }
   };
   const LaunchOutcome outcome = run();
   if (!outcome.whole_success()) [[unlikely]] {
     return cold_call([=, this, answer = &outcome] {
       if (deferred) {
-        graph_.materialize_provisional(*provisional);
+        graph_.materialize_provisional(FailureId::from_raw(provisional));
       }
       if constexpr (Plain) { // Ordered: adopted before run_flat (launch_not_plain).
         adopt_views(plan, ordering, reads.size(), writes.size());
       }
-      finished_ = finish_plain(slot, launch, kernel, reads, writes, provisional, *answer, fresh);
+      finished_ = finish_plain(slot, launch, kernel, reads_of(plan, reads), writes_of(plan, writes),
+                               provisional_of(provisional), *answer, fresh);
       return PlainEnd::Finished;
     });
   }
@@ -742,24 +788,34 @@ Device::run_flat(std::uint32_t slot, std::string_view kernel, std::span<const Bi
                                               taint_store_.data() + reads.size(), writes.size()),
                         graph_);
   }
-  if (provisional && !deferred) [[unlikely]] {
+  if (provisional != 0 && !deferred) [[unlikely]] {
     // G5: it claimed nothing, so it goes.
-    cold_call([this, failure = *provisional] { graph_.prune(failure); });
+    cold_call([this, failure = FailureId::from_raw(provisional)] { graph_.prune(failure); });
   }
   StreamPoint work;
   if (ordering) {
     work = Plain ? streams_->order().queued(slot, launch) : queue_work(slot, launch, false);
   }
-  log_launch(launch, kernel, reads, writes, LaunchStatus::Ran, work);
+  log_launch<true>(launch, kernel, reads, writes, LaunchStatus::Ran, work, plan);
   return PlainEnd::Ran;
 }
 
 [[gnu::always_inline]] inline Device::PlainEnd
 Device::launch_plain(std::uint32_t slot, std::string_view kernel, std::span<const Binding> reads,
-                     std::span<const Binding> writes, KernelBody body, Resolved& in, Resolved& out,
-                     const LaunchPlan* plan) {
+                     std::span<const Binding> writes, KernelBody body, Resolved& general_in,
+                     Resolved& general_out, const LaunchPlan* plan) {
   memory_.sweep();
   const bool ordering = ordering_active();
+  // What each side found. A plan's are handed to the caller only on the
+  // General end: written through the references on every launch, they
+  // were six byte stores to the frame on its clean path (issue 11, item 7).
+  // A plain launch's are written in place: resolve_all() fills them, and
+  // copying them out cost its General end (every crossing launch) more.
+  // (Whether there is a plan is known where this is inlined.)
+  Resolved planned_in;
+  Resolved planned_out;
+  Resolved& in = plan != nullptr ? planned_in : general_in;
+  Resolved& out = plan != nullptr ? planned_out : general_out;
   // Every binding is checked before anything is claimed (P3, S1); a plan's
   // were checked when it was made, and cannot have changed since (it holds
   // them: launch_plan.hpp).
@@ -770,7 +826,7 @@ Device::launch_plain(std::uint32_t slot, std::string_view kernel, std::span<cons
     // host-plan launch so, 338 with `&&`, 334-335 with an unsigned
     // accumulator).
     bool clean = true;
-    for (const Taint* taint : plan->taints_) {
+    for (const Taint* taint : std::span(plan->taints_, plan->owned_.arrays.size())) {
       clean = static_cast<bool>(static_cast<unsigned>(clean) &
                                 static_cast<unsigned>(taint->is_clean()));
     }
@@ -802,6 +858,10 @@ Device::launch_plain(std::uint32_t slot, std::string_view kernel, std::span<cons
   if (in.dirty || (out.dirty && !fresh) || !plain || !Taint::inline_claims) [[unlikely]] {
     // The views are read from here on (launch_not_plain).
     adopt_views(plan, ordering, reads.size(), writes.size());
+    if (plan != nullptr) {
+      general_in = in;
+      general_out = out;
+    }
     return PlainEnd::General; // Nothing done yet: launch_not_plain() decides.
   }
   return run_flat<true>(slot, kernel, reads, writes, body, ordering, fresh, plan);
@@ -823,7 +883,11 @@ void Device::abandon_plain(std::uint32_t slot, std::uint64_t launch, std::string
                            std::span<const Binding> reads, std::span<const Binding> writes,
                            std::optional<FailureId> provisional) {
   // Inside the handler of the body's exception: what enter() and
-  // launch_locked() do there, in their order.
+  // launch_locked() do there, in their order. Nothing was released or
+  // named (run_flat does not clear these per launch).
+  released_.clear();
+  named_only_ = false;
+  named_.clear();
   if (provisional) {
     claim_write_set(*provisional);
     tear_down(*provisional, kernel); // S3
@@ -854,6 +918,10 @@ LaunchResult Device::finish_plain(std::uint32_t slot, std::uint64_t launch, std:
                                   const LaunchOutcome& outcome, bool fresh) {
   // The body failed, or succeeded naming the only ranges it wrote (S6):
   // what enter()'s clean-output path does then, then the queue and the log.
+  // The lists the log copies start empty (run_flat does not clear them).
+  released_.clear();
+  named_only_ = false;
+  named_.clear();
   LaunchResult result;
   if (!provisional) {
     if (!outcome.ok()) {
@@ -926,9 +994,13 @@ Device::launch_as(const char* call, StreamId stream, std::string_view kernel,
   // Both other ends through a cold call (by value, see cold_call). The
   // crossing launch of a pipeline pays the trampoline (~13 instructions of
   // ~1700); launch_not_plain itself stays a normal, speed-optimized function.
+  // A plan's bindings are looked up here, where it is known whether there
+  // is a plan (launch_as is inlined into each caller), not in the lambda.
+  const std::span<const Binding> bound_reads = reads_of(plan, reads);
+  const std::span<const Binding> bound_writes = writes_of(plan, writes);
   return cold_call([=, this] {
     if (end == PlainEnd::General) {
-      return launch_not_plain<Answer>(slot, kernel, reads, writes, body, in, out);
+      return launch_not_plain<Answer>(slot, kernel, bound_reads, bound_writes, body, in, out);
     }
     return Answer(std::move(finished_));
   });
@@ -956,9 +1028,9 @@ LaunchPlan Device::plan(StreamId stream, std::span<const Binding> reads,
   LaunchPlan made;
   LaunchPlan::Owned& owned = made.owned_;
   owned.stream = stream;
-  owned.reads = reads.size();
   const std::size_t count = reads.size() + writes.size();
   owned.arrays = LaunchPlan::Arrays(count); // One block for every array (launch_plan.hpp).
+  owned.reads = static_cast<std::uint32_t>(reads.size()); // Fewer than 2^32: Arrays checked.
   for (std::size_t index = 0; index < count; ++index) {
     const Binding& binding = index < reads.size() ? reads[index] : writes[index - reads.size()];
     // P3, as a launch checks it: NotFound or InvalidBinding, nothing held
@@ -998,16 +1070,15 @@ LaunchResult Device::launch(const LaunchPlan& plan, std::string_view kernel, Ker
   if (plan.owned_.stream.device() != serial_) [[unlikely]] {
     throw_foreign_plan("launch");
   }
-  return launch_as<LaunchResult>("launch", plan.owned_.stream, kernel, plan.reads(), plan.writes(),
-                                 body, &plan);
+  // The bindings are the plan's, looked up only off the clean path (reads_of).
+  return launch_as<LaunchResult>("launch", plan.owned_.stream, kernel, {}, {}, body, &plan);
 }
 
 LaunchVerdict Device::submit(const LaunchPlan& plan, std::string_view kernel, KernelBody body) {
   if (plan.owned_.stream.device() != serial_) [[unlikely]] {
     throw_foreign_plan("submit");
   }
-  return launch_as<LaunchVerdict>("submit", plan.owned_.stream, kernel, plan.reads(), plan.writes(),
-                                  body, &plan);
+  return launch_as<LaunchVerdict>("submit", plan.owned_.stream, kernel, {}, {}, body, &plan);
 }
 
 // Inline into launch_locked, its one caller: a call's prologue and epilogue

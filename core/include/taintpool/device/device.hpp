@@ -109,8 +109,8 @@
 // in detect mode also nothing to order across streams — runs flat, in one
 // frame from the lock to the answer (launch_plain in device.cpp), and
 // submit() answers it with a null LaunchVerdict instead of a LaunchResult:
-// on HostBackend, 2 reads and 1 write, callgrind counts 466 instructions
-// per launch() and 447 per submit() (the lock by its owner included), from
+// on HostBackend, 2 reads and 1 write, callgrind counts 446 instructions
+// per launch() and 427 per submit() (the lock by its owner included), from
 // 679 before the flat path (issue 11, item 7). Everything else leaves that
 // path where it is first known, for the general scope, through a cold
 // trampoline (device.cpp, cold_call), so its code is not among the plain
@@ -119,11 +119,11 @@
 // same path with its bindings resolved once, when the plan was made: per
 // launch only the taints are read (one pass, planned_side in device.cpp),
 // so the look-up, range check and pointer of every binding are gone from
-// it, the body's context is the plan's copied, and the views the general
-// scope reads are pointed at the plan's only off the clean plain path
-// (adopt_views): 268 instructions per launch() and 249 per submit() in the
-// shape above (issue 11, item 7; 304 and 285 with three streams, from 531
-// and 512 plainly).
+// it, the body's context is the plan's (its number and name set in place),
+// and the views the general scope reads are pointed at the plan's only off
+// the clean plain path (adopt_views): 239 instructions per launch() and
+// 220 per submit() in the shape above (issue 11, item 7; 281 and 262 with
+// three streams, from 506 and 487 plainly).
 // bench/launch_profile.cpp counts the instructions (bench/RESULTS.md). With
 // a binding that crosses streams: a probe per binding, plus one event and
 // one wait per stream it must wait for. The skip and failure paths allocate
@@ -204,7 +204,12 @@ struct DeviceOptions {
 /// The only way to touch buffers (see above). Owns its graph and memory;
 /// borrows the backend, which must outlive it. Not copyable or movable.
 /// Every public member but graph(), memory() and backend() is thread-safe.
-class Device {
+///
+/// Aligned to a cache line, with what every launch reads first among its
+/// members (below): beside real launches the driver's work evicts the
+/// Device between two scopes, and the fields a clean launch reads were
+/// spread over nine lines (issue 11, item 7; bench/RESULTS.md, launch12).
+class alignas(64) Device {
  public:
   /// Uses the backend's storage and its default memory configuration.
   explicit Device(Backend& backend);
@@ -705,9 +710,15 @@ class Device {
   /// O1-O3: the work's place on its stream (recorded; or, plain, only counted).
   StreamPoint queue_work(std::uint32_t slot, std::uint64_t launch, bool plain);
   /// Logs the launch if a late failure or a race may still need it; the
-  /// common case decides without touching the log.
+  /// common case decides without touching the log. `Clean`: the scope
+  /// released and named nothing and did not clear released_ and named_
+  /// (the plain path's success), so they are emptied first when it logs.
+  /// `plan`: the launch went through it and was given no bindings (they
+  /// are the plan's, looked up only if it logs).
+  template <bool Clean = false>
   void log_launch(std::uint64_t launch, std::string_view kernel, std::span<const Binding> reads,
-                  std::span<const Binding> writes, LaunchStatus status, StreamPoint work);
+                  std::span<const Binding> writes, LaunchStatus status, StreamPoint work,
+                  const LaunchPlan* plan = nullptr);
   /// Runs the body, marking this thread as inside one of this Device's bodies.
   LaunchOutcome run_body(KernelBody body, const KernelContext& context);
   /// C1-C5 (device_exchange.cpp): the exchange's scope under the lock.
@@ -735,6 +746,10 @@ class Device {
   UnwrittenReads unwritten_reads_; ///< N2.
   std::uint32_t serial_;           ///< Process-wide, so StreamIds name their Device.
   detail::BiasedMutex mutex_;      ///< O5: the one lock (see Threading above).
+  // Read by every launch, so beside the lock and the graph's inline slots
+  // (the Device's first two lines), not among the cold members below.
+  std::uint64_t next_launch_ = 1;
+  detail::Fifo<LoggedLaunch> log_; // Nothing allocated until a launch is logged.
   ErrorGraph graph_; // Declared before memory_: the memory clears taints into it on destruction.
   MemoryManager memory_;
   // After memory_: its pins are handles into it, dropped first. Optional
@@ -777,11 +792,12 @@ class Device {
   };
   std::vector<PriorClaim> prior_;
   std::vector<FailureId> prior_held_;
-  std::vector<Binding> released_; // The current launch's S2 ranges, for the log.
+  // The current launch's S2 ranges, for the log. Like named_only_ and
+  // named_, not cleared by a clean plain launch (see run_flat).
+  std::vector<Binding> released_;
   // S6: the current launch's body named the only bytes it wrote, named_.
   bool named_only_ = false;
   std::vector<Binding> named_;
-  detail::Fifo<LoggedLaunch> log_; // Nothing allocated until a launch is logged.
   /// Entries trim_log() retired, refilled by log_if_unconfirmed (their
   /// capacity only; every field is set again). At most kSpareLog, reserved
   /// once, so retiring an entry never allocates and cannot throw.
@@ -818,7 +834,6 @@ class Device {
   /// first: empty except after synchronize() threw (out of memory); the
   /// next call attributes them before it asks the backend for more.
   std::vector<LateFailure> unattributed_;
-  std::uint64_t next_launch_ = 1;
   /// The answer of a launch that left the plain path (moved out at once).
   LaunchResult finished_;
   /// Whether the flat path's launch under way is plain (queued only) or

@@ -267,16 +267,14 @@ class KernelContext {
   [[nodiscard]] void* stream_handle() const noexcept { return stream_handle_; }
 
  private:
-  // The Device copies a launch plan's prebuilt context (launch_plan.hpp)
-  // with a launch's number and name: a copy and two stores, not a context
-  // built anew.
+  // The Device sets a launch plan's prebuilt context (launch_plan.hpp) to a
+  // launch's number and name, in place, under its lock: two stores, not a
+  // context built anew or copied.
   friend class Device;
-  [[nodiscard]] KernelContext relaunched(std::uint64_t launch,
-                                         std::string_view kernel) const noexcept {
-    KernelContext copy = *this;
-    copy.launch_ = launch;
-    copy.kernel_ = kernel;
-    return copy;
+  KernelContext& relaunch(std::uint64_t launch, std::string_view kernel) noexcept {
+    launch_ = launch;
+    kernel_ = kernel;
+    return *this;
   }
 
   static const BoundBuffer& at(std::span<const BoundBuffer> buffers, std::size_t index,

@@ -21,9 +21,9 @@
 // What is built once besides: the body's KernelContext but for the launch's
 // number and name (the bound buffers, the backend's data, the stream and its
 // handle), and the views of the arrays the Device's general scope reads. A
-// clean plain launch through the plan copies the context and never points
-// the Device at the views; every way off that path (a dirty binding, a
-// crossing, a failed or throwing body) adopts them first (Device::adopt_views),
+// clean plain launch through the plan sets the context's number and name in
+// place and hands it to the body, and never points the Device at the views; every way off that path
+// (a dirty binding, a crossing, a failed or throwing body) adopts them first (Device::adopt_views),
 // so the general scope sees exactly what a plain launch would have resolved.
 //
 // Liveness: a plan holds one handle per binding (as an Allocation copy
@@ -40,13 +40,16 @@
 // Cost: building one allocates its arrays — one heap block for all five
 // (Arrays, below) — and takes a handle per binding (one atomic each);
 // launching through it allocates nothing (G10) and
-// touches no handle: on HostBackend, 2 reads and 1 write, 268 instructions
-// per launch() (bench/RESULTS.md, launch9). Copies share the handles and
+// touches no handle: on HostBackend, 2 reads and 1 write, 239 instructions
+// per launch() and 47 cache lines after an eviction (bench/RESULTS.md,
+// launch12). Copies share the handles and
 // make their own views; moved-from and
 // default-constructed plans bind nothing and launching through them is
 // std::invalid_argument, as is a plan made by another Device.
-// Threads (O5): a plan is read, never written, by the launches through it,
-// so any number of threads may launch through one plan at once.
+// Threads (O5): any number of threads may launch through one plan at once.
+// A launch through it writes only its context's number and name, under the
+// lock of the one Device that may launch it, and reads the rest; a copy of
+// the plan reads none of the two (see context_).
 // Device::memory().reset() (tests only) ends allocations a plan holds:
 // like every use of memory() it bypasses the scopes, and a plan made
 // before it must not be launched after it.
@@ -63,6 +66,8 @@
 #include <memory>
 #include <new>
 #include <span>
+#include <stdexcept>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -71,7 +76,16 @@ namespace taintpool {
 class Device;
 
 /// A launch's bindings resolved once (see above); made by Device::plan.
-class LaunchPlan {
+///
+/// Aligned to a cache line, and laid out so that a clean launch through it
+/// touches one of its lines (owned_, taints_ and the context's number and
+/// name), and its body the next (the context's bound buffers, backend
+/// data, stream and handle): beside real launches the driver's work evicts
+/// the plan between two scopes, and each line the scope brings back is an
+/// L2 round trip (issue 11, item 7; bench/RESULTS.md, launch12: the
+/// 240-byte plan spanned five lines, four of them read per launch). The
+/// views only the general scope reads follow.
+class alignas(64) LaunchPlan {
  public:
   /// Binds nothing; launching through it is std::invalid_argument.
   LaunchPlan() = default;
@@ -101,9 +115,13 @@ class LaunchPlan {
   /// The stream its launches run on.
   [[nodiscard]] StreamId stream() const noexcept { return owned_.stream; }
   /// The read bindings, as given to Device::plan.
-  [[nodiscard]] std::span<const Binding> reads() const noexcept { return read_bindings_; }
+  [[nodiscard]] std::span<const Binding> reads() const noexcept {
+    return {owned_.arrays.bindings(), owned_.reads};
+  }
   /// The write bindings, as given to Device::plan.
-  [[nodiscard]] std::span<const Binding> writes() const noexcept { return write_bindings_; }
+  [[nodiscard]] std::span<const Binding> writes() const noexcept {
+    return {owned_.arrays.bindings() + owned_.reads, owned_.arrays.size() - owned_.reads};
+  }
   /// Whether a Device made it (and it was not moved from).
   [[nodiscard]] bool valid() const noexcept { return owned_.stream.device() != 0; }
 
@@ -114,11 +132,11 @@ class LaunchPlan {
     // The views point into the arrays' heap block, which moving the
     // arrays hands over without moving it: they go along with it.
     std::swap(owned_, other.owned_);
+    std::swap(taints_, other.taints_);
     std::swap(read_bindings_, other.read_bindings_);
     std::swap(write_bindings_, other.write_bindings_);
     std::swap(read_taints_, other.read_taints_);
     std::swap(write_taints_, other.write_taints_);
-    std::swap(taints_, other.taints_);
     std::swap(read_accesses_, other.read_accesses_);
     std::swap(write_accesses_, other.write_accesses_);
     std::swap(context_, other.context_);
@@ -134,7 +152,7 @@ class LaunchPlan {
     write_bindings_ = {arrays.bindings() + reads, writes};
     read_taints_ = {arrays.taints(), reads};
     write_taints_ = {arrays.taints() + reads, writes};
-    taints_ = {arrays.taints(), reads + writes};
+    taints_ = arrays.taints();
     read_accesses_ = {arrays.accesses(), reads};
     write_accesses_ = {arrays.accesses() + reads, writes};
     context_ = KernelContext(0, {}, {arrays.bound(), reads}, {arrays.bound() + reads, writes},
@@ -144,8 +162,12 @@ class LaunchPlan {
   /// The plan's five arrays, one entry per binding (the reads, then the
   /// writes), in one heap block: five vectors cost a plan five allocations,
   /// and under ASan each records a stack (issue 13; issue 11, item 7). The
-  /// handles lead the block, the plain arrays follow, each on its own
-  /// type's alignment (all of them at most operator new's). Copying makes
+  /// bindings lead the block (so reads() and writes() are its address, with
+  /// no offset to compute), the handles and the other arrays follow, each
+  /// on its own type's alignment (all of them at most operator new's).
+  /// Counts are 32-bit (a plan of 2^32 bindings could not be allocated
+  /// anyway; the constructor refuses one), so owned_ fits half a line.
+  /// Copying makes
   /// a block of its own and shares the handles (Allocation's copy is
   /// noexcept: only the block can fail, and then nothing was made); moving
   /// hands the block over, so views into it stay valid (LaunchPlan::swap).
@@ -153,9 +175,10 @@ class LaunchPlan {
    public:
     Arrays() = default;
     /// Room for `count` entries, none made yet: add() makes them.
+    /// std::length_error for 2^32 or more.
     explicit Arrays(std::size_t count)
-        : block_(count == 0 ? nullptr : ::operator new(block_size(count)))
-        , capacity_(count) {}
+        : block_(checked(count) == 0 ? nullptr : ::operator new(block_size(count)))
+        , capacity_(static_cast<std::uint32_t>(count)) {}
     Arrays(const Arrays& other)
         : Arrays(other.size_) {
       for (std::size_t at = 0; at < other.size_; ++at) {
@@ -196,8 +219,8 @@ class LaunchPlan {
     }
 
     [[nodiscard]] std::size_t size() const noexcept { return size_; }
-    [[nodiscard]] Allocation* held() const noexcept { return at<Allocation>(0); }
-    [[nodiscard]] Binding* bindings() const noexcept { return at<Binding>(bindings_at(capacity_)); }
+    [[nodiscard]] Binding* bindings() const noexcept { return at<Binding>(0); }
+    [[nodiscard]] Allocation* held() const noexcept { return at<Allocation>(held_at(capacity_)); }
     [[nodiscard]] BoundBuffer* bound() const noexcept {
       return at<BoundBuffer>(bound_at(capacity_));
     }
@@ -211,11 +234,17 @@ class LaunchPlan {
     static constexpr std::size_t round_up(std::size_t offset, std::size_t align) noexcept {
       return (offset + align - 1) / align * align;
     }
-    static constexpr std::size_t bindings_at(std::size_t count) noexcept {
-      return round_up(count * sizeof(Allocation), alignof(Binding));
+    static std::size_t checked(std::size_t count) {
+      if (count > UINT32_MAX) [[unlikely]] {
+        throw std::length_error("a launch plan holds fewer than 2^32 bindings");
+      }
+      return count;
+    }
+    static constexpr std::size_t held_at(std::size_t count) noexcept {
+      return round_up(count * sizeof(Binding), alignof(Allocation));
     }
     static constexpr std::size_t bound_at(std::size_t count) noexcept {
-      return round_up(bindings_at(count) + count * sizeof(Binding), alignof(BoundBuffer));
+      return round_up(held_at(count) + count * sizeof(Allocation), alignof(BoundBuffer));
     }
     static constexpr std::size_t taints_at(std::size_t count) noexcept {
       return round_up(bound_at(count) + count * sizeof(BoundBuffer), alignof(Taint*));
@@ -242,8 +271,8 @@ class LaunchPlan {
     }
 
     void* block_ = nullptr;
-    std::size_t capacity_ = 0;
-    std::size_t size_ = 0;
+    std::uint32_t capacity_ = 0;
+    std::uint32_t size_ = 0;
   };
 
   /// What the plan owns; the views below are derived from it.
@@ -252,35 +281,52 @@ class LaunchPlan {
     /// serial, never reused: a plan outliving its Device is refused by the
     /// next one, even one built at the same address).
     StreamId stream;
-    std::size_t reads = 0; ///< Of the arrays' entries, the first `reads` are reads.
     /// Per binding: the binding, its bound buffer, taint, access, and one
     /// handle (liveness, see above).
     Arrays arrays;
+    std::uint32_t reads = 0;   ///< Of the arrays' entries, the first `reads` are reads.
     bool reads_cross = false;  ///< A read is homed on another stream (O2).
     bool writes_cross = false; ///< Likewise, an output.
   };
   // A plan's move and swap are noexcept because moving Owned is.
   static_assert(std::is_nothrow_move_constructible_v<Owned> &&
                 std::is_nothrow_move_assignable_v<Owned>);
+  // What a clean launch reads, in this order, in the plan's first two lines
+  // (see above): owned_ (the stream; the bindings' block and counts, for
+  // reads() and writes()), the taints, and the context's last 56 bytes.
   Owned owned_;
+  /// Every taint, reads then writes (owned_.arrays.size() of them): what a
+  /// launch checks first, in one pass (Device::launch_plain).
+  Taint* const* taints_ = nullptr;
+  /// The body's context: the bound buffers, the backend's data, the stream
+  /// and its handle are fixed while the plan holds its allocations and its
+  /// stream lives (a launch finds it live first), so a clean launch sets
+  /// its number and name here, in place, and hands the body this one
+  /// (run_flat). Mutable for that, and written only so: by a launch of the
+  /// Device that made the plan (any other is refused first), under that
+  /// Device's lock, which every launch through the plan takes — so two
+  /// launches through one plan never write it at once, and the body reads
+  /// what its own launch wrote. A copy of the plan reads only the fields
+  /// no launch writes (derive).
+  mutable KernelContext context_{0, {}, {}, {}, nullptr};
 
-  // Views over the arrays above, made once (derive) so that a launch copies
-  // them instead of computing them: a launch through a plan reads the views,
-  // the context and the taints, nothing else of the plan (issue 11, item 7).
+  // Views over the arrays above, made once (derive) for the general scope
+  // and the dirty checks, which a clean launch never reaches (adopt_views).
   std::span<const Binding> read_bindings_;
   std::span<const Binding> write_bindings_;
   std::span<Taint* const> read_taints_;
   std::span<Taint* const> write_taints_;
-  /// Every taint, reads then writes: what a launch checks first, in one
-  /// pass (Device::launch_plain), read as the vector's ends were.
-  std::span<Taint* const> taints_;
   std::span<const StreamAccess> read_accesses_;
   std::span<const StreamAccess> write_accesses_;
-  /// The body's context but for the launch's number and name: the bound
-  /// buffers, the backend's data, the stream and its handle are fixed while
-  /// the plan holds its allocations and its stream lives (a launch finds it
-  /// live first), so a launch copies it and sets the two (run_flat).
-  KernelContext context_{0, {}, {}, {}, nullptr};
+
+  // The two lines a clean launch reads (members in declaration order, each
+  // 8-aligned: no padding between them): owned_, taints_ and the context's
+  // launch number and name in the first, the rest of the context in the
+  // second.
+  static_assert(alignof(Owned) == 8 && sizeof(Owned) == 32 && sizeof(KernelContext) == 80 &&
+                sizeof(Owned) + sizeof(Taint* const*) + sizeof(std::uint64_t) +
+                        sizeof(std::string_view) ==
+                    64);
 };
 
 } // namespace taintpool
