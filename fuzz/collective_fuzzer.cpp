@@ -188,11 +188,21 @@ class KeptRanks {
   }
   /// Ends an input of `ranks` ranks in `mode`: every one of their Devices
   /// reset (every handle and Collectives of the input gone first).
-  void reset(const taintpool::fuzz::FreshMode& mode, int ranks) {
+  /// Or, when `destroy`, destroys each and builds it again at once, in the
+  /// id space it gave back (common/fresh_mode.hpp, ends_by_destroying).
+  void end(const taintpool::fuzz::FreshMode& mode, int ranks, bool destroy) {
     for (int rank = 0; rank < ranks; ++rank) {
-      if (const std::unique_ptr<RankDevice>& kept = slot(mode, rank)) {
-        kept->device.reset();
+      std::unique_ptr<RankDevice>& kept = slot(mode, rank);
+      if (!kept) {
+        continue;
       }
+      if (!destroy) {
+        kept->device.reset();
+        continue;
+      }
+      kept.reset(); // First: the new one must not be built while it holds its space.
+      kept =
+          std::make_unique<RankDevice>(taintpool::fuzz::mode_at(taintpool::fuzz::mode_index(mode)));
     }
   }
 
@@ -919,13 +929,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     harness.run();
   }
   // Every handle and Collectives is gone with the harness: every rank's
-  // Device is reset, so every page its pools took is back (P1), and the
-  // next input starts with none out, on fresh Devices.
-  kept_ranks().reset(taintpool::fuzz::fresh_mode(data, size),
-                     Harness::ranks(data, taintpool::fuzz::fresh_mode(data, size).size));
+  // Device is reset (one input in eight: destroyed and built again), so every page its pools took
+  // is back (P1), and the next input starts with none out, on fresh Devices.
+  kept_ranks().end(taintpool::fuzz::fresh_mode(data, size),
+                   Harness::ranks(data, taintpool::fuzz::fresh_mode(data, size).size),
+                   taintpool::fuzz::ends_by_destroying(data, size));
   if (pages().outstanding() != 0) {
     taintpool::fuzz::Checker("collective_fuzzer")
-        .fail("P1", "the Devices were reset with " + std::to_string(pages().outstanding()) +
+        .fail("P1", "the Devices were reset or rebuilt with " +
+                        std::to_string(pages().outstanding()) +
                         " pages not given back to their storage");
   }
   return 0;

@@ -391,11 +391,21 @@ struct Kept {
     kept.backend.set_seed(0); // A fresh backend's: the same interleavings.
     return kept;
   }
-  /// Ends the input run on the mode's Device (see KeptDevice).
-  void reset(const taintpool::fuzz::FreshMode& mode) {
-    if (const std::unique_ptr<KeptDevice>& kept = devices[taintpool::fuzz::mode_index(mode)]) {
-      kept->device.reset();
+  /// Ends the input run on the mode's Device (see KeptDevice): resets it,
+  /// or when `destroy` destroys it and builds it again at once, in the id
+  /// space it gave back (common/fresh_mode.hpp, ends_by_destroying).
+  void end(const taintpool::fuzz::FreshMode& mode, bool destroy) {
+    const std::size_t index = taintpool::fuzz::mode_index(mode);
+    std::unique_ptr<KeptDevice>& kept = devices[index];
+    if (!kept) {
+      return;
     }
+    if (!destroy) {
+      kept->device.reset();
+      return;
+    }
+    kept.reset(); // First: the new one must not be built while it holds its space.
+    kept = std::make_unique<KeptDevice>(taintpool::fuzz::mode_at(index));
   }
 };
 
@@ -1199,13 +1209,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                     mode, false);
     harness.run();
   }
-  // Every handle and plan is gone with the harness: the Device is reset, so
+  // Every handle and plan is gone with the harness: the Device is reset (one
+  // input in eight: destroyed and built again), so
   // every page its pools took is back (P1), and the next input starts with
   // none out (the storage reuses memory, not state) on a fresh Device.
-  kept_between_inputs().reset(mode);
+  kept_between_inputs().end(mode, taintpool::fuzz::ends_by_destroying(data, size));
   if (pages().outstanding() != 0) {
     taintpool::fuzz::Checker("device_fuzzer")
-        .fail("P1", "the Device was reset with " + std::to_string(pages().outstanding()) +
+        .fail("P1", "the Device was reset or rebuilt with " +
+                        std::to_string(pages().outstanding()) +
                         " pages not given back to its storage");
   }
   return 0;

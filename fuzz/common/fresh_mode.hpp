@@ -76,4 +76,23 @@ inline constexpr std::size_t kFreshModes = 3;
   return mode;
 }
 
+/// Whether an input ends by destroying the Devices it ran on, and building
+/// them again at once, rather than resetting them: one input in eight,
+/// chosen by its bytes (FNV-1a), so a run still reproduces from the input
+/// alone. Why: device_fuzzer and collective_fuzzer keep their Devices across
+/// inputs and reset them (Device::reset, issue 13), so without this a
+/// Device's destructor — streams finished, pages given back after the
+/// input's handles and plans are gone — would never run on a fuzzed state;
+/// this keeps it in every campaign at an eighth of what building a Device
+/// per input cost. Built again at once, before any other Device is, the new
+/// one takes the id space the old one gave back (the lowest free: every
+/// other is held), so ids never depend on which inputs ran before.
+[[nodiscard]] inline bool ends_by_destroying(const std::uint8_t* data, std::size_t size) noexcept {
+  std::uint64_t hash = 14695981039346656037ull;
+  for (std::size_t at = 0; at < size; ++at) {
+    hash = (hash ^ data[at]) * 1099511628211ull;
+  }
+  return (hash >> 32) % 8 == 0;
+}
+
 } // namespace taintpool::fuzz
