@@ -138,22 +138,100 @@ DeviceOptions options(const taintpool::fuzz::FreshMode& mode) {
 /// Every rank's pages, of every input (testing/recycling_storage.hpp): kept
 /// from one input to the next, so no input maps, faults in or unmaps a page
 /// once the first few have run. Only memory is reused, never state: each
-/// input builds its world, Devices and models afresh.
+/// input builds its world and models afresh, and runs on fresh (reset)
+/// Devices (RankDevice).
 taintpool::testing::RecyclingStorage& pages() {
   static taintpool::testing::RecyclingStorage storage(16);
   return storage;
 }
 
-/// One rank: its Device on a CollectiveBackend around a DeferredHostBackend.
-struct Rank {
-  Rank(Communicator& communicator, const taintpool::fuzz::FreshMode& mode)
-      : backend(pages(), config())
-      , adaptor(backend)
-      , device(adaptor, options(mode))
-      , collectives(device, communicator) {}
-  DeferredHostBackend backend;
-  CollectiveBackend adaptor;
+/// A rank's Device on a CollectiveBackend around a DeferredHostBackend,
+/// kept from one input to the next (issue 13): each input ends with
+/// Device::reset(), which gives every page back (P1, checked after every
+/// input) and leaves the Device observably a fresh one (DeviceReset.* pins
+/// that), keeping the capacity of its pools' lanes, graph table, scratch,
+/// log and exchange lists — built per input, they were about 400 of an
+/// input's 546 heap allocations' owners. The backends go with it (a Device
+/// borrows its backend): by the input's end every collective was
+/// synchronized and its rank's Collectives forgotten, reset() takes what
+/// late failures remain, and each input sets the scheduling seed back to a
+/// fresh backend's, 0. Declared backends first, so the Device goes first.
+struct RankDevice {
+  explicit RankDevice(const taintpool::fuzz::FreshMode& mode)
+      : device(adaptor, options(mode)) {}
+  DeferredHostBackend backend{pages(), config()};
+  CollectiveBackend adaptor{backend};
   Device device;
+};
+
+/// The quiet runs' rank Devices, per mode (common/fresh_mode.hpp) and rank
+/// (2 to 4 ranks). All twelve are built at the first input, mode by mode in
+/// mode_index order, rank by rank, whatever its mode and ranks: each manager
+/// takes the lowest free id space when built, so every rank's space (and
+/// every id and report text) does not depend on which inputs ran before (a
+/// trusted input's rank r has space r, as before).
+class KeptRanks {
+ public:
+  /// The Device of `rank` in `mode`, fresh: built now, or reset at the end
+  /// of the last input that used it.
+  RankDevice& at(const taintpool::fuzz::FreshMode& mode, int rank) {
+    if (!devices_[0][0]) {
+      for (std::size_t index = 0; index < devices_.size(); ++index) {
+        for (std::unique_ptr<RankDevice>& kept : devices_[index]) {
+          kept = std::make_unique<RankDevice>(taintpool::fuzz::mode_at(index));
+        }
+      }
+    }
+    RankDevice& kept = *slot(mode, rank);
+    kept.backend.set_seed(0); // A fresh backend's: the same interleavings.
+    return kept;
+  }
+  /// Ends an input of `ranks` ranks in `mode`: every one of their Devices
+  /// reset (every handle and Collectives of the input gone first).
+  /// Or, when `destroy`, destroys each and builds it again at once, in the
+  /// id space it gave back (common/fresh_mode.hpp, ends_by_destroying).
+  void end(const taintpool::fuzz::FreshMode& mode, int ranks, bool destroy) {
+    for (int rank = 0; rank < ranks; ++rank) {
+      std::unique_ptr<RankDevice>& kept = slot(mode, rank);
+      if (!kept) {
+        continue;
+      }
+      if (!destroy) {
+        kept->device.reset();
+        continue;
+      }
+      kept.reset(); // First: the new one must not be built while it holds its space.
+      kept =
+          std::make_unique<RankDevice>(taintpool::fuzz::mode_at(taintpool::fuzz::mode_index(mode)));
+    }
+  }
+
+ private:
+  std::unique_ptr<RankDevice>& slot(const taintpool::fuzz::FreshMode& mode, int rank) {
+    return devices_.at(taintpool::fuzz::mode_index(mode)).at(static_cast<std::size_t>(rank));
+  }
+  std::array<std::array<std::unique_ptr<RankDevice>, 4>, taintpool::fuzz::kFreshModes> devices_;
+};
+
+KeptRanks& kept_ranks() {
+  static KeptRanks kept;
+  return kept;
+}
+
+/// One rank of an input: its Device (the kept one of a quiet run; a
+/// describing re-run builds its own, `own`, destroyed last), its
+/// Collectives and handles.
+struct Rank {
+  Rank(Communicator& communicator, const taintpool::fuzz::FreshMode& mode, RankDevice* kept)
+      : own(kept != nullptr ? nullptr : std::make_unique<RankDevice>(mode))
+      , parts(kept != nullptr ? *kept : *own)
+      , backend(parts.backend)
+      , device(parts.device)
+      , collectives(device, communicator) {}
+  std::unique_ptr<RankDevice> own;
+  RankDevice& parts;
+  DeferredHostBackend& backend;
+  Device& device;
   Collectives collectives;
   std::array<Allocation, kSlots> slots;
 };
@@ -231,7 +309,8 @@ class Harness {
     named_.clear();
     touched_.clear();
     for (int rank = 0; rank < world_.size(); ++rank) {
-      ranks_.push_back(std::make_unique<Rank>(world_.rank(rank), mode_));
+      ranks_.push_back(std::make_unique<Rank>(
+          world_.rank(rank), mode_, describing ? nullptr : &kept_ranks().at(mode_, rank)));
       // Each rank's Device mints ids in a space of its own: so does its model.
       model_.rank(rank).set_id_space(ranks_.back()->device.memory().id_space());
       model_.rank(rank).set_fresh_bytes(mode_.fresh, mode_.reads);
@@ -849,11 +928,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     Harness harness(data, size, false);
     harness.run();
   }
-  // Every rank's Device is gone: every page its pools took is back (P1),
-  // and the next input starts with none out.
+  // Every handle and Collectives is gone with the harness: every rank's
+  // Device is reset (one input in eight: destroyed and built again), so every page its pools took
+  // is back (P1), and the next input starts with none out, on fresh Devices.
+  kept_ranks().end(taintpool::fuzz::fresh_mode(data, size),
+                   Harness::ranks(data, taintpool::fuzz::fresh_mode(data, size).size),
+                   taintpool::fuzz::ends_by_destroying(data, size));
   if (pages().outstanding() != 0) {
     taintpool::fuzz::Checker("collective_fuzzer")
-        .fail("P1", "the Devices were destroyed with " + std::to_string(pages().outstanding()) +
+        .fail("P1", "the Devices were reset or rebuilt with " +
+                        std::to_string(pages().outstanding()) +
                         " pages not given back to their storage");
   }
   return 0;

@@ -66,7 +66,9 @@
 // one's lists (DeviceModel::Room: capacity, never contents) and every
 // launch's and read's verdict is handed back for its lists' room
 // (DeviceModel::recycle), so a warm input's model allocates only what it
-// keeps as state.
+// keeps as state; each input runs on the last one's Device of its mode,
+// reset (Device::reset: observably a fresh Device, every page back), so
+// core's pools, graph and lists keep their capacity too.
 //
 // With TAINTPOOL_TRACE_OUT set (a directory, or a scopes_<name>.tla file),
 // each input's run is also written as a ScopesTrace module (proofs/TRACES.md)
@@ -109,6 +111,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -314,11 +317,44 @@ struct Ending {
 /// Every input's pages (testing/recycling_storage.hpp): kept from one
 /// input to the next, so no input maps, faults in or unmaps a page once the
 /// first few have run. Only memory is reused, never state: each input
-/// builds its Device and model afresh.
+/// starts on a fresh (reset) Device and a fresh model.
 taintpool::testing::RecyclingStorage& pages() {
   static taintpool::testing::RecyclingStorage storage(16);
   return storage;
 }
+
+/// Many slices per page: reuse, split, coalesce (testing/many_slices_config.hpp).
+/// Built once for the process: each Device built copies it (for the backend
+/// and the Device's options) rather than building it twice.
+const MemoryConfig& config() {
+  static const MemoryConfig built = taintpool::testing::many_slices_config();
+  return built;
+}
+
+/// N1, N2: the input's mode (common/fresh_mode.hpp) on the pools above.
+taintpool::DeviceOptions options(const taintpool::fuzz::FreshMode& mode) {
+  taintpool::DeviceOptions options;
+  options.memory = config();
+  options.memory->fresh_bytes = mode.fresh;
+  options.unwritten_reads = mode.reads;
+  return options;
+}
+
+/// A Device and its backend, kept from one input to the next (issue 13):
+/// each input ends with Device::reset(), which gives every page back (P1,
+/// checked after every input) and leaves the Device observably a fresh one
+/// (DeviceReset.* pins that), keeping only the capacity of its pools'
+/// lanes, graph table, scratch and log. Built per input, they were 83 heap
+/// allocations of an input's 100. The backend is kept with it (a Device
+/// borrows its backend): reset() takes the late failures it still holds,
+/// and each input sets its scheduling seed back to a fresh backend's, 0.
+/// The Device is declared after its backend, so it goes first.
+struct KeptDevice {
+  explicit KeptDevice(const taintpool::fuzz::FreshMode& mode)
+      : device(backend, options(mode)) {}
+  DeferredHostBackend backend{pages(), config()};
+  Device device;
+};
 
 /// Buffers the harness refills per op, kept from one input to the next
 /// (issue 13): only their capacity carries over — every use empties or
@@ -337,6 +373,40 @@ struct Kept {
   std::string what;               ///< The last call()'s exception message (Ending::what).
   /// The last input's model's lists (DeviceModel::Room): capacity only.
   DeviceModel::Room model_room;
+  /// A Device per mode (common/fresh_mode.hpp), reset after each input
+  /// (KeptDevice). All are built at the first input, in mode_index order,
+  /// whatever its mode: each manager takes the lowest free id space when
+  /// built, so the spaces (and every id and report text) do not depend on
+  /// which modes ran before an input (fuzz.device_fuzzer.order pins that).
+  std::array<std::unique_ptr<KeptDevice>, taintpool::fuzz::kFreshModes> devices;
+
+  /// The mode's Device, fresh: built now, or reset at its last input's end.
+  KeptDevice& device(const taintpool::fuzz::FreshMode& mode) {
+    if (!devices[0]) {
+      for (std::size_t index = 0; index < devices.size(); ++index) {
+        devices[index] = std::make_unique<KeptDevice>(taintpool::fuzz::mode_at(index));
+      }
+    }
+    KeptDevice& kept = *devices[taintpool::fuzz::mode_index(mode)];
+    kept.backend.set_seed(0); // A fresh backend's: the same interleavings.
+    return kept;
+  }
+  /// Ends the input run on the mode's Device (see KeptDevice): resets it,
+  /// or when `destroy` destroys it and builds it again at once, in the id
+  /// space it gave back (common/fresh_mode.hpp, ends_by_destroying).
+  void end(const taintpool::fuzz::FreshMode& mode, bool destroy) {
+    const std::size_t index = taintpool::fuzz::mode_index(mode);
+    std::unique_ptr<KeptDevice>& kept = devices[index];
+    if (!kept) {
+      return;
+    }
+    if (!destroy) {
+      kept->device.reset();
+      return;
+    }
+    kept.reset(); // First: the new one must not be built while it holds its space.
+    kept = std::make_unique<KeptDevice>(taintpool::fuzz::mode_at(index));
+  }
 };
 
 Kept& kept_between_inputs() {
@@ -356,8 +426,9 @@ class Harness {
       , trace_path_(std::move(trace_path))
       , trace_(trace_path_.has_value())
       , kept_(describing ? own_ : kept_between_inputs())
-      , backend_(pages(), config())
-      , device_(backend_, options(mode))
+      , kept_device_(kept_.device(mode))
+      , backend_(kept_device_.backend)
+      , device_(kept_device_.device)
       // The last input's model's lists, emptied: only capacity carries over
       // (DeviceModelRoom.* pins that a model so made answers as a fresh one).
       , model_(false, std::move(kept_.model_room))
@@ -402,23 +473,6 @@ class Harness {
   }
 
  private:
-  /// Many slices per page: reuse, split, coalesce (testing/many_slices_config.hpp).
-  /// Built once for the process: each input copies it (for the backend and
-  /// the Device's options) rather than building it twice.
-  static const MemoryConfig& config() {
-    static const MemoryConfig built = taintpool::testing::many_slices_config();
-    return built;
-  }
-
-  /// N1, N2: the input's mode (common/fresh_mode.hpp) on the pools above.
-  static taintpool::DeviceOptions options(const taintpool::fuzz::FreshMode& mode) {
-    taintpool::DeviceOptions options;
-    options.memory = config();
-    options.memory->fresh_bytes = mode.fresh;
-    options.unwritten_reads = mode.reads;
-    return options;
-  }
-
   /// A quiet run's context is a describing re-run of the same input, which
   /// fails at the same check and reports (common/op_log.hpp).
   std::string context() const {
@@ -1120,10 +1174,11 @@ class Harness {
   std::size_t size_;
   std::optional<std::filesystem::path> trace_path_;
   taintpool::fuzz::tla::DeviceTrace trace_; ///< Records nothing unless tracing.
-  Kept own_;   ///< A describing re-run's buffers (a quiet run's are shared).
-  Kept& kept_; ///< The buffers this run uses (see Kept).
-  DeferredHostBackend backend_;
-  Device device_;
+  Kept own_;                ///< A describing re-run's buffers (a quiet run's are shared).
+  Kept& kept_;              ///< The buffers this run uses (see Kept).
+  KeptDevice& kept_device_; ///< The mode's Device (a describing re-run's own).
+  DeferredHostBackend& backend_;
+  Device& device_;
   DeviceModel model_;
   Checker checker_;
   std::array<Allocation, kSlots> slots_;
@@ -1154,11 +1209,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                     mode, false);
     harness.run();
   }
-  // The Device is gone: every page its pools took is back (P1), and the
-  // next input starts with none out (the storage reuses memory, not state).
+  // Every handle and plan is gone with the harness: the Device is reset (one
+  // input in eight: destroyed and built again), so
+  // every page its pools took is back (P1), and the next input starts with
+  // none out (the storage reuses memory, not state) on a fresh Device.
+  kept_between_inputs().end(mode, taintpool::fuzz::ends_by_destroying(data, size));
   if (pages().outstanding() != 0) {
     taintpool::fuzz::Checker("device_fuzzer")
-        .fail("P1", "the Device was destroyed with " + std::to_string(pages().outstanding()) +
+        .fail("P1", "the Device was reset or rebuilt with " +
+                        std::to_string(pages().outstanding()) +
                         " pages not given back to its storage");
   }
   return 0;

@@ -338,15 +338,26 @@ class DeviceTrace {
     for (const auto& [f, tags] : nodes) {
       graph.push_back(Value::tuple({Value::number(f), Value::number(tags)}));
     }
-    std::vector<Value> claims;
+    // By allocation id, each allocation's claims in its taint's order: the
+    // manager visits allocations in its table's order, which depends on
+    // the table's capacity, and a reset Device (Device::reset, as
+    // device_fuzzer uses it) keeps its table's slots where a fresh one has
+    // few. Sorted, the same run writes the same trace (replay_order.cmake);
+    // ScopesTrace reads the claims as a set.
+    std::vector<std::pair<std::uint64_t, std::pair<FailureId, ByteRange>>> found;
     device.memory().for_each_allocation([&](const AllocationInfo& info) {
-      info.taint->for_each_claim([&](FailureId f, ByteRange r) {
-        const std::uint64_t space = info.id.raw();
-        claims.push_back(
-            Value::tuple({Value::number(space), Value::number(f.raw()),
-                          Value::offset(r.begin(), space), Value::offset(r.end(), space)}));
-      });
+      info.taint->for_each_claim(
+          [&](FailureId f, ByteRange r) { found.emplace_back(info.id.raw(), std::pair(f, r)); });
     });
+    std::stable_sort(found.begin(), found.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<Value> claims;
+    for (const auto& [space, claim] : found) {
+      const auto& [f, r] = claim;
+      claims.push_back(
+          Value::tuple({Value::number(space), Value::number(f.raw()),
+                        Value::offset(r.begin(), space), Value::offset(r.end(), space)}));
+    }
     e.set("graph", Value::tuple(std::move(graph)));
     e.set("claims", Value::tuple(std::move(claims)));
   }

@@ -38,6 +38,30 @@ struct FreshMode {
 constexpr std::uint8_t kFreshModeMarker = 0xD7;
 
 /// Mode byte: bit 0 set selects NeverWritten; bit 1 then selects Report.
+/// The modes an input can select, in a fixed order: trusted, never-written
+/// (skip), never-written (report). A harness that keeps a Device per mode
+/// across inputs (device_fuzzer, collective_fuzzer) builds them all at once
+/// in this order, so each one's id space never depends on which inputs ran
+/// before (fuzz.*.order).
+inline constexpr std::size_t kFreshModes = 3;
+
+/// `mode`'s place in that order.
+[[nodiscard]] constexpr std::size_t mode_index(const FreshMode& mode) noexcept {
+  if (mode.fresh == FreshBytes::Trusted) {
+    return 0;
+  }
+  return mode.reads == UnwrittenReads::Skip ? 1 : 2;
+}
+
+/// The mode at `index` of that order (its size 0: no input of its own).
+[[nodiscard]] constexpr FreshMode mode_at(std::size_t index) noexcept {
+  if (index == 0) {
+    return FreshMode{FreshBytes::Trusted, UnwrittenReads::Skip, 0};
+  }
+  return FreshMode{FreshBytes::NeverWritten,
+                   index == 1 ? UnwrittenReads::Skip : UnwrittenReads::Report, 0};
+}
+
 [[nodiscard]] inline FreshMode fresh_mode(const std::uint8_t* data, std::size_t size) noexcept {
   FreshMode mode;
   mode.size = size;
@@ -50,6 +74,25 @@ constexpr std::uint8_t kFreshModeMarker = 0xD7;
     }
   }
   return mode;
+}
+
+/// Whether an input ends by destroying the Devices it ran on, and building
+/// them again at once, rather than resetting them: one input in eight,
+/// chosen by its bytes (FNV-1a), so a run still reproduces from the input
+/// alone. Why: device_fuzzer and collective_fuzzer keep their Devices across
+/// inputs and reset them (Device::reset, issue 13), so without this a
+/// Device's destructor — streams finished, pages given back after the
+/// input's handles and plans are gone — would never run on a fuzzed state;
+/// this keeps it in every campaign at an eighth of what building a Device
+/// per input cost. Built again at once, before any other Device is, the new
+/// one takes the id space the old one gave back (the lowest free: every
+/// other is held), so ids never depend on which inputs ran before.
+[[nodiscard]] inline bool ends_by_destroying(const std::uint8_t* data, std::size_t size) noexcept {
+  std::uint64_t hash = 14695981039346656037ull;
+  for (std::size_t at = 0; at < size; ++at) {
+    hash = (hash ^ data[at]) * 1099511628211ull;
+  }
+  return (hash >> 32) % 8 == 0;
 }
 
 } // namespace taintpool::fuzz

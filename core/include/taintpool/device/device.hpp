@@ -223,10 +223,51 @@ class alignas(64) Device {
   /// Finishes every stream's work and destroys the streams it created.
   ~Device();
 
+  /// Makes this Device what `Device(backend(), options)` would be if it were
+  /// destroyed and built again in its place, with the options it was built
+  /// with, while keeping the capacity of what it allocated for itself.
+  /// Why: a caller that runs many independent jobs on one backend — a fuzz
+  /// input, a test case, a request — and wants each to start from nothing
+  /// paid a Device built per job: its pools' lanes, the graph's table, the
+  /// scratch and the launch log, allocated again each time (83 heap
+  /// allocations per device_fuzzer input, issue 13).
+  ///
+  /// Guarantees, observably as a fresh Device: every stream's work is
+  /// finished and the streams it created are destroyed; the Device takes a
+  /// new serial, so its default stream is a new StreamId, and a StreamId or
+  /// LaunchPlan from before names another Device (NotFound;
+  /// std::invalid_argument); every live allocation ends as
+  /// MemoryManager::restart() ends it — its handles, which may live on, see
+  /// NotFound — and every page goes back to the storage (P1); allocation
+  /// ids start again at the first of the id space the memory takes, failure
+  /// ids at 1 (the graph is emptied, R4), launch numbers at 1; memory and
+  /// stream statistics are 0; nothing is logged, named or held. Late
+  /// failures the backend still reports for launches made before are taken
+  /// and dropped: the bytes they concerned are gone, and a later
+  /// synchronize() must not pin them on the launch that now has their
+  /// number. The backend itself is not reset (a DeferredHostBackend's
+  /// scheduling seed, for one, goes on as it was).
+  ///
+  /// Cost: a synchronize's wait and a backend synchronize, the graph's
+  /// table and the pools walked once (MemoryManager::restart,
+  /// ErrorGraph::clear), and the stream table built again (four small
+  /// lists); everything else keeps its capacity, so a reset Device's next
+  /// job allocates only what it keeps as state.
+  ///
+  /// Throws std::logic_error when called from a body (as every call does)
+  /// and what finishing the streams or the backend's synchronize throws:
+  /// then nothing has changed. Also std::logic_error if a failure is still
+  /// tagged once every allocation ended — tagged through graph() by the
+  /// caller, bypassing the scopes (R1): the memory and streams are fresh
+  /// then, the graph is left as it was. Out of memory while building the
+  /// stream table again ends the process (std::terminate): a Device left
+  /// with no stream table could answer nothing.
+  void reset();
+
   // ---------------------------------------------------------------- streams
 
   /// The stream every call without one runs on.
-  [[nodiscard]] StreamId default_stream() const noexcept { return streams_.default_stream(); }
+  [[nodiscard]] StreamId default_stream() const noexcept { return streams_->default_stream(); }
   /// A new stream, made by the backend (O1). Throws Exception when the
   /// backend cannot make one, when StreamTable::max_streams are live, or
   /// once 2^32 - 1 streams were made (numbers are never reused).
@@ -453,6 +494,13 @@ class alignas(64) Device {
   class Lock;
   struct HeldClaims;
 
+  /// reset(): every list a scope or the log fills emptied (capacity kept),
+  /// every counter and flag as the constructor sets it.
+  void clear_scope_lists() noexcept;
+  /// reset(): the stream table destroyed and built again for a new serial.
+  /// Out of memory for its four small lists terminates (see reset()).
+  void rebuild_streams() noexcept;
+
   /// A launch whose outcome an asynchronous backend has not yet confirmed,
   /// or, in detect mode, whose work is not yet known complete — and any
   /// launch after one: what a late failure's or a race's replay needs.
@@ -572,7 +620,7 @@ class alignas(64) Device {
   /// stream 1") to `text`: the race messages are built in one string.
   void append_work(std::string& text, const StreamPoint& point) const;
   [[nodiscard]] bool ordering_active() const noexcept {
-    return streams_.several() && !streams_.synchronous();
+    return streams_->several() && !streams_->synchronous();
   }
   void log_if_unconfirmed(std::uint64_t launch, std::string_view kernel,
                           std::span<const Binding> reads, std::span<const Binding> writes,
@@ -704,7 +752,10 @@ class alignas(64) Device {
   detail::Fifo<LoggedLaunch> log_; // Nothing allocated until a launch is logged.
   ErrorGraph graph_; // Declared before memory_: the memory clears taints into it on destruction.
   MemoryManager memory_;
-  StreamTable streams_; // After memory_: its pins are handles into it, dropped first.
+  // After memory_: its pins are handles into it, dropped first. Optional
+  // only so reset() can build it again for a new serial (a StreamTable is
+  // neither assignable nor movable); always engaged outside reset().
+  std::optional<StreamTable> streams_;
   // The current launch's bindings, resolved (views of the scratch below,
   // which is reused across launches: no allocation once warm, G10). Set by
   // resolve_all<true>, or by adopt_views() where a plain launch leaves the
@@ -752,6 +803,16 @@ class alignas(64) Device {
   /// once, so retiring an entry never allocates and cannot throw.
   std::vector<LoggedLaunch> spare_log_;
   static constexpr std::size_t kSpareLog = 16;
+  /// Room an entry's list (and kernel name) gets when it must allocate, so
+  /// a spare refilled by a launch of up to kLogListRoom bindings a side
+  /// never grows again: spares come back in another order than they went,
+  /// and each growth of one was an allocation a later job paid (issue 13:
+  /// with a Device kept across fuzz inputs by reset(), a job that
+  /// allocates more than it frees looks like a leak to libFuzzer, which
+  /// runs it again and scans the heap). No more blocks than an exact fit:
+  /// only their size differs.
+  static constexpr std::size_t kLogListRoom = 4;
+  static constexpr std::size_t kLogKernelRoom = 48;
   // C2: the current exchange's stale inputs, their reports, the failures held.
   std::vector<StaleInput> stale_inputs_;
   std::vector<Report> input_reports_;
