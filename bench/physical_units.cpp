@@ -67,6 +67,14 @@ struct Block {
   std::uint64_t extent = 0; ///< 0: not in the arena (a sliced pool's, or no block).
 };
 
+/// The first and last unit of `unit` bytes that `block` overlaps.
+std::uint64_t first_unit(const Block& block, std::uint64_t unit) noexcept {
+  return block.address / unit;
+}
+std::uint64_t last_unit(const Block& block, std::uint64_t unit) noexcept {
+  return (block.address + block.extent - 1) / unit;
+}
+
 /// Units of `unit` bytes that live blocks overlap, counted by block.
 class TouchedUnits {
  public:
@@ -74,15 +82,14 @@ class TouchedUnits {
       : unit_(unit) {}
 
   void add(const Block& block) {
-    for (std::uint64_t u = first(block); u <= last(block); ++u) {
+    for (std::uint64_t u = first_unit(block, unit_); u <= last_unit(block, unit_); ++u) {
       if (blocks_[u]++ == 0) {
         ++touched_;
       }
     }
-    peak_ = std::max(peak_, touched_);
   }
   void remove(const Block& block) {
-    for (std::uint64_t u = first(block); u <= last(block); ++u) {
+    for (std::uint64_t u = first_unit(block, unit_); u <= last_unit(block, unit_); ++u) {
       if (--blocks_[u] == 0) {
         --touched_;
       }
@@ -91,16 +98,9 @@ class TouchedUnits {
   [[nodiscard]] std::uint64_t bytes() const noexcept { return touched_ * unit_; }
 
  private:
-  [[nodiscard]] std::uint64_t first(const Block& block) const noexcept {
-    return block.address / unit_;
-  }
-  [[nodiscard]] std::uint64_t last(const Block& block) const noexcept {
-    return (block.address + block.extent - 1) / unit_;
-  }
   std::uint64_t unit_;
   std::unordered_map<std::uint64_t, std::uint32_t> blocks_;
   std::uint64_t touched_ = 0;
-  std::uint64_t peak_ = 0;
 };
 
 /// The lru policy of the header: which units are mapped, and the calls.
@@ -112,8 +112,7 @@ class LruUnits {
 
   /// `phase`: 0 the cold replay's first half, 1 its second, 2 the warm one.
   void add(const Block& block, int phase) {
-    for (std::uint64_t u = block.address / unit_; u <= (block.address + block.extent - 1) / unit_;
-         ++u) {
+    for (std::uint64_t u = first_unit(block, unit_); u <= last_unit(block, unit_); ++u) {
       Unit& unit = units_[u];
       if (unit.blocks++ == 0) {
         ++touched_;
@@ -138,8 +137,7 @@ class LruUnits {
     }
   }
   void remove(const Block& block) {
-    for (std::uint64_t u = block.address / unit_; u <= (block.address + block.extent - 1) / unit_;
-         ++u) {
+    for (std::uint64_t u = first_unit(block, unit_); u <= last_unit(block, unit_); ++u) {
       Unit& unit = units_[u];
       if (--unit.blocks == 0) {
         --touched_;
@@ -182,6 +180,15 @@ void simulate(const Trace& trace, const std::vector<std::uint64_t>& units, doubl
     touched.emplace_back(unit);
   }
   LruUnits lru(units.front(), slack);
+  std::vector<std::uintptr_t> bases; // Reservation bases, in the order first seen.
+  auto reservation_band = [&](std::uintptr_t base) {
+    const auto found = std::find(bases.begin(), bases.end(), base);
+    if (found != bases.end()) {
+      return static_cast<std::size_t>(found - bases.begin());
+    }
+    bases.push_back(base);
+    return bases.size() - 1;
+  };
   std::uint64_t today_peak = 0;
   std::uint64_t lru_peak = 0;
   auto drop = [&](std::uint32_t slot) {
@@ -206,8 +213,14 @@ void simulate(const Trace& trace, const std::vector<std::uint64_t>& units, doubl
         live[step.slot] = memory.allocate(step.size);
         const auto info = memory.info(live[step.slot].id());
         const auto address = reinterpret_cast<std::uintptr_t>(info->data);
-        if (probe.in_reservation(address)) {
-          blocks[step.slot] = Block{address, info->extent};
+        if (const std::uintptr_t base = probe.reservation_base(address); base != 0) {
+          // Units count from the reservation's start, as the arena maps
+          // them: mmap aligns a reservation only to the granularity, so
+          // absolute addresses would make the 8 and 64 MiB columns vary
+          // from run to run. Each reservation gets its own 2^48-byte band.
+          blocks[step.slot] =
+              Block{(address - base) + (static_cast<std::uintptr_t>(reservation_band(base)) << 48),
+                    info->extent};
           for (TouchedUnits& t : touched) {
             t.add(blocks[step.slot]);
           }

@@ -41,15 +41,15 @@ class ProbeStorage final : public Storage, public VirtualMemory {
   /// Reservations by base address: base -> size.
   std::map<std::uintptr_t, std::uint64_t> reservations;
 
-  /// Whether `address` lies in a reservation: the arena's, when the pool
-  /// has virtual memory (the sliced pools take pages).
-  [[nodiscard]] bool in_reservation(std::uintptr_t address) const {
+  /// The base of the reservation `address` lies in (the arena's, when the
+  /// pool has virtual memory; the sliced pools take pages), or 0 if none.
+  [[nodiscard]] std::uintptr_t reservation_base(std::uintptr_t address) const {
     auto above = reservations.upper_bound(address);
     if (above == reservations.begin()) {
-      return false;
+      return 0;
     }
     --above;
-    return address < above->first + above->second;
+    return address < above->first + above->second ? above->first : 0;
   }
   /// The bytes of every chunk mapped now.
   [[nodiscard]] std::uint64_t mapped_bytes() const {
