@@ -236,6 +236,22 @@ struct Rank {
   std::array<Allocation, kSlots> slots;
 };
 
+/// An input's ranks (2 to 4), in place: a heap block per rank and the
+/// list's own, per input, were some 5 of its allocations (issue 13,
+/// forty-ninth round). Destroyed first to last, as the list destroyed them.
+struct Ranks {
+  std::array<std::optional<Rank>, 4> at;
+  int size = 0;
+  Ranks() = default;
+  Ranks(const Ranks&) = delete;
+  Ranks& operator=(const Ranks&) = delete;
+  ~Ranks() {
+    for (std::optional<Rank>& rank : at) {
+      rank.reset();
+    }
+  }
+};
+
 std::string show_binding(const Binding& binding) {
   return "A" + std::to_string(binding.allocation.raw()) + to_string(binding.range);
 }
@@ -309,10 +325,11 @@ class Harness {
     named_.clear();
     touched_.clear();
     for (int rank = 0; rank < world_.size(); ++rank) {
-      ranks_.push_back(std::make_unique<Rank>(
-          world_.rank(rank), mode_, describing ? nullptr : &kept_ranks().at(mode_, rank)));
+      Rank& made = ranks_.at[static_cast<std::size_t>(rank)].emplace(
+          world_.rank(rank), mode_, describing ? nullptr : &kept_ranks().at(mode_, rank));
+      ++ranks_.size;
       // Each rank's Device mints ids in a space of its own: so does its model.
-      model_.rank(rank).set_id_space(ranks_.back()->device.memory().id_space());
+      model_.rank(rank).set_id_space(made.device.memory().id_space());
       model_.rank(rank).set_fresh_bytes(mode_.fresh, mode_.reads);
     }
     checker_.set_context([this] { return context(); });
@@ -384,8 +401,8 @@ class Harness {
   }
 
  private:
-  [[nodiscard]] int size() const { return static_cast<int>(ranks_.size()); }
-  Rank& at(int rank) { return *ranks_[static_cast<std::size_t>(rank)]; }
+  [[nodiscard]] int size() const { return ranks_.size; }
+  Rank& at(int rank) { return *ranks_.at[static_cast<std::size_t>(rank)]; }
 
   /// A quiet run's context is a describing re-run of the same input, which
   /// fails at the same check and reports (common/op_log.hpp).
@@ -395,10 +412,10 @@ class Harness {
       again.run();
       return taintpool::fuzz::rerun_did_not_fail();
     }
-    std::string text = "mode " + mode_.name() + ", ranks: " + std::to_string(ranks_.size()) +
+    std::string text = "mode " + mode_.name() + ", ranks: " + std::to_string(ranks_.size) +
                        "\nops (" + std::to_string(ops_.size()) + "):\n";
     text += ops_.tail(60);
-    for (int rank = 0; rank < static_cast<int>(ranks_.size()); ++rank) {
+    for (int rank = 0; rank < ranks_.size; ++rank) {
       const auto& model = model_.rank(rank);
       text += "model of rank " + std::to_string(rank) + ":\n";
       for (const AllocationId id : model.allocations()) {
@@ -910,7 +927,7 @@ class Harness {
   taintpool::fuzz::FreshMode mode_; ///< N1, N2: named in every failure's context.
   LoopbackWorld world_;
   RanksModel model_;
-  std::vector<std::unique_ptr<Rank>> ranks_;
+  Ranks ranks_;
   Checker checker_;
   taintpool::fuzz::OpLog ops_;       ///< Text only in a describing re-run.
   Kept own_;                         ///< A describing re-run's buffers (a quiet run's are shared).
