@@ -332,6 +332,83 @@ TEST(FreshBytes, N1_AnOutputWhoseNeverWrittenBytesReachPastItsBindingKeepsTheRes
   f.device.check_invariants();
 }
 
+/// What one launch of the mixes below left: its answer, then each
+/// buffer's readability and stale reports, then the graph's size.
+std::vector<std::uint64_t> mix_transcript(Fixture& f, const LaunchResult& result,
+                                          const std::vector<Allocation>& buffers) {
+  std::vector<std::uint64_t> seen{static_cast<std::uint64_t>(result.status),
+                                  result.failure ? result.failure->raw() : 0,
+                                  result.needed ? result.needed->raw() : 0};
+  for (const Allocation& buffer : buffers) {
+    seen.push_back(read_all(f.device, buffer.whole()).ok() ? 1 : 0);
+    seen.push_back(f.device.stale_reports(buffer.whole()).size());
+  }
+  seen.push_back(f.device.graph().size());
+  return seen;
+}
+
+TEST(FreshBytes, N1_S1_S6_EveryMixOfCleanStaleAndFreshBindingsIsNotedAsAPlanNotesIt) {
+  // A plain launch resolves and notes its bindings' taints through the id
+  // table (resolve_side); a launch through a plan notes the taints its plan
+  // resolved once (planned_side): two paths that must agree. Every mix of
+  // two reads —
+  // written, never written (stale: skipped, S1), never written only outside
+  // its binding (runs) — and two outputs — written, fresh (N1), fresh past
+  // its binding (not N1's case: the general path), claimed by a failed
+  // launch (S6) — must answer and leave every byte alike both ways.
+  const auto prepare_read = [](Fixture& f, const Allocation& buffer, int state) {
+    if (state == 0) {
+      EXPECT_TRUE(f.device.write(buffer.whole(), bytes_of(64, 1)).ran());
+    } else if (state == 2) {
+      EXPECT_TRUE(f.device.write(buffer.bind(0, 32), bytes_of(32, 1)).ran());
+    }
+    return state == 2 ? buffer.bind(0, 32) : buffer.whole();
+  };
+  const auto prepare_output = [](Fixture& f, const Allocation& buffer, int state) {
+    if (state == 0) {
+      EXPECT_TRUE(f.device.write(buffer.whole(), bytes_of(64, 2)).ran());
+    } else if (state == 3) {
+      EXPECT_EQ(f.device
+                    .launch("spoil", {}, {buffer.whole()},
+                            [](auto&) { return LaunchOutcome::failure(Error::launch("no")); })
+                    .status,
+                LaunchStatus::Failed);
+    }
+    return state == 2 ? buffer.bind(0, 32) : buffer.whole();
+  };
+  int cases = 0;
+  for (int mix = 0; mix < 3 * 3 * 4 * 4; ++mix) {
+    const int states[4] = {mix % 3, mix / 3 % 3, mix / 9 % 4, mix / 36 % 4};
+    std::vector<std::uint64_t> transcripts[2];
+    for (const bool planned : {false, true}) {
+      Fixture f;
+      std::vector<Allocation> buffers;
+      for (int index = 0; index < 4; ++index) {
+        buffers.push_back(f.device.create_buffer(64));
+      }
+      const std::vector<Binding> reads{prepare_read(f, buffers[0], states[0]),
+                                       prepare_read(f, buffers[1], states[1])};
+      const std::vector<Binding> writes{prepare_output(f, buffers[2], states[2]),
+                                        prepare_output(f, buffers[3], states[3])};
+      const LaunchResult result =
+          planned ? f.device.launch(f.device.plan(reads, writes), "mix", fill_sevens)
+                  : f.device.launch("mix", reads, writes, fill_sevens);
+      const bool stale = states[0] == 1 || states[1] == 1;
+      EXPECT_EQ(result.status, stale ? LaunchStatus::Skipped : LaunchStatus::Ran) << "mix " << mix;
+      if (!stale) {
+        for (const Binding& output : writes) {
+          EXPECT_TRUE(read_all(f.device, output).ok()) << "mix " << mix;
+        }
+      }
+      transcripts[planned ? 1 : 0] = mix_transcript(f, result, buffers);
+      f.device.check_invariants();
+    }
+    EXPECT_EQ(transcripts[0], transcripts[1]) << "mix " << mix;
+    ++cases;
+  }
+  EXPECT_EQ(cases, 144);
+}
+
 TEST(FreshBytes, N1_AManagerClaimsAFreshAllocationInlineAndPrunesWithItsLastCarrier) {
   HostStorage storage;
   ErrorGraph graph;
