@@ -252,21 +252,24 @@ Device::~Device() = default;
 
 void Device::reset() {
   const Lock lock(*this, "reset");
-  // What can fail with a device error comes first, while nothing has
-  // changed: every stream's work finished (the pins drop), then the
-  // backend's own synchronize, whose late failures name launches of the
-  // Device as it was and are dropped with it (see device.hpp).
+  // What can fail comes first, while nothing has changed: every stream's
+  // work finished (the pins drop), then the backend's own synchronize,
+  // whose late failures name launches of the Device as it was and are
+  // dropped with it (see device.hpp).
   streams_->finish_all();
-  // Freed, not kept: its block is the backend's list of late failures,
-  // moved out by synchronize(), so the backend allocates a new one with the
-  // next late failure; kept here, it would be freed by the next job's
-  // synchronize instead — a job that frees what an earlier one allocated
-  // looks like a leak to libFuzzer's check, which then runs it again.
-  unattributed_ = std::vector<LateFailure>{};
   static_cast<void>(backend_.synchronize());
-  // From here nothing throws but the graph's R1 check at the end.
+  // From here nothing needs memory (clear_scope_lists tops up the log's
+  // spares only where it can), and nothing throws but the graph's R1
+  // check at the end. Freed, not kept: its block is the backend's list of
+  // late failures, moved out by synchronize(), so the backend allocates a
+  // new one with the next late failure; kept here, it would be freed by
+  // the next job's synchronize instead, and the job that allocated it
+  // would end with its heap grown (see clear_scope_lists). Emptied only
+  // now: had the synchronize above thrown, the failures not yet
+  // attributed would have been lost with it.
+  unattributed_ = std::vector<LateFailure>{};
   clear_scope_lists();
-  rebuild_streams();
+  restart_streams();
   memory_.restart(); // Every allocation ended, every page back (P1), ids from the first again.
   graph_.clear();    // Nothing tags a node now, unless the caller did (std::logic_error).
 }
@@ -291,10 +294,15 @@ void Device::clear_scope_lists() noexcept {
   named_.clear();
   // The log's entries retire as trim_log() retires them: their lists'
   // capacity kept for the next job's entries, up to kSpareLog. Each kept
-  // one gets the room of kLogListRoom bindings a list now, within this
-  // job (a no-op once it has it), so no later job's launch grows a spare:
-  // what a job allocates it frees, as libFuzzer's leak check wants of a
-  // fuzz input. Out of memory for it leaves a spare as it was.
+  // one gets the room of kLogListRoom bindings a list now, charged to the
+  // job that ends here (a no-op once it has it), so a later job's launch
+  // refills a spare without growing it. What that buys the caller who
+  // resets per job (a request, a test case, a fuzz input): each job frees
+  // what it allocates, so the heap compared before and after a job — by a
+  // leak monitor, or libFuzzer's leak check — is flat, rather than growing
+  // by a spare's block in whichever job first overfills it. Costs at most
+  // kSpareLog * 5 small blocks (four lists and the name), once. Out of memory for it leaves a spare
+  // as it was: only capacity.
   while (!log_.empty()) {
     if (spare_log_.size() < spare_log_.capacity()) {
       spare_log_.push_back(std::move(log_.front()));
@@ -314,9 +322,9 @@ void Device::clear_scope_lists() noexcept {
   }
   stale_inputs_.clear();
   // Destroyed, not kept for refilling as between exchanges: a kept report's
-  // paths and texts would be freed by the next job's exchanges, and a job
-  // that frees what an earlier one allocated looks like a leak to
-  // libFuzzer's check (see unattributed_ above).
+  // paths and texts would be freed by the next job's exchanges, so the job
+  // that made them would end with its heap grown (see unattributed_ in
+  // reset()).
   input_reports_.clear();
   input_reports_used_ = 0;
   exchange_recorded_.clear();
@@ -330,16 +338,15 @@ void Device::clear_scope_lists() noexcept {
   sites_ = CreationSites{};
 }
 
-void Device::rebuild_streams() noexcept {
-  // The old table goes first: it destroys the streams it made and drops
-  // its pins (handles into memory_, which restart() must find gone). The
-  // new one takes a new serial, so no StreamId or plan of before names it.
-  streams_.reset();
+void Device::restart_streams() noexcept {
+  // Before memory_.restart(): the table destroys the streams it made and
+  // drops its pins (handles into memory_, which restart() must find gone).
+  // Restarted in place, not built again, so this allocates nothing and a
+  // reset cannot fail half-way for memory. The new serial makes every
+  // StreamId and plan of before name another Device. The tracking mode of
+  // detect mode (O4) is kept by the restart.
   serial_ = next_serial.fetch_add(1, std::memory_order_relaxed);
-  streams_.emplace(backend_, serial_);
-  if (ordering_ == StreamOrdering::Detect) {
-    streams_->order().track_every_allocation(); // As the constructor asks (O4).
-  }
+  streams_->restart(serial_);
 }
 
 // ------------------------------------------------------------ streams

@@ -13,6 +13,20 @@ HappensBefore::HappensBefore()
     , free_(1, false) {
 }
 
+void HappensBefore::clear() noexcept {
+  // Shrinking a vector destroys its tail and keeps the block: no
+  // allocation. Slot 0 then reads as the constructor set it.
+  seq_.resize(1);
+  completed_.resize(1);
+  clock_.resize(1);
+  free_.resize(1);
+  seq_[0] = 0;
+  completed_[0] = 0;
+  clock_[0] = 0;
+  free_[0] = false;
+  records_.clear();
+}
+
 std::uint32_t HappensBefore::add_stream() {
   const std::size_t width = seq_.size();
   for (std::uint32_t slot = 0; slot < width; ++slot) {

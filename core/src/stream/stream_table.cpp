@@ -20,6 +20,7 @@ StreamTable::StreamTable(QueueBackend& backend, std::uint32_t device, std::uint3
     : backend_(backend)
     , device_(device)
     , synchronous_(backend.synchronous())
+    , first_number_(first_number)
     , next_number_(first_number)
     , handles_{backend.default_stream()}
     , number_{0}
@@ -28,21 +29,54 @@ StreamTable::StreamTable(QueueBackend& backend, std::uint32_t device, std::uint3
 }
 
 StreamTable::~StreamTable() {
-  try {
-    finish_all();
-  } catch (...) {
-    // A broken device: nothing more can run after it anyway.
+  tear_down();
+}
+
+void StreamTable::tear_down() noexcept {
+  for (std::uint32_t slot = 0; slot < handles_.size(); ++slot) {
+    if (handles_[slot] == nullptr) {
+      continue;
+    }
+    try {
+      backend_.finish(handles_[slot]);
+      finished(slot);
+    } catch (...) {
+      // A broken device: nothing more can run on the stream anyway.
+    }
   }
   for (std::uint32_t slot = 0; slot < handles_.size(); ++slot) {
-    drop_pins(slot);
+    pins_[slot].clear(); // Completed, or never will be: either way held no longer.
     for (const Tracker& tracker : trackers_[slot]) {
       backend_.release(tracker.event);
     }
     trackers_[slot].clear();
     if (slot != 0 && handles_[slot] != nullptr) {
       backend_.destroy_stream(handles_[slot]);
+      handles_[slot] = nullptr;
     }
   }
+}
+
+void StreamTable::restart(std::uint32_t device) noexcept {
+  tear_down();
+  // As the constructor leaves it. Shrinking keeps each list's block (no
+  // allocation) and frees the destroyed streams' pin and event queues;
+  // the default stream's, emptied above, keep theirs.
+  handles_.resize(1);
+  number_.resize(1);
+  pins_.resize(1);
+  trackers_.resize(1);
+  handles_[0] = backend_.default_stream();
+  number_[0] = 0;
+  by_number_.fill(NumberEntry{});
+  by_number_[0] = NumberEntry{0, 1};
+  order_.clear();
+  device_ = device;
+  synchronous_ = backend_.synchronous();
+  several_ = false;
+  next_number_ = first_number_;
+  stats_ = StreamStats{};
+  prune_at_ = kPruneFloor;
 }
 
 StreamId StreamTable::create() {

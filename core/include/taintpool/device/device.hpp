@@ -250,18 +250,20 @@ class alignas(64) Device {
   ///
   /// Cost: a synchronize's wait and a backend synchronize, the graph's
   /// table and the pools walked once (MemoryManager::restart,
-  /// ErrorGraph::clear), and the stream table built again (four small
-  /// lists); everything else keeps its capacity, so a reset Device's next
-  /// job allocates only what it keeps as state.
+  /// ErrorGraph::clear), and the stream table restarted in place
+  /// (StreamTable::restart: the streams it made destroyed, its lists
+  /// emptied); everything keeps its capacity, so a reset Device's next job
+  /// allocates only what it keeps as state.
   ///
   /// Throws std::logic_error when called from a body (as every call does)
-  /// and what finishing the streams or the backend's synchronize throws:
-  /// then nothing has changed. Also std::logic_error if a failure is still
-  /// tagged once every allocation ended — tagged through graph() by the
-  /// caller, bypassing the scopes (R1): the memory and streams are fresh
-  /// then, the graph is left as it was. Out of memory while building the
-  /// stream table again ends the process (std::terminate): a Device left
-  /// with no stream table could answer nothing.
+  /// and what finishing the streams or the backend's synchronize throws,
+  /// std::bad_alloc included: then nothing has changed. Past those nothing
+  /// needs memory (the log's spares are topped up only where memory allows),
+  /// so running out of it cannot stop a reset half-way.
+  /// Also std::logic_error if a failure is still tagged once every
+  /// allocation ended — tagged through graph() by the caller, bypassing
+  /// the scopes (R1): the memory and streams are fresh then, the graph is
+  /// left as it was.
   void reset();
 
   // ---------------------------------------------------------------- streams
@@ -497,9 +499,9 @@ class alignas(64) Device {
   /// reset(): every list a scope or the log fills emptied (capacity kept),
   /// every counter and flag as the constructor sets it.
   void clear_scope_lists() noexcept;
-  /// reset(): the stream table destroyed and built again for a new serial.
-  /// Out of memory for its four small lists terminates (see reset()).
-  void rebuild_streams() noexcept;
+  /// reset(): the stream table restarted in place for a new serial
+  /// (StreamTable::restart). Allocates nothing, so it cannot fail.
+  void restart_streams() noexcept;
 
   /// A launch whose outcome an asynchronous backend has not yet confirmed,
   /// or, in detect mode, whose work is not yet known complete — and any
@@ -752,9 +754,9 @@ class alignas(64) Device {
   detail::Fifo<LoggedLaunch> log_; // Nothing allocated until a launch is logged.
   ErrorGraph graph_; // Declared before memory_: the memory clears taints into it on destruction.
   MemoryManager memory_;
-  // After memory_: its pins are handles into it, dropped first. Optional
-  // only so reset() can build it again for a new serial (a StreamTable is
-  // neither assignable nor movable); always engaged outside reset().
+  // After memory_: its pins are handles into it, dropped first. Always
+  // engaged: reset() restarts it in place (StreamTable::restart) where it
+  // once destroyed and built it again, which is what the optional was for.
   std::optional<StreamTable> streams_;
   // The current launch's bindings, resolved (views of the scratch below,
   // which is reused across launches: no allocation once warm, G10). Set by

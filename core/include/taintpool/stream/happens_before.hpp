@@ -115,6 +115,13 @@ class HappensBefore {
   /// so far — as the writer of every byte. Otherwise nothing.
   void created(const StreamAccess& allocation);
 
+  /// Back to what the constructor makes — one stream, slot 0, with nothing
+  /// queued and no record — keeping the tracking mode (the caller's
+  /// setting, not state) and the capacity of every table: what
+  /// StreamTable::restart needs, allocation-free. Records go whatever they
+  /// hold: their allocations' ids may be handed out again.
+  void clear() noexcept;
+
   /// A new stream's slot: a free one (a removed stream's, whose work all
   /// completed) or a new one. Its clock starts empty: nothing is ordered
   /// before it but completed work.

@@ -66,6 +66,21 @@ class StreamTable {
   StreamTable(QueueBackend& backend, std::uint32_t device, std::uint32_t first_number = 1);
   /// Finishes and destroys every stream it created, gives back every event.
   ~StreamTable();
+  /// Makes this table what `StreamTable(backend, device, first_number)`
+  /// would be, with the backend and first number it was built with, while
+  /// keeping the capacity of its lists: what the destructor does to the
+  /// streams (finished, pins dropped, kept events given back, every stream
+  /// it created destroyed), then one default stream, numbers from the first
+  /// again, statistics 0, the number table and HappensBefore emptied (its
+  /// tracking mode kept). Every StreamId it made carries the old serial, so
+  /// under a new `device` none resolves (slot() throws NotFound).
+  /// Why in place: building a table again allocates its four lists, and a
+  /// caller that must not fail half-way (Device::reset) could not recover
+  /// from std::bad_alloc there. Allocates nothing and cannot fail: call
+  /// finish_all() first to learn of a device error — here, as in the
+  /// destructor, one finishing a stream is dropped (the stream is destroyed
+  /// all the same). Frees the per-stream lists of the streams destroyed.
+  void restart(std::uint32_t device) noexcept;
   StreamTable(const StreamTable&) = delete;
   StreamTable& operator=(const StreamTable&) = delete;
 
@@ -181,13 +196,18 @@ class StreamTable {
   /// entry, if any: the slot that held it was just destroyed.
   void refill_number_entry(std::uint32_t number) noexcept;
   void drop_pins(std::uint32_t slot) noexcept;
+  /// The destructor's and restart()'s first half: every stream finished
+  /// (a device error dropped), every pin dropped, every kept event given
+  /// back, every stream but the default one destroyed.
+  void tear_down() noexcept;
   void track(std::uint32_t slot, EventHandle event, std::uint64_t seq);
 
   QueueBackend& backend_;
   std::uint32_t device_;
   bool synchronous_;
   bool several_ = false;
-  std::uint64_t next_number_; ///< Past 2^32 - 1: no number is left (create throws).
+  std::uint32_t first_number_; ///< The constructor's first_number, for restart().
+  std::uint64_t next_number_;  ///< Past 2^32 - 1: no number is left (create throws).
   HappensBefore order_;
   std::vector<StreamHandle> handles_; ///< Per slot; null when free.
   std::vector<std::uint32_t> number_; ///< Per slot: the live stream's number.
