@@ -808,11 +808,11 @@ class alignas(64) Device {
   /// Room an entry's list (and kernel name) gets when it must allocate, so
   /// a spare refilled by a launch of up to kLogListRoom bindings a side
   /// never grows again: spares come back in another order than they went,
-  /// and each growth of one was an allocation a later job paid (issue 13:
-  /// with a Device kept across fuzz inputs by reset(), a job that
-  /// allocates more than it frees looks like a leak to libFuzzer, which
-  /// runs it again and scans the heap). No more blocks than an exact fit:
-  /// only their size differs.
+  /// and each growth of one was an allocation a later job paid — a job run
+  /// on a Device kept across jobs by reset() then ends with its heap grown
+  /// (see clear_scope_lists; a leak monitor, libFuzzer's leak check among
+  /// them, flags such a job). No more blocks than an exact fit: only their
+  /// size differs.
   static constexpr std::size_t kLogListRoom = 4;
   static constexpr std::size_t kLogKernelRoom = 48;
   // C2: the current exchange's stale inputs, their reports, the failures held.
