@@ -300,6 +300,9 @@ struct Kept {
   RanksModel::Collective spec;         ///< collective()'s; every field set per call.
   std::vector<CollectiveResult> results;
   std::vector<RanksModel::Expected> expected;
+  /// The last quiet run's RanksModel lists (RanksModel::take_room): each
+  /// input's model starts with their capacity, never their contents.
+  RanksModel::Room model_room;
 };
 
 Kept& kept_between_inputs() {
@@ -316,7 +319,8 @@ class Harness {
       , size_(length)
       , mode_(taintpool::fuzz::fresh_mode(data, length))
       , world_(ranks(data, mode_.size))
-      , model_(ranks(data, mode_.size))
+      , model_(ranks(data, mode_.size),
+               describing ? RanksModel::Room() : std::move(kept_between_inputs().model_room))
       , checker_("collective_fuzzer")
       , ops_(describing)
       , kept_(describing ? own_ : kept_between_inputs())
@@ -349,6 +353,9 @@ class Harness {
   ~Harness() {
     kept_.results.clear();
     kept_.expected.clear();
+    // A describing re-run's room goes with its own Kept: the quiet run's
+    // model, still alive, gives its room back when that run ends.
+    kept_.model_room = model_.take_room();
   }
 
   void run() {

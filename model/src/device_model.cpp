@@ -290,6 +290,7 @@ void DeviceModel::trade_lists(Room& room) noexcept {
   swap(scratch_named_, room.scratch_named);
   swap(scratch_read_owners_, room.scratch_read_owners);
   swap(scratch_released_, room.scratch_released);
+  swap(scratch_steps_, room.scratch_steps);
   swap(spare_launch_, room.launch);
   swap(spare_read_, room.read);
 }
@@ -311,6 +312,7 @@ void DeviceModel::empty_lists() noexcept {
   scratch_named_.clear();
   scratch_read_owners_.clear();
   scratch_released_.clear();
+  scratch_steps_.clear();
 }
 
 void DeviceModel::recycle(ModelRead&& done) noexcept {
@@ -1485,6 +1487,35 @@ Report DeviceModel::report(FailureId failure, AllocationId read) const {
 }
 
 void DeviceModel::report(FailureId failure, AllocationId read, Report& expected) const {
+  // The walk's steps are pointers into the model's records; only here are
+  // they copied, each into a path element kept from the caller's last
+  // report where there is one (assigned: its name and list keep capacity).
+  std::vector<const SkipRecord*>& steps = scratch_steps_;
+  const AllocationId origin = report_path(failure, read, steps);
+  const Failure& found = failures_.at(failure.raw());
+  // Every field set again; assigned, so the caller's strings and lists keep
+  // their capacity.
+  expected.failure = failure;
+  expected.root = found.error;
+  expected.read = read;
+  expected.stale.reset();
+  expected.origin = origin;
+  expected.skips_recorded = found.records.size();
+  expected.path_may_be_incomplete = found.records.size() > kept_skip_records;
+  const std::size_t kept = std::min(steps.size(), expected.path.size());
+  for (std::size_t at = 0; at < kept; ++at) {
+    expected.path[at] = *steps[at];
+  }
+  for (std::size_t at = kept; at < steps.size(); ++at) {
+    expected.path.push_back(*steps[at]);
+  }
+  expected.path.erase(expected.path.begin() + static_cast<std::ptrdiff_t>(steps.size()),
+                      expected.path.end());
+}
+
+AllocationId DeviceModel::report_path(FailureId failure, AllocationId read,
+                                      std::vector<const SkipRecord*>& path) const {
+  path.clear();
   const auto found = failures_.find(failure.raw());
   if (found == failures_.end()) {
     throw std::logic_error("model: report of " + to_string(failure) + ", which is not live");
@@ -1495,42 +1526,27 @@ void DeviceModel::report(FailureId failure, AllocationId read, Report& expected)
       all.begin() + static_cast<std::ptrdiff_t>(
                         all.size() > kept_skip_records ? all.size() - kept_skip_records : 0),
       all.end());
-  // Every field set again; assigned, so the caller's strings and lists keep
-  // their capacity (a collective words a report per root per rank: issue 13).
-  expected.failure = failure;
-  expected.root = found->second.error;
-  expected.read = read;
-  expected.stale.reset();
-  expected.origin = read;
-  expected.skips_recorded = found->second.records.size();
-  expected.path_may_be_incomplete = found->second.records.size() > kept_skip_records;
-  std::size_t steps = 0;
   // G8: from the allocation read, step to the newest kept record (older than
   // the last step) that produced the allocation being explained, and on to
   // the allocation it needed; stop where no record produced it.
+  AllocationId origin = read;
   std::size_t older_than = kept.size();
   for (;;) {
     std::optional<std::size_t> step;
     for (std::size_t index = 0; index < older_than; ++index) {
       const auto& produced = kept[index].produced;
-      if (std::find(produced.begin(), produced.end(), expected.origin) != produced.end()) {
+      if (std::find(produced.begin(), produced.end(), origin) != produced.end()) {
         step = index; // Keeps the newest.
       }
     }
     if (!step) {
       break;
     }
-    if (steps < expected.path.size()) {
-      expected.path[steps] = kept[*step];
-    } else {
-      expected.path.push_back(kept[*step]);
-    }
-    ++steps;
-    expected.origin = kept[*step].needed;
+    path.push_back(&kept[*step]);
+    origin = kept[*step].needed;
     older_than = *step;
   }
-  expected.path.erase(expected.path.begin() + static_cast<std::ptrdiff_t>(steps),
-                      expected.path.end());
+  return origin;
 }
 
 // ------------------------------------------------------------ observation

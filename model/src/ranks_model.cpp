@@ -153,19 +153,13 @@ void append_allocation(std::string& text, AllocationId id) {
   }
 }
 
-} // namespace
-
-RanksModel::RanksModel(int ranks)
-    : ranks_(static_cast<std::size_t>(ranks)) {
-}
-
-std::string RanksModel::root_line(const Report& report) {
-  std::string text;
-  root_line(report, text);
-  return text;
-}
-
-void RanksModel::root_line(const Report& report, std::string& text) {
+// A report's root line (RanksModel::root_line's words) from its parts:
+// `step_at(i)` is the path's step i, newest first, for i below `steps`.
+// Shared by the line of a Report and the line worded from the model's own
+// records in place (contribution_of), so the two cannot word it apart.
+template <class StepAt>
+void word_root_line(std::string& text, AllocationId origin, FailureId failure, const Error& root,
+                    std::size_t steps, StepAt step_at, bool incomplete) {
   // Appended piece by piece into `text`, whose capacity the caller keeps:
   // built by operator+ per step into a fresh string, it was the collective
   // fuzzer's largest allocation site (issue 13). The words are the ones
@@ -175,25 +169,26 @@ void RanksModel::root_line(const Report& report, std::string& text) {
   // outgrow the small-string buffer once an id names its memory).
   text.clear();
   text.reserve(2 * kTextBytes); // Once per kept string: most lines fit, cut or not.
-  append_allocation(text, report.origin);
+  append_allocation(text, origin);
   text += " was left unwritten by failure ";
-  text += std::to_string(report.failure.raw());
+  text += std::to_string(failure.raw());
   text += " (";
-  text += name(report.root.kind());
-  if (!report.root.message().empty()) {
+  text += name(root.kind());
+  if (!root.message().empty()) {
     text += ": ";
-    text += report.root.message();
+    text += root.message();
   }
   text += ')';
-  for (auto step = report.path.rbegin(); step != report.path.rend(); ++step) {
+  for (std::size_t at = steps; at-- > 0;) {
+    const SkipRecord& step = step_at(at);
     text += ", then ";
-    text += step->kernel;
-    text += step->took_part ? " took part with stale bytes of "
-            : step->ran     ? " ran on stale bytes of "
-                            : " was skipped: it needed ";
-    append_allocation(text, step->needed);
+    text += step.kernel;
+    text += step.took_part ? " took part with stale bytes of "
+            : step.ran     ? " ran on stale bytes of "
+                           : " was skipped: it needed ";
+    append_allocation(text, step.needed);
   }
-  if (report.path_may_be_incomplete) {
+  if (incomplete) {
     text += " (the path may begin earlier)";
   }
   if (text.size() > kTextBytes) {
@@ -204,6 +199,71 @@ void RanksModel::root_line(const Report& report, std::string& text) {
     text.resize(keep);
     text += "...";
   }
+}
+
+} // namespace
+
+RanksModel::RanksModel(int ranks)
+    : ranks_(static_cast<std::size_t>(ranks)) {
+}
+
+RanksModel::RanksModel(int ranks, Room room) {
+  const auto count = static_cast<std::size_t>(ranks);
+  ranks_.reserve(count);
+  for (std::size_t at = 0; at < count; ++at) {
+    if (at < room.ranks.size()) {
+      ranks_.emplace_back(false, std::move(room.ranks[at]));
+    } else {
+      ranks_.emplace_back(false);
+    }
+  }
+  for (std::size_t at = count; at < room.ranks.size(); ++at) {
+    spare_rooms_.push_back(std::move(room.ranks[at]));
+  }
+  // Only capacity matters: collective() refills every scratch element it
+  // reads (contributions, plan, lists) before reading it.
+  trade_scratch(room);
+}
+
+RanksModel::Room RanksModel::take_room() noexcept {
+  Room room;
+  room.ranks.reserve(ranks_.size() + spare_rooms_.size());
+  for (DeviceModel& model : ranks_) {
+    room.ranks.push_back(model.take_room());
+  }
+  for (DeviceModel::Room& spare : spare_rooms_) {
+    room.ranks.push_back(std::move(spare));
+  }
+  spare_rooms_.clear();
+  trade_scratch(room);
+  return room;
+}
+
+void RanksModel::trade_scratch(Room& room) noexcept {
+  using std::swap;
+  swap(contributions_, room.contributions);
+  swap(contributed_, room.contributed);
+  swap(plan_, room.plan);
+  swap(fed_, room.fed);
+  swap(own_piece_, room.own_piece);
+  swap(feeds_, room.feeds);
+  swap(own_runs_, room.own_runs);
+  swap(cited_, room.cited);
+  swap(kernel_, room.kernel);
+  swap(message_, room.message);
+}
+
+std::string RanksModel::root_line(const Report& report) {
+  std::string text;
+  root_line(report, text);
+  return text;
+}
+
+void RanksModel::root_line(const Report& report, std::string& text) {
+  word_root_line(
+      text, report.origin, report.failure, report.root, report.path.size(),
+      [&](std::size_t step) -> const SkipRecord& { return report.path[step]; },
+      report.path_may_be_incomplete);
 }
 
 void RanksModel::contribution_of(int rank, const Binding& send, DataType type,
@@ -289,13 +349,16 @@ void RanksModel::contribution_of(int rank, const Binding& send, DataType type,
   // is rewritten whole, so their capacity serves the next collective.
   out.texts.resize(std::min(distinct.size(), kRoots));
   for (std::size_t entry = 0; entry < out.texts.size(); ++entry) {
+    // Worded from the model's records in place: a Report refilled per root
+    // copied every step's record (its name and produced list) first, a
+    // tenth of collective_fuzzer's allocations (issue 13, fifty-first round).
     const FailureId root = FailureId::from_raw(distinct[entry]);
-    if (out.report) {
-      model.report(root, send.allocation, *out.report);
-    } else {
-      out.report.emplace(model.report(root, send.allocation));
-    }
-    RanksModel::root_line(*out.report, out.texts[entry]);
+    const AllocationId origin = model.report_path(root, send.allocation, out.path);
+    const std::uint64_t recorded = model.skips_recorded(root);
+    word_root_line(
+        out.texts[entry], origin, root, *model.error(root), out.path.size(),
+        [&](std::size_t step) -> const SkipRecord& { return *out.path[step]; },
+        recorded > DeviceModel::kept_skip_records);
   }
   out.more = distinct.size() > kRoots ? distinct.size() - kRoots : 0;
 }

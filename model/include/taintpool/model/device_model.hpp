@@ -377,6 +377,16 @@ class DeviceModel {
   /// The same report into `out`, every field set again (its strings and
   /// lists keep their capacity).
   void report(FailureId failure, AllocationId read, Report& out) const;
+  /// report()'s walk without a copy: `path` refilled with the model's own
+  /// records, newest step first as Report::path (its capacity kept: a
+  /// caller that reuses it allocates nothing once it has grown), and the
+  /// origin returned. Both report() forms are built on it, so none can
+  /// disagree; RanksModel words a collective's root lines from it without
+  /// copying a record (issue 13: the copies were some 17 allocations of a
+  /// collective_fuzzer input). Throws std::logic_error when `failure` is
+  /// not live. Valid until the next change to the model.
+  AllocationId report_path(FailureId failure, AllocationId read,
+                           std::vector<const SkipRecord*>& path) const;
   [[nodiscard]] FailureId next_failure() const { return FailureId::from_raw(next_failure_); }
   /// The number the next launch will get (KernelContext::launch()).
   [[nodiscard]] std::uint64_t next_launch() const { return next_launch_; }
@@ -668,6 +678,9 @@ class DeviceModel {
   std::vector<std::uint64_t> scratch_read_owners_;
   /// launch_impl's released ranges (a failed body's S2 ranges). Scratch only.
   std::vector<Binding> scratch_released_;
+  /// report()'s steps (report_path's pointers), before they are copied into
+  /// the caller's Report. Scratch only.
+  mutable std::vector<const SkipRecord*> scratch_steps_;
   /// Appends a log entry for `launch` with every field set; `named` is a
   /// wrote_only body's named ranges (S6), nullptr for any other. Returns it.
   Logged& log_entry(std::uint64_t launch, std::string_view kernel, LaunchStatus status,
@@ -732,6 +745,7 @@ class DeviceModel {
     std::vector<std::uint64_t> scratch_named;
     std::vector<std::uint64_t> scratch_read_owners;
     std::vector<Binding> scratch_released;
+    std::vector<const SkipRecord*> scratch_steps;
     ModelLaunch launch;
     ModelRead read;
     ByteArena bytes; ///< Its blocks, every list given back.

@@ -52,6 +52,20 @@ class RanksModel {
   /// `ranks` fresh DeviceModels.
   explicit RanksModel(int ranks);
 
+  class Room;
+  /// The same, starting with the lists an earlier model gave up (`room`,
+  /// from take_room()): rank r's DeviceModel is made with that model's rank
+  /// r's room (DeviceModel(false, room): capacity, never contents, so it
+  /// answers as a fresh one), and collective()'s scratch lists, which every
+  /// call refills before it reads them, keep their capacity. Why: a fuzzer
+  /// that builds a RanksModel per input grew every rank's lists and every
+  /// scratch list again each time (issue 13, fifty-first round).
+  RanksModel(int ranks, Room room);
+  /// Gives up every rank's DeviceModel lists (DeviceModel::take_room) and
+  /// the scratch lists, for the next RanksModel; this one is left with
+  /// empty lists and must only be destroyed.
+  [[nodiscard]] Room take_room() noexcept;
+
   [[nodiscard]] int size() const noexcept { return static_cast<int>(ranks_.size()); }
   [[nodiscard]] DeviceModel& rank(int rank) { return ranks_.at(static_cast<std::size_t>(rank)); }
   [[nodiscard]] const DeviceModel& rank(int rank) const {
@@ -113,8 +127,9 @@ class RanksModel {
     std::vector<std::uint64_t> distinct;   ///< The distinct roots, in piece order.
     std::vector<std::string> texts;        ///< Root entries' texts (at most four; strings kept).
     std::uint64_t more = 0;                ///< Distinct roots past four.
-    /// Scratch: each root's report, refilled in place for its text.
-    std::optional<Report> report;
+    /// Scratch: each root's report path (DeviceModel::report_path, the
+    /// model's records in place), refilled for its text.
+    std::vector<const SkipRecord*> path;
     std::vector<std::uint64_t> piece_at; ///< Per byte: the piece holding it.
     /// N2 under Report: the never-written runs read (allocation-relative),
     /// which count as clean here (writer 0).
@@ -160,6 +175,34 @@ class RanksModel {
   std::vector<std::pair<int, std::size_t>> cited_;            ///< (source, root entry).
   std::string kernel_;
   std::string message_; ///< A fed call's message, before its Error copies it.
+  /// Rooms of ranks past size() when this model was made with a room: kept
+  /// for take_room(), so an input with fewer ranks costs the next none.
+  std::vector<DeviceModel::Room> spare_rooms_;
+  /// Swaps the scratch lists with `room`'s (both directions).
+  void trade_scratch(Room& room) noexcept;
+
+ public:
+  /// What a RanksModel leaves for the next one (see take_room()): every
+  /// rank's DeviceModel::Room, in rank order, and the scratch lists.
+  /// Capacity only. Movable, opaque.
+  class Room {
+   public:
+    Room() = default;
+
+   private:
+    friend class RanksModel;
+    std::vector<DeviceModel::Room> ranks;
+    std::vector<Contribution> contributions;
+    std::vector<std::uint8_t> contributed;
+    DeviceModel::ExchangePlan plan;
+    std::vector<std::uint8_t> fed;
+    std::vector<std::uint64_t> own_piece;
+    std::vector<Feed> feeds;
+    std::vector<std::pair<std::uint64_t, ByteRange>> own_runs;
+    std::vector<std::pair<int, std::size_t>> cited;
+    std::string kernel;
+    std::string message;
+  };
 };
 
 } // namespace taintpool::model
