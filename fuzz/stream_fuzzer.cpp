@@ -49,14 +49,12 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/byte_reader.hpp"
 #include "common/check.hpp"
-#include "common/fresh_mode.hpp"
 
 namespace {
 
@@ -252,66 +250,25 @@ void one_op(ByteReader& in, StreamRig& rig) {
   }
 }
 
-/// The fuzzer's checker: one for the process, so the rigs, kept across
-/// inputs, can report through it.
-const Checker& checker() {
-  static const Checker made("stream_fuzzer");
-  return made;
-}
-
-/// A rig per mode (ordering, detect), kept from one input to the next
-/// (issue 13, forty-ninth round): each input ends with StreamRig::reset(),
-/// which leaves the rig what a fresh one would be (StreamRigReset.* pins
-/// that) keeping only capacity — built per input, its Device, backend,
-/// watch and models were most of an input's allocations. Both are built at
-/// the first input, ordering first, whatever its mode: each Device takes
-/// the lowest free id space when built, so the spaces (and every id and
-/// report) do not depend on which modes ran before (fuzz.stream_fuzzer.order).
-///
-/// One input in eight (common/fresh_mode.hpp, ends_by_destroying) ends by
-/// destroying the rig's Device and building it again at once, in the id
-/// space it gave back, so a Device's destructor on a fuzzed state stays in
-/// every campaign. Only the Device: the backend, watch and models around it
-/// stay, and with them what they have warmed (a spare stream, an event, a
-/// list's room), or every rebuild would be followed by inputs that allocate
-/// what they keep — more mallocs than frees, which libFuzzer takes for a
-/// possible leak, running the input again and scanning the heap.
-struct KeptRigs {
-  std::array<std::unique_ptr<StreamRig>, 2> rigs;
-
-  /// The mode's rig, fresh (built now, or reset at its last input's end),
-  /// its scheduler seeded.
-  StreamRig& rig(bool detect, std::uint64_t seed) {
-    if (!rigs[0]) {
-      for (const bool mode : {false, true}) {
-        rigs[mode ? 1 : 0] = std::make_unique<StreamRig>(
-            mode, 0,
-            [](std::string_view rule, const std::string& what) { checker().fail(rule, what); });
-      }
-    }
-    StreamRig& rig = *rigs[detect ? 1 : 0];
-    rig.set_seed(seed);
-    return rig;
-  }
-};
-
-KeptRigs& kept_rigs() {
-  static KeptRigs kept;
-  return kept;
-}
-
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   ByteReader in(data, size);
   const bool detect = (in.byte() & 1u) != 0;
   const std::uint64_t seed = in.bytes(2);
-  StreamRig& rig = kept_rigs().rig(detect, seed);
+  // A rig per input, not one kept across inputs by StreamRig::reset (the
+  // forty-ninth round): kept, an input that grew a kept list ended with
+  // more mallocs than frees, and libFuzzer answers each such input with a
+  // re-run and a leak scan of the whole heap. In CI's campaign that halved
+  // the target's speed (fuzz/README, fifty-second round).
+  const Checker checker("stream_fuzzer");
+  StreamRig rig(detect, seed, [&checker](std::string_view rule, const std::string& what) {
+    checker.fail(rule, what);
+  });
   while (!in.empty() && rig.ops() < kMaxOps) {
     one_op(in, rig);
     rig.after_op();
   }
   rig.finish();
-  rig.reset(taintpool::fuzz::ends_by_destroying(data, size));
   return 0;
 }
