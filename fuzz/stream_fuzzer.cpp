@@ -102,7 +102,7 @@ Binding decode_binding(ByteReader& in, const StreamRig& rig) {
     }
   }
   if (!id) {
-    id = rig.made().empty() ? taintpool::allocation_id(rig.id_space(), 1)
+    id = rig.made().empty() ? AllocationId::from_raw(1)
                             : rig.made()[target % rig.made().size()]; // Maybe dropped (P3).
   }
   const std::uint64_t size = rig.model().size(*id);
@@ -256,11 +256,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   ByteReader in(data, size);
   const bool detect = (in.byte() & 1u) != 0;
   const std::uint64_t seed = in.bytes(2);
-  // A rig per input, not one kept across inputs by StreamRig::reset (the
-  // forty-ninth round): kept, an input that grew a kept list ended with
-  // more mallocs than frees, and libFuzzer answers each such input with a
-  // re-run and a leak scan of the whole heap. In CI's campaign that halved
-  // the target's speed (fuzz/README, fifty-second round).
+  // A rig per input (fuzz/README, rounds 49 and 52): a rig kept across
+  // inputs let an input that grew a kept list end with more mallocs than
+  // frees, and libFuzzer answers each such input with a re-run and a leak
+  // scan of the whole heap, which halved the campaign's speed.
   const Checker checker("stream_fuzzer");
   StreamRig rig(detect, seed, [&checker](std::string_view rule, const std::string& what) {
     checker.fail(rule, what);

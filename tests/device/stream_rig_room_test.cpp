@@ -10,11 +10,9 @@
 // k must reproduce alone; a list carried over with something still in it
 // would make one input's answers depend on the last. The rigs run on a
 // thread of their own, so the first one starts with nothing kept.
-#include <taintpool/host/deferred_host_backend.hpp>
 #include <taintpool/model/device_model.hpp>
 #include <taintpool/model/stream_model.hpp>
 #include <taintpool/testing/heap_allocations.hpp>
-#include <taintpool/testing/stream_check.hpp>
 #include <taintpool/testing/stream_rig.hpp>
 
 #include <gtest/gtest.h>
@@ -78,7 +76,8 @@ std::string observe(StreamRig& rig) {
 /// Streams made and destroyed, buffers on each, launches across them with
 /// every body kind, a host write and a read, steps, a sweep; `finish`
 /// ends it as the fuzzer does, else the rig is left with work queued.
-std::string run_script(StreamRig& rig, bool finish) {
+std::string run_script(bool detect, std::uint64_t seed, bool finish) {
+  StreamRig rig(detect, seed, throwing());
   std::string seen;
   auto op = [&] {
     rig.after_op();
@@ -134,12 +133,6 @@ std::string run_script(StreamRig& rig, bool finish) {
   return seen + rig.context();
 }
 
-/// The script on a rig of its own.
-std::string run_script(bool detect, std::uint64_t seed, bool finish) {
-  StreamRig rig(detect, seed, throwing());
-  return run_script(rig, finish);
-}
-
 /// Runs `body` on a thread of its own: its first rig finds nothing kept.
 template <class Body>
 void on_a_new_thread(Body body) {
@@ -185,87 +178,6 @@ TEST(StreamRigRoom, ARigMadeAfterAnotherAllocatesAtMostFifteenTimesWhereTheFirst
   });
   EXPECT_LE(later, 15U) << "the first rig: " << first;
   EXPECT_GE(first, later + 14) << "capacity is no longer kept from one rig to the next";
-}
-
-TEST(StreamRigReset, O1_O3_P1_AResetRigAnswersEveryOpAsAFreshRigDoes) {
-  // stream_fuzzer keeps a rig per mode across inputs and ends each input
-  // with StreamRig::reset() (one in eight with its Device destroyed and
-  // built again): the next input must see exactly what a rig built for it
-  // would — ids, failure ids, stream numbers, stats, pins, the same
-  // interleaving from the same seed, the model's state and op log —
-  // whatever the last input left (work queued, pins held, streams made and
-  // destroyed, failures). Ids name the Device's id space: each rig here is
-  // the only one alive, so all mint in the same.
-  for (const bool detect : {false, true}) {
-    const std::string fresh = run_script(detect, 7, true);
-    ASSERT_FALSE(fresh.empty());
-    StreamRig rig(detect, 11, throwing());
-    (void)run_script(rig, false); // Left with work queued and pins held.
-    rig.reset();
-    rig.set_seed(7);
-    EXPECT_EQ(run_script(rig, true), fresh) << (detect ? "detect" : "ordering") << ", reset";
-    rig.reset();
-    rig.set_seed(7);
-    EXPECT_EQ(run_script(rig, true), fresh) << (detect ? "detect" : "ordering") << ", finished";
-    rig.reset();
-    rig.set_seed(3);
-    (void)run_script(rig, false);
-    rig.reset(true); // The Device destroyed and built again.
-    rig.set_seed(7);
-    EXPECT_EQ(run_script(rig, true), fresh) << (detect ? "detect" : "ordering") << ", rebuilt";
-  }
-}
-
-TEST(StreamRigReset, AResetRigRunsAnInputWithAtLeastFiftyAllocationsFewerThanABuiltOne) {
-  // What a stream_fuzzer input costs: a rig built, the script, the rig
-  // gone (before the forty-ninth round), against the script on a rig kept
-  // and reset: 447 against 375 with g++ 12's libstdc++ on this code. What
-  // a reset keeps is the Device's, backend's, watch's and models' own
-  // parts; a reset that built them again would be near the fresh figure.
-  std::uint64_t fresh = 0;
-  std::uint64_t reset = 0;
-  on_a_new_thread([&] {
-    (void)run_script(false, 7, true); // The thread's lists, as a fuzzer's after its first input.
-    fresh = testing::allocations_during([] { (void)run_script(false, 7, true); });
-    StreamRig rig(false, 7, throwing());
-    (void)run_script(rig, true);
-    rig.reset();
-    reset = testing::allocations_during([&] {
-      rig.set_seed(7);
-      (void)run_script(rig, true);
-      rig.reset();
-    });
-  });
-  EXPECT_LE(reset + 50, fresh) << "fresh " << fresh << ", reset " << reset;
-}
-
-TEST(ObservedBackend, O1_ADestroyedStreamRanItsWorkIsRefusedAndIsReusedOnlyAfterRecycle) {
-  // ObservedBackend keeps the streams the Device destroys, for reuse
-  // between fuzz inputs: destroying one still runs its queued work and
-  // kills its handle (calls naming it are refused, as the backend refuses
-  // a destroyed stream's), a stream made next is another one, and only
-  // after recycle() are the kept ones handed out again, in the order made.
-  DeferredHostBackend queues;
-  testing::StreamWatch watch(false);
-  testing::ObservedBackend backend(queues, watch);
-  const StreamHandle first = backend.create_stream();
-  const StreamHandle second = backend.create_stream();
-  bool ran = false;
-  queues.enqueue(first, [&ran] { ran = true; });
-  backend.destroy_stream(second);
-  backend.destroy_stream(first);
-  EXPECT_TRUE(ran);
-  EXPECT_EQ(queues.pending(), 0U);
-  EXPECT_THROW((void)backend.record(first), std::logic_error);
-  EXPECT_THROW(backend.finish(second), std::logic_error);
-  const StreamHandle third = backend.create_stream();
-  EXPECT_NE(third, first);
-  EXPECT_NE(third, second);
-  backend.recycle();
-  EXPECT_EQ(backend.create_stream(), first);
-  EXPECT_EQ(backend.create_stream(), second);
-  EXPECT_NO_THROW(queues.finish(first)); // Live in the backend all along.
-  EXPECT_NE(backend.create_stream(), third);
 }
 
 /// Drives a model through streams, allocations, launches, pins and a

@@ -54,13 +54,6 @@ class ArenaStorage final : public Storage {
     return list;
   }
 
-  /// Whether every page is back: the free list one block, the whole arena,
-  /// as when built.
-  [[nodiscard]] bool whole() const noexcept {
-    return free_.size() == 1 && free_.front().first == 0 &&
-           free_.front().second == arena_.size() / alignment_ * alignment_;
-  }
-
   /// Free blocks the list holds without growing: more pages than a harness
   /// keeps at once.
   static constexpr std::size_t kMaxBlocks = 256;

@@ -437,41 +437,12 @@ inline StreamWatch::Room StreamWatch::take_room() noexcept {
 
 /// A Backend that forwards to a DeferredHostBackend and tells a StreamWatch
 /// what the host can observe of its queues (see above).
-///
-/// Streams the Device destroys are kept for reuse (issue 13, forty-ninth
-/// round): destroy_stream runs the stream's queued work as the backend's
-/// destroy does (the same steps, so the same interleaving) and marks the
-/// handle dead here — every call naming it is refused with the backend's
-/// std::logic_error, as a destroyed stream's is — and recycle() (between
-/// fuzz inputs, StreamRig::reset) makes the dead ones spare; create_stream
-/// hands out the earliest-made spare before asking the backend for a new
-/// one. Why: the backend keeps a destroyed stream's queue until it goes (a
-/// dead handle must never name a live stream), so a rig kept across inputs
-/// would keep one block per stream an input made — more mallocs than
-/// frees, which libFuzzer takes for a possible leak, running the input
-/// again and scanning the heap. A dead handle is never reused before
-/// recycle(), so within an input it still names no live stream; and the
-/// spares are taken in the order they were made, so the streams an input
-/// makes stand in the backend's walk (which picks among runnable queues by
-/// position; idle ones count for nothing) in the order they were made, as
-/// a fresh backend's would: the same seed gives the same interleaving.
 class ObservedBackend final : public Backend {
  public:
   ObservedBackend(DeferredHostBackend& queues, StreamWatch& watch)
       : queues_(queues)
       , watch_(watch) {
     watch.attach(queues);
-  }
-
-  /// Every stream destroyed so far becomes spare, for the next
-  /// create_stream; call only when no StreamId of them can be used again
-  /// (after Device::reset).
-  void recycle() noexcept {
-    for (Made& made : made_) {
-      if (made.state == State::dead) {
-        made.state = State::spare;
-      }
-    }
   }
 
   [[nodiscard]] Storage& storage() override { return queues_.storage(); }
@@ -482,13 +453,11 @@ class ObservedBackend final : public Backend {
   }
   [[nodiscard]] std::optional<Error> copy_in(StreamHandle stream, std::byte* to,
                                              const std::byte* from, std::size_t bytes) override {
-    refuse_dead(stream);
     watch_.copy(stream, to, from, bytes, true);
     return std::nullopt;
   }
   [[nodiscard]] std::optional<Error> copy_out(StreamHandle stream, std::byte* to,
                                               const std::byte* from, std::size_t bytes) override {
-    refuse_dead(stream);
     watch_.copy(stream, to, from, bytes, false);
     return std::nullopt;
   }
@@ -503,48 +472,17 @@ class ObservedBackend final : public Backend {
 
   [[nodiscard]] StreamHandle default_stream() noexcept override { return queues_.default_stream(); }
   [[nodiscard]] StreamHandle create_stream() override {
-    StreamHandle handle = nullptr;
-    for (Made& made : made_) {
-      if (made.state == State::spare) {
-        made.state = State::live;
-        handle = made.handle;
-        break;
-      }
-    }
-    if (handle == nullptr) {
-      made_.reserve(made_.size() + 1); // First: a throw leaves the backend's stream unmade.
-      handle = queues_.create_stream();
-      made_.push_back(Made{handle, State::live});
-    }
-    watch_.created_handle(handle);
-    return handle;
+    const StreamHandle made = queues_.create_stream();
+    watch_.created_handle(made);
+    return made;
   }
-  void destroy_stream(StreamHandle stream) noexcept override {
-    const auto found = std::find_if(made_.begin(), made_.end(), [&](const Made& made) {
-      return made.handle == stream && made.state == State::live;
-    });
-    if (found == made_.end()) {
-      queues_.destroy_stream(stream); // Not one of ours (or dead already): the backend's answer.
-      return;
-    }
-    try {
-      queues_.finish(stream); // What the backend's destroy runs first: the same steps.
-      found->state = State::dead;
-    } catch (...) {
-      // Work that cannot run (a backend bug the next step reports): the
-      // backend's destroy drops it, and the stream is not kept.
-      queues_.destroy_stream(stream);
-      made_.erase(found);
-    }
-  }
+  void destroy_stream(StreamHandle stream) noexcept override { queues_.destroy_stream(stream); }
   [[nodiscard]] EventHandle record(StreamHandle stream) override {
-    refuse_dead(stream);
     const EventHandle event = queues_.record(stream);
     watch_.recorded(event, stream);
     return event;
   }
   void wait(StreamHandle waiter, EventHandle event) override {
-    refuse_dead(waiter);
     queues_.wait(waiter, event);
     watch_.waited(waiter, event);
   }
@@ -557,34 +495,14 @@ class ObservedBackend final : public Backend {
   }
   void release(EventHandle event) noexcept override { queues_.release(event); }
   void finish(StreamHandle stream) override {
-    refuse_dead(stream);
     queues_.finish(stream);
     watch_.finished(stream);
   }
   [[nodiscard]] bool synchronous() const noexcept override { return queues_.synchronous(); }
 
  private:
-  enum class State : std::uint8_t { live, dead, spare };
-  /// A stream this backend asked the DeferredHostBackend for.
-  struct Made {
-    StreamHandle handle;
-    State state;
-  };
-
-  /// A destroyed stream's handle is refused as the DeferredHostBackend
-  /// refuses one (see the class comment).
-  void refuse_dead(StreamHandle stream) const {
-    for (const Made& made : made_) {
-      if (made.handle == stream && made.state != State::live) {
-        throw std::logic_error("DeferredHostBackend: not a live stream of this backend");
-      }
-    }
-  }
-
   DeferredHostBackend& queues_;
   StreamWatch& watch_;
-  /// Every stream made, in the order made (the backend's walk order).
-  std::vector<Made> made_;
 };
 
 } // namespace taintpool::testing

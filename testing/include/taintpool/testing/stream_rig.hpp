@@ -163,72 +163,6 @@ class StreamRig {
     kept.races = std::move(races_);
   }
 
-  /// Makes the rig what StreamRig(detect(), 0, fail) would be, without
-  /// building it again (issue 13, forty-ninth round): stream_fuzzer keeps a
-  /// rig per mode across inputs and ends each input here. Every handle is
-  /// dropped and the Device reset (Device::reset: streams finished and
-  /// destroyed, every page back, ids, failure ids and launch numbers from
-  /// the first) — or, with `rebuild_device`, destroyed and built again at
-  /// once on the same backend, in the id space it gave back (its destructor
-  /// run on the input's state: common/fresh_mode.hpp, ends_by_destroying).
-  /// Then every page must be back in the arena, one free block as when
-  /// built (P1; R1 when the reset throws); the streams the Device destroyed
-  /// become spare (ObservedBackend::recycle: taken in the order made, so
-  /// the same seed gives the same interleaving); the watch, its stream model
-  /// and the DeviceModel are made again from their own lists (their Rooms:
-  /// capacity only), every list of the rig emptied, the scheduler's seed 0
-  /// (set_seed before the next op). What is kept is only capacity — the
-  /// Device's pools, graph table and log, the backend's events and spare
-  /// streams, the lists — so a reset rig's next input allocates only what
-  /// it keeps as state. StreamRigReset.* pins that a reset rig answers
-  /// every op as a fresh one does.
-  void reset(bool rebuild_device = false) {
-    for (auto slot = slots_.rbegin(); slot != slots_.rend(); ++slot) {
-      slot->reset();
-    }
-    if (rebuild_device) {
-      device_.reset(); // First: the new one must not be built while it holds its space.
-      // Late failures the backend still holds name the old Device's
-      // launches: dropped with it, as Device::reset drops them.
-      static_cast<void>(queues_.synchronize());
-      device_.emplace(backend_, options(detect_));
-      space_ = device_->memory().id_space();
-    } else {
-      const Ending ending = call([&] { device_->reset(); });
-      expect(ending.how == Ending::How::returned, "R1/P1",
-             [&] { return "Device::reset threw: " + ending.what; });
-    }
-    expect(storage_.whole(), "P1", [&] {
-      return std::string("the Device was ") + (rebuild_device ? "destroyed" : "reset") +
-             " with pages not given back to its storage";
-    });
-    backend_.recycle(); // The streams it destroyed serve the next input's.
-    StreamWatch::Room watch_room = watch_.take_room();
-    std::destroy_at(&watch_);
-    std::construct_at(&watch_, detect_, std::move(watch_room));
-    watch_.attach(queues_);
-    model_ = model::DeviceModel(detect_, model_.take_room());
-    model_.set_id_space(space_);
-    queues_.set_seed(0);
-    digests_.clear();
-    works_.clear();
-    inputs_.clear();
-    pieces_.clear();
-    item_touches_.clear();
-    ids_.clear();
-    live_streams_.clear();
-    live_streams_.push_back(device_->default_stream());
-    destroyed_.clear();
-    log_.clear();
-    logged_bindings_.clear();
-    pins_.clear();
-    races_.clear();
-  }
-
-  /// The scheduler's seed, before the first op (after a reset(): a rig
-  /// built with `seed` interleaves as this one now does).
-  void set_seed(std::uint64_t seed) noexcept { queues_.set_seed(seed); }
-
   /// The pool ladder: one sliced pool of small pages carved finely, and the
   /// arena above 64 bytes growing by small pages of exactly what it needs,
   /// so the fixed block runs out soon and the out-of-memory path gives free
@@ -256,10 +190,6 @@ class StreamRig {
   /// ordering oracle, to read: tests compare rigs by them.
   [[nodiscard]] Device& device() noexcept { return *device_; }
   [[nodiscard]] const model::StreamModel& streams() const noexcept { return watch_.model(); }
-  /// The id space the rig's Device mints in (allocation_space): the first
-  /// rig alive takes 0, a second one beside it (stream_fuzzer keeps one per
-  /// mode) another.
-  [[nodiscard]] std::uint32_t id_space() const noexcept { return space_; }
   /// Every allocation made so far, dropped ones included.
   [[nodiscard]] const std::vector<AllocationId>& made() const noexcept { return ids_; }
 
@@ -666,7 +596,7 @@ class StreamRig {
       , inputs_(model::emptied(room.inputs))
       , pieces_(model::emptied(room.pieces))
       , item_touches_(model::emptied(room.item_touches))
-      , storage_(arena_, 16, std::move(room.free_list))
+      , storage_(arena(), 16, std::move(room.free_list))
       , queues_(storage_, config())
       , watch_(detect, std::move(room.watch))
       , backend_(queues_, watch_)
@@ -680,22 +610,15 @@ class StreamRig {
       , logged_bindings_(model::emptied(room.logged_bindings))
       , pins_(model::emptied(room.pins))
       , races_(model::emptied(room.races)) {
-    device_.emplace(backend_, options(detect));
+    device_.emplace(backend_, DeviceOptions{std::nullopt, detect ? StreamOrdering::Detect
+                                                                 : StreamOrdering::Wait});
     storage_.on_return(
         [this](const std::byte* base, std::uint64_t size) { watch_.page_returned(base, size); });
     queues_.set_seed(seed);
-    // Ids name their manager's id space: with two rigs alive (one per
-    // mode) the second Device takes another.
-    space_ = device_->memory().id_space();
-    model_.set_id_space(space_);
     live_streams_.push_back(device_->default_stream());
     log_.reserve(64);
     logged_bindings_.reserve(64);
     digests_.reserve(32);
-  }
-
-  static DeviceOptions options(bool detect) {
-    return DeviceOptions{std::nullopt, detect ? StreamOrdering::Detect : StreamOrdering::Wait};
   }
 
   /// Appends `op` to the log, its bindings to logged_bindings_.
@@ -949,15 +872,16 @@ class StreamRig {
     }
   }
 
-  /// The arena's block, the rig's own: stream_fuzzer keeps two rigs at
-  /// once (one per mode), so a block per thread would be handed out twice.
-  /// Declared first, so destroyed last, after every page went back and
-  /// every queued item ran. Zeroed once per rig, and a rig is kept across
-  /// inputs (reset()).
-  alignas(256) std::array<std::byte, kArenaBytes> arena_{};
+  /// The arena's block: one per thread, reused by every rig on it (a rig
+  /// per fuzz input; zeroing or allocating 8 KiB each time is waste).
+  static std::span<std::byte> arena() {
+    alignas(256) static thread_local std::array<std::byte, kArenaBytes> bytes;
+    return bytes;
+  }
+
   /// Per body, the digest of its inputs once its read item ran (its seed
   /// until then); enqueue_work's items name theirs by index. Declared
-  /// next, so destroyed late: the Device's pages going back at its
+  /// first, so destroyed last: the Device's pages going back at its
   /// destruction run what is still queued (FinishingStorage) — as are the
   /// lists below, which the items read.
   std::vector<std::uint32_t> digests_;
@@ -977,7 +901,6 @@ class StreamRig {
   model::DeviceModel model_;
   Fail fail_;
   bool detect_;
-  std::uint32_t space_ = 0; ///< The Device's id space (id_space()).
   std::array<Allocation, kSlots> slots_;
   std::vector<AllocationId> ids_;
   std::vector<StreamId> live_streams_;
