@@ -236,6 +236,11 @@ RanksModel::Room RanksModel::take_room() noexcept {
   }
   spare_rooms_.clear();
   trade_scratch(room);
+  // Content, not capacity: the last collective's fed error goes with the
+  // model that made it, so a fuzz input that ends with one frees what it
+  // allocated (libFuzzer runs an input again when it ends with more
+  // mallocs than frees; issue 13).
+  room.plan.fed_error.reset();
   return room;
 }
 
@@ -345,10 +350,17 @@ void RanksModel::contribution_of(int rank, const Binding& send, DataType type,
     out.slot[piece] =
         std::min<std::size_t>(static_cast<std::size_t>(known - distinct.begin()), kRoots - 1);
   }
-  // The entries' strings are kept (resize keeps the first ones) and each
-  // is rewritten whole, so their capacity serves the next collective.
-  out.texts.resize(std::min(distinct.size(), kRoots));
-  for (std::size_t entry = 0; entry < out.texts.size(); ++entry) {
+  // The entries' strings are kept and each is rewritten whole, so their
+  // capacity serves the next collective. Grown, never shrunk: a resize down
+  // freed the strings past the new count, and a later collective with more
+  // roots allocated them again — in a fuzz input, more mallocs than frees,
+  // which libFuzzer answers by running it again (issue 13). Only the first
+  // `entries` are this collective's (a slot is below it).
+  const std::size_t entries = std::min(distinct.size(), kRoots);
+  if (out.texts.size() < entries) {
+    out.texts.resize(entries);
+  }
+  for (std::size_t entry = 0; entry < entries; ++entry) {
     // Worded from the model's records in place: a Report refilled per root
     // copied every step's record (its name and produced list) first, a
     // tenth of collective_fuzzer's allocations (issue 13, fifty-first round).
@@ -398,7 +410,15 @@ void RanksModel::collective(const Collective& collective, std::vector<Expected>&
 
   // 2. Every contribution, as it was when its rank called (a call per
   //    rank: the harness makes one).
-  contributions_.resize(ranks_.size());
+  //    Grown, never shrunk: each Contribution's lists are kept capacity,
+  //    and a resize down to fewer ranks freed them, so the next collective
+  //    of more ranks allocated them again — in a fuzz input that follows
+  //    one of fewer ranks, more mallocs than frees, which libFuzzer answers
+  //    by running the input again (issue 13). contributed_ says which are
+  //    this collective's.
+  if (contributions_.size() < ranks_.size()) {
+    contributions_.resize(ranks_.size());
+  }
   contributed_.assign(ranks_.size(), 0);
   for (const Call& call : collective.calls) {
     if (call.send) {

@@ -125,8 +125,8 @@ class RanksModel {
     std::vector<std::uint64_t> piece_root; ///< Per piece: 0 (clean) or its root.
     std::vector<std::size_t> slot;         ///< Per stale piece: its root entry.
     std::vector<std::uint64_t> distinct;   ///< The distinct roots, in piece order.
-    std::vector<std::string> texts;        ///< Root entries' texts (at most four; strings kept).
-    std::uint64_t more = 0;                ///< Distinct roots past four.
+    std::vector<std::string> texts; ///< Root entries' texts (the first min(distinct, 4); kept).
+    std::uint64_t more = 0;         ///< Distinct roots past four.
     /// Scratch: each root's report path (DeviceModel::report_path, the
     /// model's records in place), refilled for its text.
     std::vector<const SkipRecord*> path;
