@@ -186,23 +186,14 @@ class KeptRanks {
     kept.backend.set_seed(0); // A fresh backend's: the same interleavings.
     return kept;
   }
-  /// Ends an input of `ranks` ranks in `mode`: every one of their Devices
-  /// reset (every handle and Collectives of the input gone first).
-  /// Or, when `destroy`, destroys each and builds it again at once, in the
-  /// id space it gave back (common/fresh_mode.hpp, ends_by_destroying).
-  void end(const taintpool::fuzz::FreshMode& mode, int ranks, bool destroy) {
+  /// Ends an input of `ranks` ranks in `mode` run on kept Devices: every
+  /// one of them reset (every handle and Collectives of the input gone
+  /// first).
+  void end(const taintpool::fuzz::FreshMode& mode, int ranks) {
     for (int rank = 0; rank < ranks; ++rank) {
-      std::unique_ptr<RankDevice>& kept = slot(mode, rank);
-      if (!kept) {
-        continue;
-      }
-      if (!destroy) {
+      if (const std::unique_ptr<RankDevice>& kept = slot(mode, rank)) {
         kept->device.reset();
-        continue;
       }
-      kept.reset(); // First: the new one must not be built while it holds its space.
-      kept =
-          std::make_unique<RankDevice>(taintpool::fuzz::mode_at(taintpool::fuzz::mode_index(mode)));
     }
   }
 
@@ -219,7 +210,8 @@ KeptRanks& kept_ranks() {
 }
 
 /// One rank of an input: its Device (the kept one of a quiet run; a
-/// describing re-run builds its own, `own`, destroyed last), its
+/// describing re-run, and one quiet input in eight, builds its own, `own`,
+/// destroyed last: common/fresh_mode.hpp, ends_by_destroying), its
 /// Collectives and handles.
 struct Rank {
   Rank(Communicator& communicator, const taintpool::fuzz::FreshMode& mode, RankDevice* kept)
@@ -328,9 +320,16 @@ class Harness {
       , touched_(kept_.touched) {
     named_.clear();
     touched_.clear();
+    // One quiet input in eight runs on Devices of its own, destroyed with
+    // it (common/fresh_mode.hpp), built after every kept one, so in the id
+    // spaces past theirs whatever ran before.
+    const bool own = describing || taintpool::fuzz::ends_by_destroying(data, length);
+    if (own && !describing) {
+      static_cast<void>(kept_ranks().at(mode_, 0)); // The kept ones first.
+    }
     for (int rank = 0; rank < world_.size(); ++rank) {
       Rank& made = ranks_.at[static_cast<std::size_t>(rank)].emplace(
-          world_.rank(rank), mode_, describing ? nullptr : &kept_ranks().at(mode_, rank));
+          world_.rank(rank), mode_, own ? nullptr : &kept_ranks().at(mode_, rank));
       ++ranks_.size;
       // Each rank's Device mints ids in a space of its own: so does its model.
       model_.rank(rank).set_id_space(made.device.memory().id_space());
@@ -952,12 +951,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     Harness harness(data, size, false);
     harness.run();
   }
-  // Every handle and Collectives is gone with the harness: every rank's
-  // Device is reset (one input in eight: destroyed and built again), so every page its pools took
-  // is back (P1), and the next input starts with none out, on fresh Devices.
+  // Every handle and Collectives is gone with the harness, and with it an
+  // input's own Devices (one in eight, destroyed); the kept ones are reset
+  // (already fresh if unused). Either way every page the pools took is back
+  // (P1), and the next input starts with none out, on fresh Devices.
   kept_ranks().end(taintpool::fuzz::fresh_mode(data, size),
-                   Harness::ranks(data, taintpool::fuzz::fresh_mode(data, size).size),
-                   taintpool::fuzz::ends_by_destroying(data, size));
+                   Harness::ranks(data, taintpool::fuzz::fresh_mode(data, size).size));
   if (pages().outstanding() != 0) {
     taintpool::fuzz::Checker("collective_fuzzer")
         .fail("P1", "the Devices were reset or rebuilt with " +

@@ -391,21 +391,18 @@ struct Kept {
     kept.backend.set_seed(0); // A fresh backend's: the same interleavings.
     return kept;
   }
-  /// Ends the input run on the mode's Device (see KeptDevice): resets it,
-  /// or when `destroy` destroys it and builds it again at once, in the id
-  /// space it gave back (common/fresh_mode.hpp, ends_by_destroying).
-  void end(const taintpool::fuzz::FreshMode& mode, bool destroy) {
-    const std::size_t index = taintpool::fuzz::mode_index(mode);
-    std::unique_ptr<KeptDevice>& kept = devices[index];
-    if (!kept) {
-      return;
-    }
-    if (!destroy) {
+  /// A Device of `mode` for one input alone (common/fresh_mode.hpp,
+  /// ends_by_destroying), built after the kept ones: it takes the first id
+  /// space past theirs, whatever ran before.
+  std::unique_ptr<KeptDevice> own_device(const taintpool::fuzz::FreshMode& mode) {
+    static_cast<void>(device(mode)); // The kept ones first.
+    return std::make_unique<KeptDevice>(mode);
+  }
+  /// Ends an input run on the mode's kept Device (see KeptDevice): resets it.
+  void end(const taintpool::fuzz::FreshMode& mode) {
+    if (const std::unique_ptr<KeptDevice>& kept = devices[taintpool::fuzz::mode_index(mode)]) {
       kept->device.reset();
-      return;
     }
-    kept.reset(); // First: the new one must not be built while it holds its space.
-    kept = std::make_unique<KeptDevice>(taintpool::fuzz::mode_at(index));
   }
 };
 
@@ -426,7 +423,13 @@ class Harness {
       , trace_path_(std::move(trace_path))
       , trace_(trace_path_.has_value())
       , kept_(describing ? own_ : kept_between_inputs())
-      , kept_device_(kept_.device(mode))
+      // One input in eight runs on a Device of its own, destroyed with the
+      // harness (common/fresh_mode.hpp); not a traced one, whose ids must
+      // stay in the first spaces (tla_trace.hpp writes them as numbers).
+      , own_device_(!describing && !trace_path_ && taintpool::fuzz::ends_by_destroying(data, size)
+                        ? kept_.own_device(mode)
+                        : nullptr)
+      , kept_device_(own_device_ ? *own_device_ : kept_.device(mode))
       , backend_(kept_device_.backend)
       , device_(kept_device_.device)
       // The last input's model's lists, emptied: only capacity carries over
@@ -1174,9 +1177,13 @@ class Harness {
   std::size_t size_;
   std::optional<std::filesystem::path> trace_path_;
   taintpool::fuzz::tla::DeviceTrace trace_; ///< Records nothing unless tracing.
-  Kept own_;                ///< A describing re-run's buffers (a quiet run's are shared).
-  Kept& kept_;              ///< The buffers this run uses (see Kept).
-  KeptDevice& kept_device_; ///< The mode's Device (a describing re-run's own).
+  Kept own_;   ///< A describing re-run's buffers (a quiet run's are shared).
+  Kept& kept_; ///< The buffers this run uses (see Kept).
+  /// This input's own Device, or null (see the constructor). Declared
+  /// before every handle and plan, so destroyed after them: its destructor
+  /// runs on the state the input left.
+  std::unique_ptr<KeptDevice> own_device_;
+  KeptDevice& kept_device_; ///< The Device this run uses (own_device_ or the mode's kept one).
   DeferredHostBackend& backend_;
   Device& device_;
   DeviceModel model_;
@@ -1209,11 +1216,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                     mode, false);
     harness.run();
   }
-  // Every handle and plan is gone with the harness: the Device is reset (one
-  // input in eight: destroyed and built again), so
-  // every page its pools took is back (P1), and the next input starts with
-  // none out (the storage reuses memory, not state) on a fresh Device.
-  kept_between_inputs().end(mode, taintpool::fuzz::ends_by_destroying(data, size));
+  // Every handle and plan is gone with the harness, and with it an input's
+  // own Device (one in eight, destroyed); the kept one is reset (already
+  // fresh if unused). Either way every page the pools took is back (P1),
+  // and the next input starts with none out (the storage reuses memory,
+  // not state) on a fresh Device.
+  kept_between_inputs().end(mode);
   if (pages().outstanding() != 0) {
     taintpool::fuzz::Checker("device_fuzzer")
         .fail("P1", "the Device was reset or rebuilt with " +

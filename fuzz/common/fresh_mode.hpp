@@ -76,17 +76,20 @@ inline constexpr std::size_t kFreshModes = 3;
   return mode;
 }
 
-/// Whether an input ends by destroying the Devices it ran on, and building
-/// them again at once, rather than resetting them: one input in eight,
-/// chosen by its bytes (FNV-1a), so a run still reproduces from the input
-/// alone. Why: device_fuzzer and collective_fuzzer keep their Devices across
-/// inputs and reset them (Device::reset, issue 13), so without this a
-/// Device's destructor — streams finished, pages given back after the
-/// input's handles and plans are gone — would never run on a fuzzed state;
-/// this keeps it in every campaign at an eighth of what building a Device
-/// per input cost. Built again at once, before any other Device is, the new
-/// one takes the id space the old one gave back (the lowest free: every
-/// other is held), so ids never depend on which inputs ran before.
+/// Whether an input runs on Devices of its own, built for it and destroyed
+/// at its end, rather than on the kept ones that are reset after each
+/// input: one input in eight, chosen by its bytes (FNV-1a), so a run still
+/// reproduces from the input alone. Why: device_fuzzer and collective_fuzzer
+/// keep their Devices across inputs and reset them (Device::reset, issue
+/// 13), so without this a Device's destructor — streams finished, pages
+/// given back after the input's handles and plans are gone — would never
+/// run on a fuzzed state; this keeps it in every campaign at an eighth of
+/// what building a Device per input cost. Own Devices are built after every
+/// kept one, so they take the id spaces past theirs whatever ran before.
+/// Why not destroy a kept Device and build it again (the forty-eighth to
+/// fifty-second rounds): the new one starts with no capacity, so the inputs
+/// after it that refill its lists end with more mallocs than frees, and
+/// libFuzzer runs each such input a second time (fuzz/README, round 53).
 [[nodiscard]] inline bool ends_by_destroying(const std::uint8_t* data, std::size_t size) noexcept {
   std::uint64_t hash = 14695981039346656037ull;
   for (std::size_t at = 0; at < size; ++at) {
