@@ -13,6 +13,17 @@
 // prints each file's name before running it, so the log names the culprit.
 // A PATH that does not exist is an error (a misspelt folder would otherwise
 // replay nothing and pass).
+//
+// With -balance (before or among the PATHs), every input is replayed
+// twice over, and the driver fails if an input of the second pass ends
+// with more operator-new calls than deletes (testing/'s counters, which
+// every replay driver links but MemorySanitizer's). Why: libFuzzer runs an
+// input that ends with more mallocs than frees a second time (its leak
+// check), so a target that keeps state across inputs must free, within each
+// input, what that input allocated once its kept lists have their capacity
+// (the first pass gives them that). Kept state that frees in one input what
+// another allocated cost collective_fuzzer a quarter of its time
+// (fuzz/README.md, round 53).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -22,16 +33,48 @@
 #include <iterator>
 #include <string>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
+// testing/'s counters (heap_allocations.hpp), weak: null in a driver built
+// without the replaced operator new, which then refuses -balance.
+namespace taintpool::testing {
+[[gnu::weak]] std::uint64_t heap_allocations() noexcept;
+[[gnu::weak]] std::uint64_t heap_frees() noexcept;
+} // namespace taintpool::testing
 extern "C" __attribute__((weak)) int LLVMFuzzerInitialize(int* argc, char*** argv);
 
 namespace {
 
 namespace fs = std::filesystem;
 
-bool replay(const fs::path& file) {
+/// testing/'s counters now, for unbalanced_since().
+struct Counts {
+  std::uint64_t allocations = 0;
+  std::uint64_t frees = 0;
+};
+Counts counts() {
+  return Counts{taintpool::testing::heap_allocations(), taintpool::testing::heap_frees()};
+}
+
+/// Whether the run since `before` ended with more operator-new calls than
+/// deletes; says so on stderr, naming `file`.
+bool unbalanced_since(const Counts& before, const fs::path& file) {
+  const Counts now = counts();
+  const std::uint64_t made = now.allocations - before.allocations;
+  const std::uint64_t freed = now.frees - before.frees;
+  if (made <= freed) {
+    return false;
+  }
+  std::fprintf(stderr, "replay: %s ended with %llu allocations and %llu frees\n", file.c_str(),
+               static_cast<unsigned long long>(made), static_cast<unsigned long long>(freed));
+  return true;
+}
+
+/// Replays `file`; with `unbalanced`, sets it to whether the run ended
+/// with more operator-new calls than deletes (counted around the run only).
+bool replay(const fs::path& file, bool* unbalanced = nullptr) {
   std::ifstream in(file, std::ios::binary);
   if (!in) {
     std::fprintf(stderr, "replay: cannot read %s\n", file.c_str());
@@ -44,7 +87,11 @@ bool replay(const fs::path& file) {
   // instead of reading the next file's bytes.
   std::vector<std::uint8_t> input(bytes.begin(), bytes.end());
   const std::uint8_t* data = input.empty() ? nullptr : input.data();
+  const Counts before = unbalanced != nullptr ? counts() : Counts{};
   LLVMFuzzerTestOneInput(data, input.size());
+  if (unbalanced != nullptr) {
+    *unbalanced = unbalanced_since(before, file);
+  }
   return true;
 }
 
@@ -54,10 +101,15 @@ int main(int argc, char** argv) {
   if (LLVMFuzzerInitialize != nullptr) {
     LLVMFuzzerInitialize(&argc, &argv);
   }
-  std::size_t replayed = 0;
+  bool balance = false;
   bool ok = true;
+  std::vector<fs::path> inputs;
   for (int at = 1; at < argc; ++at) {
     const std::string arg = argv[at];
+    if (arg == "-balance") {
+      balance = true;
+      continue;
+    }
     if (arg.starts_with("-")) {
       continue;
     }
@@ -71,17 +123,38 @@ int main(int argc, char** argv) {
         }
       }
       std::sort(files.begin(), files.end());
-      for (const fs::path& file : files) {
-        ok = replay(file) && ok;
-        ++replayed;
+      for (fs::path& file : files) {
+        inputs.push_back(std::move(file));
       }
     } else if (fs::is_regular_file(path, error)) {
-      ok = replay(path) && ok;
-      ++replayed;
+      inputs.push_back(path);
     } else {
       std::fprintf(stderr, "replay: %s is neither a file nor a directory\n", path.c_str());
       ok = false;
     }
+  }
+  if (balance && (&taintpool::testing::heap_allocations == nullptr ||
+                  &taintpool::testing::heap_frees == nullptr)) {
+    std::fprintf(stderr, "replay: -balance needs testing/'s operator new counters, not linked\n");
+    return 1;
+  }
+  std::size_t replayed = 0;
+  for (const fs::path& input : inputs) {
+    ok = replay(input) && ok;
+    ++replayed;
+  }
+  if (balance) {
+    std::size_t unbalanced = 0;
+    for (const fs::path& input : inputs) {
+      bool more = false;
+      ok = replay(input, &more) && ok;
+      unbalanced += more ? 1 : 0;
+      ++replayed;
+    }
+    std::fprintf(stderr,
+                 "replay: second pass, %zu of %zu inputs ended with more allocations than frees\n",
+                 unbalanced, inputs.size());
+    ok = ok && unbalanced == 0;
   }
   std::fprintf(stderr, "replay: %zu inputs replayed, %s\n", replayed, ok ? "all passed" : "FAILED");
   return ok ? 0 : 1;
