@@ -242,9 +242,9 @@ Device::Device(Backend& backend, DeviceOptions options)
     , serial_(next_serial.fetch_add(1, std::memory_order_relaxed))
     , memory_(backend.storage(), graph_,
               options.memory ? std::move(*options.memory) : backend.memory_config())
-    , streams_(std::in_place, backend, serial_) {
+    , streams_(backend, serial_) {
   if (ordering_ == StreamOrdering::Detect) {
-    streams_->order().track_every_allocation(); // Races name both accesses (O4).
+    streams_.order().track_every_allocation(); // Races name both accesses (O4).
   }
 }
 
@@ -256,7 +256,7 @@ void Device::reset() {
   // work finished (the pins drop), then the backend's own synchronize,
   // whose late failures name launches of the Device as it was and are
   // dropped with it (see device.hpp).
-  streams_->finish_all();
+  streams_.finish_all();
   static_cast<void>(backend_.synchronize());
   // From here nothing needs memory (clear_scope_lists tops up the log's
   // spares only where it can), and nothing throws but the graph's R1
@@ -346,35 +346,35 @@ void Device::restart_streams() noexcept {
   // StreamId and plan of before name another Device. The tracking mode of
   // detect mode (O4) is kept by the restart.
   serial_ = next_serial.fetch_add(1, std::memory_order_relaxed);
-  streams_->restart(serial_);
+  streams_.restart(serial_);
 }
 
 // ------------------------------------------------------------ streams
 
 StreamId Device::create_stream() {
   const Lock lock(*this, "create_stream");
-  return streams_->create();
+  return streams_.create();
 }
 
 void Device::destroy_stream(StreamId stream) {
   const Lock lock(*this, "destroy_stream");
-  streams_->destroy(stream);
+  streams_.destroy(stream);
 }
 
 StreamStats Device::stream_stats() {
   const Lock lock(*this, "stream_stats");
-  return streams_->stats();
+  return streams_.stats();
 }
 
 // ------------------------------------------------------------ buffers
 
 Allocation Device::create_buffer(std::uint64_t size, StreamId stream) {
   const Lock lock(*this, "create_buffer");
-  const std::uint32_t slot = streams_->slot(stream);
+  const std::uint32_t slot = streams_.slot(stream);
   if (!ordering_active()) {
     return memory_.allocate(size, slot);
   }
-  streams_->poll(); // Learn what completed: held allocations may end now (O3).
+  streams_.poll(); // Learn what completed: held allocations may end now (O3).
   Allocation made = [&] {
     try {
       return memory_.allocate(size, slot);
@@ -386,11 +386,11 @@ Allocation Device::create_buffer(std::uint64_t size, StreamId stream) {
     // The last step before OutOfMemory (O3): wait for every stream, so
     // every held allocation is let go and every lane's free memory can go
     // back.
-    streams_->finish_all();
+    streams_.finish_all();
     memory_.sweep();
     return memory_.allocate(size, slot);
   }();
-  streams_->order().created(StreamAccess{made.id(), made.whole().range, size, slot});
+  streams_.order().created(StreamAccess{made.id(), made.whole().range, size, slot});
   return made;
 }
 
@@ -642,8 +642,8 @@ LaunchResult Device::launch_resolved(std::uint32_t slot, std::string_view kernel
   // two accesses, so every access must leave its record, even one on its
   // home stream with nothing recorded yet (records of completed work are
   // pruned, so "no record" does not mean "no stream ever touched it").
-  const bool plain = !ordering || (!streams_->order().tracks_every_allocation() && !in.crosses &&
-                                   !out.crosses && !streams_->order().any_record());
+  const bool plain = !ordering || (!streams_.order().tracks_every_allocation() && !in.crosses &&
+                                   !out.crosses && !streams_.order().any_record());
   if (!plain) {
     order(slot, launch); // Waits queued (or races noted) before the work is.
   }
@@ -715,10 +715,10 @@ Device::run_flat(std::uint32_t slot, std::string_view kernel, std::span<const Bi
   const KernelContext built =
       planned  ? KernelContext(0, {}, {}, {}, nullptr) // Unused (dead where inlined).
       : !Plain ? KernelContext(launch, kernel, reads_, writes_, backend_.backend_data(),
-                               streams_->id(slot), streams_->handle(slot))
+                               streams_.id(slot), streams_.handle(slot))
                : KernelContext(launch, kernel, {bound, reads.size()},
                                {bound + reads.size(), writes.size()}, backend_.backend_data(),
-                               streams_->id(slot), streams_->handle(slot));
+                               streams_.id(slot), streams_.handle(slot));
   const KernelContext& context = planned ? plan->context_.relaunch(launch, kernel) : built;
   // G1: a scope with outputs mints its provisional id; with every output
   // clean it claims nothing unless the body fails or throws (see enter()).
@@ -801,7 +801,7 @@ Device::run_flat(std::uint32_t slot, std::string_view kernel, std::span<const Bi
   }
   StreamPoint work;
   if (ordering) {
-    work = Plain ? streams_->order().queued(slot, launch) : queue_work(slot, launch, false);
+    work = Plain ? streams_.order().queued(slot, launch) : queue_work(slot, launch, false);
   }
   log_launch<true>(launch, kernel, reads, writes, LaunchStatus::Ran, work, plan);
   return PlainEnd::Ran;
@@ -854,8 +854,8 @@ Device::launch_plain(std::uint32_t slot, std::string_view kernel, std::span<cons
   }
   // O2 plain: no binding crosses streams and no cross-stream record exists
   // (detect mode never is: O4 needs every access recorded).
-  const bool plain = !ordering || (!streams_->order().tracks_every_allocation() && !in.crosses &&
-                                   !out.crosses && !streams_->order().any_record());
+  const bool plain = !ordering || (!streams_.order().tracks_every_allocation() && !in.crosses &&
+                                   !out.crosses && !streams_.order().any_record());
   // N1: outputs whose every claim is the never-written node's, within their
   // own binding (a fresh buffer's first write), are plain too, as in
   // enter(): a success releases what it wrote, a failure claims over them.
@@ -962,7 +962,7 @@ template <class Answer>
   // records to probe, so a pipeline's launches all took the general
   // scope. Detect mode (O4) may taint a launch's outputs with a race
   // after its body, so it never is.
-  if (in.dirty || out.dirty || !ordering_active() || streams_->order().tracks_every_allocation() ||
+  if (in.dirty || out.dirty || !ordering_active() || streams_.order().tracks_every_allocation() ||
       !Taint::inline_claims) {
     return Answer(launch_resolved(slot, kernel, reads, writes, body, in, out));
   }
@@ -991,7 +991,7 @@ Device::launch_as(const char* call, StreamId stream, std::string_view kernel,
                   std::span<const Binding> reads, std::span<const Binding> writes, KernelBody body,
                   const LaunchPlan* plan) {
   const Lock lock(*this, call);
-  const std::uint32_t slot = streams_->slot(stream);
+  const std::uint32_t slot = streams_.slot(stream);
   Resolved in;
   Resolved out;
   const PlainEnd end = launch_plain(slot, kernel, reads, writes, body, in, out, plan);
@@ -1030,7 +1030,7 @@ LaunchVerdict Device::submit(StreamId stream, std::string_view kernel,
 LaunchPlan Device::plan(StreamId stream, std::span<const Binding> reads,
                         std::span<const Binding> writes) {
   const Lock lock(*this, "plan");
-  const std::uint32_t slot = streams_->slot(stream);
+  const std::uint32_t slot = streams_.slot(stream);
   memory_.sweep();
   LaunchPlan made;
   LaunchPlan::Owned& owned = made.owned_;
@@ -1057,8 +1057,8 @@ LaunchPlan Device::plan(StreamId stream, std::span<const Binding> reads,
         bytes.taint, StreamAccess{binding.allocation, binding.range, bytes.size, bytes.lane},
         std::move(held));
   }
-  made.derive(KernelContext(0, {}, {}, {}, backend_.backend_data(), streams_->id(slot),
-                            streams_->handle(slot)));
+  made.derive(KernelContext(0, {}, {}, {}, backend_.backend_data(), streams_.id(slot),
+                            streams_.handle(slot)));
   return made;
 }
 
@@ -1126,16 +1126,16 @@ std::optional<FailureId> Device::stale_read_root(std::size_t index, FailureId ne
 [[gnu::noinline]] StreamPoint Device::queue_work(std::uint32_t slot, std::uint64_t launch,
                                                  bool plain) {
   if (plain) {
-    return streams_->order().queued(slot, launch);
+    return streams_.order().queued(slot, launch);
   }
   commit(slot, launch);
-  return StreamPoint{slot, streams_->order().tail(slot), launch};
+  return StreamPoint{slot, streams_.order().tail(slot), launch};
 }
 
 [[gnu::noinline]] void Device::order(std::uint32_t slot, std::uint64_t launch) {
   hazards_.clear();
   pins_.clear();
-  streams_->order().plan(slot, read_accesses_, write_accesses_, hazards_);
+  streams_.order().plan(slot, read_accesses_, write_accesses_, hazards_);
   // O3: an allocation made on another stream is held until this work is
   // done, so its home stream cannot reuse the memory under it. Detect mode
   // (O4) holds every binding, the home stream's too: there a later launch on
@@ -1151,7 +1151,7 @@ std::optional<FailureId> Device::stale_read_root(std::size_t index, FailureId ne
   // newest pin holds then moves that pin on, as StreamTable::pin would,
   // without a handle (a table probe and two atomic operations saved on a
   // pipeline's every crossing launch).
-  std::optional<AllocationId> newest = streams_->last_pinned(slot);
+  std::optional<AllocationId> newest = streams_.last_pinned(slot);
   auto pin_bound = [&](std::span<const StreamAccess> accesses) {
     for (const StreamAccess& access : accesses) {
       if ((access.home == slot && !hold_home) || access.range.empty()) {
@@ -1177,7 +1177,7 @@ std::optional<FailureId> Device::stale_read_root(std::size_t index, FailureId ne
     return;
   }
   if (ordering_ == StreamOrdering::Wait) {
-    streams_->order_after(slot, hazards_); // O1, O2: one event and one wait per source stream.
+    streams_.order_after(slot, hazards_); // O1, O2: one event and one wait per source stream.
     hazards_.clear();
     return;
   }
@@ -1190,7 +1190,7 @@ std::optional<FailureId> Device::stale_read_root(std::size_t index, FailureId ne
   // failure each byte ends up with. A reader named by several hazards keeps
   // the first one's message (the rest find it failed already).
   for (const Hazard& hazard : hazards_) {
-    streams_->count_race();
+    streams_.count_race();
     if (hazard.conflict != Conflict::WriteAfterRead) {
       continue;
     }
@@ -1210,7 +1210,7 @@ std::optional<FailureId> Device::stale_read_root(std::size_t index, FailureId ne
     message += " while launch ";
     words::append_number(message, launch);
     message += " on ";
-    append_stream(message, streams_->id(slot));
+    append_stream(message, streams_.id(slot));
     message += " wrote them, with nothing ordering the two (detect mode queued no wait)";
     unattributed_.push_back(
         LateFailure{hazard.earlier.launch, Error::race(std::move(message)), {}});
@@ -1223,12 +1223,12 @@ std::optional<FailureId> Device::stale_read_root(std::size_t index, FailureId ne
 void Device::commit(std::uint32_t slot, std::uint64_t launch) {
   try {
     const StreamPoint point =
-        streams_->order().commit(slot, launch, read_accesses_, write_accesses_);
+        streams_.order().commit(slot, launch, read_accesses_, write_accesses_);
     for (PinTaken& taken : pins_) {
       if (taken.held) {
-        streams_->pin(slot, point.seq, std::move(taken.held));
+        streams_.pin(slot, point.seq, std::move(taken.held));
       } else {
-        streams_->pin_again(slot, point.seq, taken.id);
+        streams_.pin_again(slot, point.seq, taken.id);
       }
     }
     pins_.clear();
@@ -1238,14 +1238,14 @@ void Device::commit(std::uint32_t slot, std::uint64_t launch) {
     // later plan can miss an ordering it needed (O1) and no pin is needed
     // any more (O3). The work stays unrecorded: it is done.
     pins_.clear();
-    streams_->finish_all();
+    streams_.finish_all();
   }
 }
 
 void Device::append_work(std::string& text, const StreamPoint& point) const {
   if (point.launch == 0) {
     text += "earlier work on ";
-    append_stream(text, streams_->id(point.stream));
+    append_stream(text, streams_.id(point.stream));
     text += " (its memory's previous use there)";
     return;
   }
@@ -1260,7 +1260,7 @@ void Device::append_work(std::string& text, const StreamPoint& point) const {
     text += "\")";
   }
   text += " on ";
-  append_stream(text, streams_->id(point.stream));
+  append_stream(text, streams_.id(point.stream));
 }
 
 namespace {
@@ -1356,7 +1356,7 @@ void Device::taint_races(std::string_view kernel, std::uint32_t slot, std::uint6
   message += " (launch ";
   words::append_number(message, launch);
   message += " on ";
-  append_stream(message, streams_->id(slot));
+  append_stream(message, streams_.id(slot));
   message += reading ? ") read " : ") wrote ";
   words::append(message, first->allocation);
   message += " bytes ";
@@ -1588,7 +1588,7 @@ void Device::claim_write_set(FailureId provisional) {
 LaunchResult Device::enter(std::uint32_t slot, std::uint64_t launch, std::string_view kernel,
                            KernelBody body, bool outputs_clean, bool outputs_fresh) {
   const KernelContext context(launch, kernel, reads_, writes_, backend_.backend_data(),
-                              streams_->id(slot), streams_->handle(slot));
+                              streams_.id(slot), streams_.handle(slot));
   LaunchResult result;
   if (writes_.empty()) {
     // Nothing to claim, nothing to taint: a failure here is only reported.
@@ -1748,14 +1748,14 @@ LaunchResult Device::failed(FailureId provisional, std::string_view kernel,
 
 LaunchResult Device::write(StreamId stream, const Binding& into, std::span<const std::byte> bytes) {
   const Lock lock(*this, "write");
-  const std::uint32_t slot = streams_->slot(stream);
+  const std::uint32_t slot = streams_.slot(stream);
   if (bytes.size() != into.range.size()) {
     throw Exception(Error::invalid_binding("a host write of " + std::to_string(bytes.size()) +
                                            " bytes into " + to_string(into.allocation) + " bytes " +
                                            to_string(into.range) + " (" +
                                            std::to_string(into.range.size()) + " bytes)"));
   }
-  StreamHandle handle = streams_->handle(slot);
+  StreamHandle handle = streams_.handle(slot);
   LaunchResult result =
       launch_locked(slot, "host write", std::span<const Binding>(),
                     std::span<const Binding>(&into, 1), [&](const KernelContext& context) {
@@ -1766,7 +1766,7 @@ LaunchResult Device::write(StreamId stream, const Binding& into, std::span<const
                       return LaunchOutcome::success();
                     });
   if (ordering_active() && result.status != LaunchStatus::Skipped) {
-    streams_->finished(slot); // copy_in returns once the stream reached it.
+    streams_.finished(slot); // copy_in returns once the stream reached it.
   }
   return result;
 }
@@ -1779,7 +1779,7 @@ LaunchResult Device::exchange(StreamId stream, std::string_view kernel,
                               std::span<const Binding> reads, std::span<const Binding> writes,
                               ExchangeBody body) {
   const Lock lock(*this, "exchange");
-  return exchange_locked(streams_->slot(stream), kernel, reads, writes, body);
+  return exchange_locked(streams_.slot(stream), kernel, reads, writes, body);
 }
 
 bool Device::awaits_verdict(std::span<const Binding> reads) {
@@ -1806,7 +1806,7 @@ void Device::trim_log() {
     const LoggedLaunch& front = log_.front();
     const bool unconfirmed = oldest && front.launch >= *oldest;
     const bool incomplete = detect && front.work.seq != 0 &&
-                            front.work.seq > streams_->order().completed(front.work.stream);
+                            front.work.seq > streams_.order().completed(front.work.stream);
     if (unconfirmed || incomplete) {
       return;
     }
@@ -1830,7 +1830,7 @@ void Device::log_if_unconfirmed(std::uint64_t launch, std::string_view kernel,
   const std::optional<std::uint64_t> oldest = oldest_needed_launch();
   const bool needed =
       (oldest && *oldest <= launch) ||
-      (detect && work.seq != 0 && work.seq > streams_->order().completed(work.stream));
+      (detect && work.seq != 0 && work.seq > streams_.order().completed(work.stream));
   if (log_.empty() && !needed) {
     return;
   }
@@ -1880,7 +1880,7 @@ void Device::synchronize_locked() {
   // Every stream first: what was held for a stream is let go (O3), and in
   // detect mode every logged launch is complete.
   if (ordering_active()) {
-    streams_->finish_all();
+    streams_.finish_all();
   }
   // A late failure the backend has handed over must not be lost if its
   // attribution runs out of memory: it waits in unattributed_ and the next
@@ -2067,7 +2067,7 @@ void Device::name_creation_site(Report& report) const {
 
 ReadOutcome Device::read(StreamId stream, const Binding& from, std::span<std::byte> into) {
   const Lock lock(*this, "read");
-  return read_locked(streams_->slot(stream), from, into);
+  return read_locked(streams_.slot(stream), from, into);
 }
 
 ReadOutcome Device::read_locked(std::uint32_t slot, const Binding& from,
@@ -2084,7 +2084,7 @@ ReadOutcome Device::read_locked(std::uint32_t slot, const Binding& from,
   }
   // Everything queued is complete (synchronize_locked), so the copy needs
   // no ordering: only the stream to run on.
-  if (auto error = backend_.copy_out(streams_->handle(slot), into.data(),
+  if (auto error = backend_.copy_out(streams_.handle(slot), into.data(),
                                      bytes.data + from.range.begin(), into.size())) {
     throw Exception(std::move(*error));
   }
@@ -2093,7 +2093,7 @@ ReadOutcome Device::read_locked(std::uint32_t slot, const Binding& from,
 
 std::vector<std::byte> Device::read_bytes(StreamId stream, const Binding& from) {
   const Lock lock(*this, "read_bytes");
-  const std::uint32_t slot = streams_->slot(stream);
+  const std::uint32_t slot = streams_.slot(stream);
   static_cast<void>(memory_.resolve(from)); // The binding first: no result for a bad one.
   std::vector<std::byte> bytes(static_cast<std::size_t>(from.range.size()));
   ReadOutcome outcome = read_locked(slot, from, bytes);
@@ -2109,7 +2109,7 @@ void Device::check_invariants() {
   memory_.check_invariants();
   const std::vector<const Taint*> carriers = memory_.carriers();
   check_refcounts(graph_, carriers);
-  streams_->order().check_invariants();
+  streams_.order().check_invariants();
 }
 
 } // namespace taintpool

@@ -154,7 +154,7 @@ LaunchResult Device::exchange_locked(std::uint32_t slot, std::string_view kernel
     StreamPoint work;
     if (ordering) {
       commit(slot, launch);
-      work = StreamPoint{slot, streams_->order().tail(slot), launch};
+      work = StreamPoint{slot, streams_.order().tail(slot), launch};
     }
     log_if_unconfirmed(launch, kernel, reads, writes, LaunchStatus::Failed, work);
     throw;
@@ -162,7 +162,7 @@ LaunchResult Device::exchange_locked(std::uint32_t slot, std::string_view kernel
   StreamPoint work;
   if (ordering) {
     commit(slot, launch);
-    work = StreamPoint{slot, streams_->order().tail(slot), launch};
+    work = StreamPoint{slot, streams_.order().tail(slot), launch};
     if (!hazards_.empty()) {
       taint_races(kernel, slot, launch, result);
     }
@@ -263,7 +263,7 @@ void Device::check_exchange_outcome(const ExchangeOutcome& outcome) const {
 LaunchResult Device::enter_exchange(std::uint32_t slot, std::uint64_t launch,
                                     std::string_view kernel, ExchangeBody body) {
   const KernelContext context(launch, kernel, reads_, writes_, backend_.backend_data(),
-                              streams_->id(slot), streams_->handle(slot));
+                              streams_.id(slot), streams_.handle(slot));
   const ExchangeContext exchange(
       context, stale_inputs_, std::span<const Report>(input_reports_).first(input_reports_used_));
   ExchangeOutcome said;

@@ -269,7 +269,7 @@ class alignas(64) Device {
   // ---------------------------------------------------------------- streams
 
   /// The stream every call without one runs on.
-  [[nodiscard]] StreamId default_stream() const noexcept { return streams_->default_stream(); }
+  [[nodiscard]] StreamId default_stream() const noexcept { return streams_.default_stream(); }
   /// A new stream, made by the backend (O1). Throws Exception when the
   /// backend cannot make one, when StreamTable::max_streams are live, or
   /// once 2^32 - 1 streams were made (numbers are never reused).
@@ -622,7 +622,7 @@ class alignas(64) Device {
   /// stream 1") to `text`: the race messages are built in one string.
   void append_work(std::string& text, const StreamPoint& point) const;
   [[nodiscard]] bool ordering_active() const noexcept {
-    return streams_->several() && !streams_->synchronous();
+    return streams_.several() && !streams_.synchronous();
   }
   void log_if_unconfirmed(std::uint64_t launch, std::string_view kernel,
                           std::span<const Binding> reads, std::span<const Binding> writes,
@@ -754,10 +754,9 @@ class alignas(64) Device {
   detail::Fifo<LoggedLaunch> log_; // Nothing allocated until a launch is logged.
   ErrorGraph graph_; // Declared before memory_: the memory clears taints into it on destruction.
   MemoryManager memory_;
-  // After memory_: its pins are handles into it, dropped first. Always
-  // engaged: reset() restarts it in place (StreamTable::restart) where it
-  // once destroyed and built it again, which is what the optional was for.
-  std::optional<StreamTable> streams_;
+  // After memory_: its pins are handles into it, dropped first. reset()
+  // restarts it in place (StreamTable::restart).
+  StreamTable streams_;
   // The current launch's bindings, resolved (views of the scratch below,
   // which is reused across launches: no allocation once warm, G10). Set by
   // resolve_all<true>, or by adopt_views() where a plain launch leaves the
