@@ -16,14 +16,18 @@
 // reset with each of its allocations failed in turn (it throws having
 // changed nothing, or ends fresh, and never ends the process); and
 // StreamTable::restart on its own, against a new table, on a counting
-// backend (every stream, event and pin given back once).
+// backend (every stream, event and pin given back once). And the heap across
+// rounds of job-then-reset: flat on HostBackend; on DeferredHostBackend it
+// grows only by the queues it keeps for destroyed streams.
 #include <taintpool/device/device.hpp>
 #include <taintpool/host/deferred_host_backend.hpp>
+#include <taintpool/host/host_backend.hpp>
 #include <taintpool/pool/counting_storage.hpp>
 #include <taintpool/pool/host_storage.hpp>
 #include <taintpool/pool/memory_manager.hpp>
 #include <taintpool/stream/stream_table.hpp>
 #include <taintpool/testing/alloc_faults.hpp>
+#include <taintpool/testing/heap_allocations.hpp>
 
 #include <gtest/gtest.h>
 
@@ -410,6 +414,60 @@ TEST(DeviceReset, O1_O2_O3_AResetDeviceWhoseStreamsWereMadeAndDestroyedAnswersAs
 
 TEST(DeviceReset, O4_InDetectModeAResetDeviceWhoseStreamsWereMadeAndDestroyedAnswersAsAFreshOne) {
   expect_streams_reset_is_fresh(StreamOrdering::Detect);
+}
+
+// ------------------------------------------------ the heap across resets
+
+/// operator new calls minus operator delete calls while `fn` runs.
+template <class Fn>
+std::int64_t net_allocations(Fn&& fn) {
+  const std::uint64_t allocations = testing::heap_allocations();
+  const std::uint64_t frees = testing::heap_frees();
+  fn();
+  return static_cast<std::int64_t>(testing::heap_allocations() - allocations) -
+         static_cast<std::int64_t>(testing::heap_frees() - frees);
+}
+
+/// Rounds of the streams job, each ended by a reset, on one Device: what
+/// each round left on the heap that it did not find there. The first round
+/// fills the capacity every later one reuses.
+std::vector<std::int64_t> net_per_reset_round(Backend& backend) {
+  Device device(backend);
+  std::vector<std::int64_t> net;
+  for (int round = 0; round < 6; ++round) {
+    net.push_back(net_allocations([&] {
+      std::vector<StreamId> made;
+      static_cast<void>(run_streams_job(device, made));
+      device.reset();
+    }));
+  }
+  return net;
+}
+
+// Device::reset() keeps capacity so the next job "allocates only what it
+// keeps as state" (device.hpp): a server that resets between requests must
+// not grow. On HostBackend, whose streams are tokens, a round that makes and
+// destroys six streams ends with exactly the heap it found.
+TEST(DeviceReset,
+     O1_G10_AResetDeviceRunningTheSameStreamJobAgainEndsEachRoundWithTheHeapAsItFound) {
+  HostStorage host{256};
+  HostBackend backend(host, MemoryConfig{});
+  const std::vector<std::int64_t> net = net_per_reset_round(backend);
+  for (std::size_t round = 1; round < net.size(); ++round) {
+    EXPECT_EQ(net[round], 0) << "round " << round;
+  }
+}
+
+// The one growth there is belongs to DeferredHostBackend, by design: it
+// keeps each destroyed stream's emptied queue (one small object) so a dead
+// handle never names a live stream. The job's six streams, destroyed by
+// itself or by the reset, are six such objects a round — and nothing else.
+TEST(DeviceReset, O1_OnTheDeferredBackendARoundGrowsOnlyByTheQueuesOfTheStreamsItDestroyed) {
+  Rig rig(3);
+  const std::vector<std::int64_t> net = net_per_reset_round(rig.backend);
+  for (std::size_t round = 1; round < net.size(); ++round) {
+    EXPECT_EQ(net[round], 6) << "round " << round;
+  }
 }
 
 // ------------------------------------------------------------ out of memory
