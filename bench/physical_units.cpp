@@ -110,8 +110,7 @@ class LruUnits {
       : unit_(unit)
       , slack_(slack) {}
 
-  /// `phase`: 0 the cold replay's first half, 1 its second, 2 the warm one.
-  void add(const Block& block, int phase) {
+  void add(const Block& block, taintpool::replay::Phase phase) {
     for (std::uint64_t u = first_unit(block, unit_); u <= last_unit(block, unit_); ++u) {
       Unit& unit = units_[u];
       if (unit.blocks++ == 0) {
@@ -203,40 +202,40 @@ void simulate(const Trace& trace, const std::vector<std::uint64_t>& units, doubl
   };
   // The cold replay, then a warm one on the same manager (everything left
   // live dropped between them, as pool_replay does).
-  for (int round = 0; round < 2; ++round) {
-    for (std::size_t event = 0; event < trace.events.size(); ++event) {
-      const int phase = round == 1 ? 2 : (event >= trace.steady_from() ? 1 : 0);
-      const taintpool::replay::Event& step = trace.events[event];
-      if (!step.allocate) {
-        drop(step.slot);
-      } else {
-        live[step.slot] = memory.allocate(step.size);
-        const auto info = memory.info(live[step.slot].id());
-        const auto address = reinterpret_cast<std::uintptr_t>(info->data);
-        if (const std::uintptr_t base = probe.reservation_base(address); base != 0) {
-          // Units count from the reservation's start, as the arena maps
-          // them: mmap aligns a reservation only to the granularity, so
-          // absolute addresses would make the 8 and 64 MiB columns vary
-          // from run to run. Each reservation gets its own 2^48-byte band.
-          blocks[step.slot] =
-              Block{(address - base) + (static_cast<std::uintptr_t>(reservation_band(base)) << 48),
-                    info->extent};
-          for (TouchedUnits& t : touched) {
-            t.add(blocks[step.slot]);
+  taintpool::replay::replay_cold_then_warm(
+      trace,
+      [&](taintpool::replay::Phase phase, const taintpool::replay::Event& step) {
+        if (!step.allocate) {
+          drop(step.slot);
+        } else {
+          live[step.slot] = memory.allocate(step.size);
+          const auto info = memory.info(live[step.slot].id());
+          const auto address = reinterpret_cast<std::uintptr_t>(info->data);
+          if (const std::uintptr_t base = probe.reservation_base(address); base != 0) {
+            // Units count from the reservation's start, as the arena maps
+            // them: mmap aligns a reservation only to the granularity, so
+            // absolute addresses would make the 8 and 64 MiB columns vary
+            // from run to run. Each reservation gets its own 2^48-byte band.
+            blocks[step.slot] = Block{
+                (address - base) + (static_cast<std::uintptr_t>(reservation_band(base)) << 48),
+                info->extent};
+            for (TouchedUnits& t : touched) {
+              t.add(blocks[step.slot]);
+            }
+            lru.add(blocks[step.slot], phase);
           }
-          lru.add(blocks[step.slot], phase);
         }
-      }
-      today_peak = std::max(today_peak, probe.page_bytes + probe.mapped_bytes());
-      for (std::size_t i = 0; i < touched.size(); ++i) {
-        touched_peak[i] = std::max(touched_peak[i], probe.page_bytes + touched[i].bytes());
-      }
-      lru_peak = std::max(lru_peak, probe.page_bytes + lru.bytes());
-    }
-    for (std::uint32_t slot = 0; slot < live.size(); ++slot) {
-      drop(slot);
-    }
-  }
+        today_peak = std::max(today_peak, probe.page_bytes + probe.mapped_bytes());
+        for (std::size_t i = 0; i < touched.size(); ++i) {
+          touched_peak[i] = std::max(touched_peak[i], probe.page_bytes + touched[i].bytes());
+        }
+        lru_peak = std::max(lru_peak, probe.page_bytes + lru.bytes());
+      },
+      [&] {
+        for (std::uint32_t slot = 0; slot < live.size(); ++slot) {
+          drop(slot);
+        }
+      });
   const auto ratio = [&](std::uint64_t bytes) {
     return static_cast<double>(bytes) / static_cast<double>(trace.peak_in_use);
   };

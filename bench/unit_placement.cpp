@@ -351,28 +351,28 @@ void simulate(const Trace& trace, const Options& options) {
     blocks[slot] = Block{};
     live[slot].reset();
   };
-  for (int round = 0; round < 2; ++round) {
-    for (std::size_t event = 0; event < trace.events.size(); ++event) {
-      const int phase = round == 1 ? 2 : (event >= trace.steady_from() ? 1 : 0);
-      const taintpool::replay::Event& step = trace.events[event];
-      if (!step.allocate) {
-        drop(step.slot);
-      } else {
-        const std::uint64_t extent = round_up(step.size == 0 ? 1 : step.size, alignment);
-        if (extent <= largest_sliced) {
-          live[step.slot] = sliced.allocate(step.size);
+  taintpool::replay::replay_cold_then_warm(
+      trace,
+      [&](taintpool::replay::Phase phase, const taintpool::replay::Event& step) {
+        if (!step.allocate) {
+          drop(step.slot);
         } else {
-          blocks[step.slot] = Block{arena.allocate(extent, calls[phase]), extent};
+          const std::uint64_t extent = round_up(step.size == 0 ? 1 : step.size, alignment);
+          if (extent <= largest_sliced) {
+            live[step.slot] = sliced.allocate(step.size);
+          } else {
+            blocks[step.slot] = Block{arena.allocate(extent, calls[phase]), extent};
+          }
         }
-      }
-      peak = std::max(peak, probe.page_bytes + arena.held_bytes());
-      page_peak = std::max(page_peak, probe.page_bytes);
-      touched_peak = std::max(touched_peak, probe.page_bytes + arena.touched_bytes());
-    }
-    for (std::uint32_t slot = 0; slot < live.size(); ++slot) {
-      drop(slot);
-    }
-  }
+        peak = std::max(peak, probe.page_bytes + arena.held_bytes());
+        page_peak = std::max(page_peak, probe.page_bytes);
+        touched_peak = std::max(touched_peak, probe.page_bytes + arena.touched_bytes());
+      },
+      [&] {
+        for (std::uint32_t slot = 0; slot < live.size(); ++slot) {
+          drop(slot);
+        }
+      });
   const auto ratio = [&](std::uint64_t bytes) {
     return static_cast<double>(bytes) / static_cast<double>(trace.peak_in_use);
   };

@@ -290,4 +290,25 @@ inline Trace load_trace(const std::string& path) {
   return trace;
 }
 
+/// The three parts a simulation over a trace counts calls in
+/// (physical_units, unit_placement): the cold replay's first half, its
+/// second half ("after the first step", steady_from), and a warm replay on
+/// the state the cold one left.
+enum Phase : int { cold_first_half = 0, after_first_step = 1, warm = 2 };
+
+/// Runs `on_event(phase, event)` over every event of `trace`, cold and then
+/// warm, calling `end_round()` after each pass (where a simulation drops
+/// whatever the trace left live, as pool_replay does between replays).
+template <class OnEvent, class EndRound>
+void replay_cold_then_warm(const Trace& trace, OnEvent&& on_event, EndRound&& end_round) {
+  for (int round = 0; round < 2; ++round) {
+    for (std::size_t event = 0; event < trace.events.size(); ++event) {
+      const Phase phase =
+          round == 1 ? warm : (event >= trace.steady_from() ? after_first_step : cold_first_half);
+      on_event(phase, trace.events[event]);
+    }
+    end_round();
+  }
+}
+
 } // namespace taintpool::replay
