@@ -211,7 +211,7 @@ KeptRanks& kept_ranks() {
 
 /// One rank of an input: its Device (the kept one of a quiet run; a
 /// describing re-run, and one quiet input in eight, builds its own, `own`,
-/// destroyed last: common/fresh_mode.hpp, ends_by_destroying), its
+/// destroyed last: common/fresh_mode.hpp, runs_on_own_devices), its
 /// Collectives and handles.
 struct Rank {
   Rank(Communicator& communicator, const taintpool::fuzz::FreshMode& mode, RankDevice* kept)
@@ -323,7 +323,7 @@ class Harness {
     // One quiet input in eight runs on Devices of its own, destroyed with
     // it (common/fresh_mode.hpp), built after every kept one, so in the id
     // spaces past theirs whatever ran before.
-    const bool own = describing || taintpool::fuzz::ends_by_destroying(data, length);
+    const bool own = describing || taintpool::fuzz::runs_on_own_devices(data, length);
     if (own && !describing) {
       static_cast<void>(kept_ranks().at(mode_, 0)); // The kept ones first.
     }

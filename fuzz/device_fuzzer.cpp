@@ -392,7 +392,7 @@ struct Kept {
     return kept;
   }
   /// A Device of `mode` for one input alone (common/fresh_mode.hpp,
-  /// ends_by_destroying), built after the kept ones: it takes the first id
+  /// runs_on_own_devices), built after the kept ones: it takes the first id
   /// space past theirs, whatever ran before.
   std::unique_ptr<KeptDevice> own_device(const taintpool::fuzz::FreshMode& mode) {
     static_cast<void>(device(mode)); // The kept ones first.
@@ -426,7 +426,7 @@ class Harness {
       // One input in eight runs on a Device of its own, destroyed with the
       // harness (common/fresh_mode.hpp); not a traced one, whose ids must
       // stay in the first spaces (tla_trace.hpp writes them as numbers).
-      , own_device_(!describing && !trace_path_ && taintpool::fuzz::ends_by_destroying(data, size)
+      , own_device_(!describing && !trace_path_ && taintpool::fuzz::runs_on_own_devices(data, size)
                         ? kept_.own_device(mode)
                         : nullptr)
       , kept_device_(own_device_ ? *own_device_ : kept_.device(mode))

@@ -16,8 +16,9 @@
 //
 // With -balance (before or among the PATHs), every input is replayed
 // twice over, and the driver fails if an input of the second pass ends
-// with more operator-new calls than deletes (testing/'s counters, which
-// every replay driver links but MemorySanitizer's). Why: libFuzzer runs an
+// with more blocks from operator new than deletes (testing/'s counters,
+// which every replay driver links but MemorySanitizer's; a call refused by
+// an injected fault gives no block, so it is not one). Why: libFuzzer runs an
 // input that ends with more mallocs than frees a second time (its leak
 // check), so a target that keeps state across inputs must free, within each
 // input, what that input allocated once its kept lists have their capacity
@@ -42,6 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 namespace taintpool::testing {
 [[gnu::weak]] std::uint64_t heap_allocations() noexcept;
 [[gnu::weak]] std::uint64_t heap_frees() noexcept;
+[[gnu::weak]] std::uint64_t heap_refusals() noexcept;
 } // namespace taintpool::testing
 extern "C" __attribute__((weak)) int LLVMFuzzerInitialize(int* argc, char*** argv);
 
@@ -49,20 +51,26 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// testing/'s counters now, for unbalanced_since().
+/// testing/'s counters now, for unbalanced_since(): the blocks operator
+/// new handed out, which is what libFuzzer's malloc hooks see. A call that
+/// an armed fault refused (alloc_faults.hpp: device_fuzzer's synchronize
+/// out of memory, the taint targets' faulted core calls) throws bad_alloc
+/// and gives no block to free; counted, each input whose fault fired read
+/// as keeping a block it never had (fuzz/README.md, round 54).
 struct Counts {
-  std::uint64_t allocations = 0;
+  std::uint64_t blocks = 0;
   std::uint64_t frees = 0;
 };
 Counts counts() {
-  return Counts{taintpool::testing::heap_allocations(), taintpool::testing::heap_frees()};
+  return Counts{taintpool::testing::heap_allocations() - taintpool::testing::heap_refusals(),
+                taintpool::testing::heap_frees()};
 }
 
-/// Whether the run since `before` ended with more operator-new calls than
-/// deletes; says so on stderr, naming `file`.
+/// Whether the run since `before` ended with more blocks from operator new
+/// than deletes; says so on stderr, naming `file`.
 bool unbalanced_since(const Counts& before, const fs::path& file) {
   const Counts now = counts();
-  const std::uint64_t made = now.allocations - before.allocations;
+  const std::uint64_t made = now.blocks - before.blocks;
   const std::uint64_t freed = now.frees - before.frees;
   if (made <= freed) {
     return false;
@@ -73,7 +81,8 @@ bool unbalanced_since(const Counts& before, const fs::path& file) {
 }
 
 /// Replays `file`; with `unbalanced`, sets it to whether the run ended
-/// with more operator-new calls than deletes (counted around the run only).
+/// with more blocks from operator new than deletes (counted around the run
+/// only).
 bool replay(const fs::path& file, bool* unbalanced = nullptr) {
   std::ifstream in(file, std::ios::binary);
   if (!in) {
@@ -134,7 +143,8 @@ int main(int argc, char** argv) {
     }
   }
   if (balance && (&taintpool::testing::heap_allocations == nullptr ||
-                  &taintpool::testing::heap_frees == nullptr)) {
+                  &taintpool::testing::heap_frees == nullptr ||
+                  &taintpool::testing::heap_refusals == nullptr)) {
     std::fprintf(stderr, "replay: -balance needs testing/'s operator new counters, not linked\n");
     return 1;
   }

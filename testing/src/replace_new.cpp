@@ -18,6 +18,14 @@ namespace {
 
 std::atomic<std::uint64_t> allocations{0};
 std::atomic<std::uint64_t> frees{0};
+std::atomic<std::uint64_t> refusals{0};
+
+/// Counts a call that gives no block (heap_refusals()) and throws, as
+/// operator new must.
+[[noreturn]] void refuse() {
+  refusals.fetch_add(1, std::memory_order_relaxed);
+  throw std::bad_alloc();
+}
 
 void release(void* memory) noexcept {
   if (memory != nullptr) {
@@ -29,18 +37,18 @@ void release(void* memory) noexcept {
 void* allocate(std::size_t size) {
   allocations.fetch_add(1, std::memory_order_relaxed);
   if (taintpool::testing::allocation_fault_now()) {
-    throw std::bad_alloc();
+    refuse();
   }
   if (void* memory = std::malloc(size == 0 ? 1 : size)) {
     return memory;
   }
-  throw std::bad_alloc();
+  refuse();
 }
 
 void* allocate_aligned(std::size_t size, std::align_val_t alignment) {
   allocations.fetch_add(1, std::memory_order_relaxed);
   if (taintpool::testing::allocation_fault_now()) {
-    throw std::bad_alloc();
+    refuse();
   }
   const auto align = static_cast<std::size_t>(alignment);
   // aligned_alloc wants a size that is a multiple of the alignment.
@@ -48,7 +56,7 @@ void* allocate_aligned(std::size_t size, std::align_val_t alignment) {
   if (void* memory = std::aligned_alloc(align, rounded)) {
     return memory;
   }
-  throw std::bad_alloc();
+  refuse();
 }
 
 template <class Allocate>
@@ -70,6 +78,10 @@ std::uint64_t heap_allocations() noexcept {
 
 std::uint64_t heap_frees() noexcept {
   return frees.load(std::memory_order_relaxed);
+}
+
+std::uint64_t heap_refusals() noexcept {
+  return refusals.load(std::memory_order_relaxed);
 }
 
 } // namespace taintpool::testing

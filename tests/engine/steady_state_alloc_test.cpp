@@ -220,6 +220,27 @@ TEST(SteadyState, CountingDeleteSeesEveryHeapFree) {
   EXPECT_EQ(freed, 2u);
 }
 
+TEST(SteadyState, ARefusedAllocationIsCountedAsACallAndARefusalButGivesNoBlock) {
+  // replay_main.cpp's -balance compares the blocks handed out (calls less
+  // refusals) with the frees, as libFuzzer's malloc hooks do: an input whose
+  // injected fault fires must not read as one that keeps a block.
+  const std::uint64_t calls = testing::heap_allocations();
+  const std::uint64_t refused = testing::heap_refusals();
+  const std::uint64_t frees = testing::heap_frees();
+  bool threw = false;
+  testing::arm_allocation_fault(0);
+  try {
+    escape(std::make_unique<std::uint64_t>(7).get());
+  } catch (const std::bad_alloc&) {
+    threw = true;
+  }
+  static_cast<void>(testing::disarm_allocation_fault());
+  EXPECT_TRUE(threw);
+  EXPECT_EQ(testing::heap_allocations() - calls, 1u);
+  EXPECT_EQ(testing::heap_refusals() - refused, 1u);
+  EXPECT_EQ(testing::heap_frees() - frees, 0u);
+}
+
 TEST(SteadyState, R4_APrunedFailureFreesItsMessageThenNotWhenItsSlotIsNextUsed) {
   // A failure's state lives as long as something carries it (R4): its
   // message too. Three failures: the newest sits in the graph's inline

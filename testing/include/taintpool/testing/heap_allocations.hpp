@@ -32,6 +32,16 @@ namespace taintpool::testing {
 /// later owner of the same slot overwrites it.
 [[nodiscard]] std::uint64_t heap_frees() noexcept;
 
+/// The calls among heap_allocations() that gave no block: an armed fault
+/// (alloc_faults.hpp) or malloc's null, each thrown as std::bad_alloc (or
+/// null from a nothrow form). heap_allocations() - heap_refusals() counts
+/// the blocks handed out, which is what libFuzzer's malloc hooks count (a
+/// refused call never reaches malloc, or gets null from it) and what
+/// fuzz/replay_main.cpp's -balance compares with heap_frees(): counted as
+/// an allocation, a refusal would make every input whose injected fault
+/// fires look like one that keeps a block (fuzz/README.md, round 54).
+[[nodiscard]] std::uint64_t heap_refusals() noexcept;
+
 /// Allocations made while running `fn`.
 template <class Fn>
 [[nodiscard]] std::uint64_t allocations_during(Fn&& fn) {
