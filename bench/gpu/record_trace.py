@@ -2,7 +2,13 @@
 """Record one PyTorch workload's allocation trace in the format of
 ../shared/traces/README.md (`a <id> <size> <stream>` / `f <id> <size>`).
 
-    python3 bench/gpu/record_trace.py WORKLOAD OUTDIR
+    python3 bench/gpu/record_trace.py WORKLOAD[@STEPS] OUTDIR
+
+A training workload runs 3 steps; WORKLOAD@N runs N (N >= 1) and writes
+WORKLOAD_Nsteps.*: the recorded traces hold three steps, of which only the
+last two repeat, too few to judge a placement that learns a step from the
+one before it (bench/RESULTS.md, "units of physical memory placed by what
+they map"). Inference workloads ignore N.
 
 Each workload runs in its own process (so max_memory_reserved covers it
 alone), with torch.cuda.memory._record_memory_history around it. Models are
@@ -18,8 +24,12 @@ import time
 
 import torch
 
+# Training steps a workload runs (WORKLOAD@N sets it; see the docstring).
+STEPS = 3
 
-def steps(model, batch_fn, loss_fn, n=3, autocast=None, lr=1e-4, optim="adamw"):
+
+def steps(model, batch_fn, loss_fn, n=None, autocast=None, lr=1e-4, optim="adamw"):
+    n = STEPS if n is None else n
     opt = (torch.optim.AdamW(model.parameters(), lr=lr) if optim == "adamw"
            else torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9))
     loss = None
@@ -381,7 +391,7 @@ def gpt2_train_grad_accum():
     model = GPT2LMHeadModel(GPT2Config(n_layer=12, n_embd=768, n_head=12)).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     loss = None
-    for _ in range(3):
+    for _ in range(STEPS):
         for _ in range(4):
             ids = torch.randint(0, 50257, (8, 512), device="cuda")
             with torch.autocast("cuda", dtype=torch.bfloat16):
@@ -404,7 +414,7 @@ def llama_frozen_finetune_bf16():
         module.requires_grad_(True)
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)
     loss = None
-    for _ in range(3):
+    for _ in range(STEPS):
         ids = torch.randint(0, 32000, (4, 1024), device="cuda")
         loss = model(input_ids=ids, labels=ids).loss
         loss.backward()
@@ -569,13 +579,23 @@ WORKLOADS = {f.__name__: f for f in [bert_train, resnet50_train, llama_train_bf1
 
 
 def main():
-    name, outdir = sys.argv[1], sys.argv[2]
+    global STEPS
+    workload, outdir = sys.argv[1], sys.argv[2]
+    name = workload
+    if "@" in workload:
+        workload, count = workload.split("@", 1)
+        if not count.isdigit() or int(count) < 1:
+            sys.exit(f"record_trace: {sys.argv[1]}: the step count after @ must be a number >= 1")
+        STEPS = int(count)
+        name = f"{workload}_{STEPS}steps"
+    if workload not in WORKLOADS:
+        sys.exit(f"record_trace: unknown workload {workload}")
     os.makedirs(outdir, exist_ok=True)
     torch.manual_seed(0)
     torch.cuda.init()
     torch.cuda.memory._record_memory_history(max_entries=3_000_000, context=None)
     start = time.time()
-    desc = WORKLOADS[name]()
+    desc = WORKLOADS[workload]().replace("3 training steps", f"{STEPS} training steps")
     torch.cuda.synchronize()
     wall = time.time() - start
     snap = torch.cuda.memory._snapshot()
@@ -597,6 +617,8 @@ def main():
         "wall_s": round(wall, 2),
         "desc": desc,
     }
+    if name != workload:
+        facts["steps"] = STEPS
     live = {}
     streams = {}
     next_id = 1
