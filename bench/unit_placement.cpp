@@ -44,7 +44,16 @@
 // use. That is what a placement learned from an earlier pass over the same
 // work could hold with every unit mapped once and no call after.
 //
+// With --steady, instead: for a trace of several training steps
+// (bench/traces/steps8), the period of its requests at the end (a step),
+// the step in which today's default pool reaches its peak reserve, and the
+// offline placement of the last two steps and of everything before the
+// first repeat, each over its own peak in use: whether a placement learned
+// from one step could hold the target, and whether the peak comes before
+// there is a step to learn from.
+//
 //   unit_placement [--unit MIB] [--keep F] [--fit cost|best] [--offline] TRACE...
+//   unit_placement --steady TRACE...
 //
 // --unit  the unit in MiB (default 2, CUDA's granularity).
 // --keep  create a chunk rather than unmap a free unit while held stays
@@ -93,6 +102,7 @@ struct Options {
   double keep = 0.0;
   bool cost_first = true;
   bool offline = false;
+  bool steady = false;
 };
 
 /// Counts for one phase.
@@ -264,12 +274,13 @@ class UnitArena {
   std::uint64_t stamp_ = 0;
 };
 
-/// The address space an offline placement of every arena block of the
-/// trace needs, knowing each block's lifetime in advance: greedy by size
-/// (largest first; each at the smallest gap between the blocks placed so
-/// far whose lifetimes overlap its own). A bound on what a placement learned
-/// from an earlier pass over the same work could reach with no remap.
-std::uint64_t offline_footprint(const Trace& trace) {
+/// The address space an offline placement of every arena block live in
+/// events [from, to) needs, knowing each block's lifetime in advance (cut
+/// to the window): greedy by size (largest first; each at the smallest gap
+/// between the blocks placed so far whose lifetimes overlap its own). A
+/// bound on what a placement learned from an earlier pass over the same
+/// work could reach with no remap.
+std::uint64_t offline_footprint(const Trace& trace, std::size_t from, std::size_t to) {
   struct Life {
     std::uint64_t extent;
     std::size_t begin;
@@ -278,19 +289,21 @@ std::uint64_t offline_footprint(const Trace& trace) {
   };
   std::vector<Life> lives;
   std::vector<std::size_t> open(trace.slots, ~std::size_t{0});
-  for (std::size_t event = 0; event < trace.events.size(); ++event) {
+  for (std::size_t event = 0; event < to; ++event) {
     const taintpool::replay::Event& step = trace.events[event];
     if (step.allocate) {
       const std::uint64_t extent = round_up(step.size == 0 ? 1 : step.size, alignment);
       if (extent > largest_sliced) {
         open[step.slot] = lives.size();
-        lives.push_back(Life{extent, event, trace.events.size()});
+        lives.push_back(Life{extent, std::max(event, from), to});
       }
     } else if (open[step.slot] != ~std::size_t{0}) {
       lives[open[step.slot]].end = event;
       open[step.slot] = ~std::size_t{0};
     }
   }
+  // Blocks that ended before the window are no part of it.
+  std::erase_if(lives, [&](const Life& life) { return life.end <= from; });
   std::vector<std::size_t> order(lives.size());
   for (std::size_t i = 0; i < order.size(); ++i) {
     order[i] = i;
@@ -326,6 +339,110 @@ std::uint64_t offline_footprint(const Trace& trace) {
     placed.push_back(i);
   }
   return footprint;
+}
+
+/// The period of the trace's requests at its end: the smallest P of at
+/// least 100 allocations such that each of the last max(2P, n/3) requests
+/// asks the size the request P before asked (frees are not compared: their
+/// order varies from step to step, measured on the 8-step traces). The
+/// event of every allocation in the period's repeats, a step's first
+/// allocation first: empty if there is no period.
+struct Period {
+  std::size_t allocations = 0;     ///< P.
+  std::vector<std::size_t> starts; ///< The event each repeat (step) starts at.
+};
+Period period_at_end(const Trace& trace) {
+  std::vector<std::size_t> at; // The event of each allocation.
+  std::vector<std::uint64_t> sizes;
+  for (std::size_t event = 0; event < trace.events.size(); ++event) {
+    if (trace.events[event].allocate) {
+      at.push_back(event);
+      sizes.push_back(trace.events[event].size);
+    }
+  }
+  const std::size_t n = sizes.size();
+  for (std::size_t period = 100; period * 3 <= n; ++period) {
+    std::size_t run = 0;
+    for (std::size_t i = n; i-- > period && sizes[i] == sizes[i - period];) {
+      ++run;
+    }
+    if (run >= 2 * period && run * 3 >= n) {
+      Period found{period, {}};
+      // Whole repeats, counted back from the end.
+      for (std::size_t first = n % period; first + period <= n; first += period) {
+        if (first + run + period >= n) {
+          found.starts.push_back(at[first]);
+        }
+      }
+      return found;
+    }
+  }
+  return {};
+}
+
+/// --steady: where today's pool reaches its peak reserve, and what an
+/// offline placement of the last two periods (steps) would hold.
+void steady_state(const Trace& trace) {
+  const Period period = period_at_end(trace);
+  if (period.starts.size() < 3) {
+    std::printf("| %s | no period | | | | | |\n", trace.name.c_str());
+    return;
+  }
+  // Steps before the repeats count as one: the first, which builds the
+  // optimizer's state.
+  const auto step_of = [&](std::size_t event) {
+    std::size_t step = 1;
+    for (const std::size_t begin : period.starts) {
+      step += event >= begin ? 1 : 0;
+    }
+    return step;
+  };
+  HostStorage host;
+  ProbeStorage probe(host);
+  ErrorGraph graph;
+  MemoryManager memory(probe, graph, MemoryConfig{});
+  std::vector<Allocation> live(trace.slots);
+  std::uint64_t today_peak = 0;
+  std::size_t today_peak_at = 0;
+  const std::size_t window = period.starts[period.starts.size() - 2];
+  std::uint64_t window_pages = 0;
+  std::uint64_t window_in_use = 0;
+  const std::size_t first_repeat = period.starts.front();
+  std::uint64_t first_pages = 0;
+  std::uint64_t first_in_use = 0;
+  for (std::size_t event = 0; event < trace.events.size(); ++event) {
+    const taintpool::replay::Event& step = trace.events[event];
+    if (step.allocate) {
+      live[step.slot] = memory.allocate(step.size);
+    } else {
+      live[step.slot].reset();
+    }
+    const std::uint64_t reserved = probe.page_bytes + probe.mapped_bytes();
+    if (reserved > today_peak) {
+      today_peak = reserved;
+      today_peak_at = event;
+    }
+    if (event < first_repeat) {
+      first_pages = std::max(first_pages, probe.page_bytes);
+      first_in_use = std::max(first_in_use, trace.in_use[event]);
+    }
+    if (event >= window) {
+      window_pages = std::max(window_pages, probe.page_bytes);
+      window_in_use = std::max(window_in_use, trace.in_use[event]);
+    }
+  }
+  const auto ratio = [](std::uint64_t bytes, std::uint64_t of) {
+    return static_cast<double>(bytes) / static_cast<double>(of);
+  };
+  const std::uint64_t plan = window_pages + offline_footprint(trace, window, trace.events.size());
+  const std::uint64_t first = first_pages + offline_footprint(trace, 0, first_repeat);
+  std::printf("| %s | %zu allocations, %zu repeats from event %zu | %.3f | step %zu (event %zu) | "
+              "%.3f | %.3f | %.3f |\n",
+              trace.name.c_str(), period.allocations, period.starts.size(), period.starts.front(),
+              ratio(today_peak, trace.peak_in_use), step_of(today_peak_at), today_peak_at,
+              ratio(window_in_use, trace.peak_in_use), ratio(plan, window_in_use),
+              ratio(first, first_in_use));
+  std::fflush(stdout);
 }
 
 void simulate(const Trace& trace, const Options& options) {
@@ -387,7 +504,9 @@ void simulate(const Trace& trace, const Options& options) {
   print(calls[2]);
   std::printf(" %zu |", trace.events.size());
   if (options.offline) {
-    std::printf(" %.3f |", ratio(page_peak + round_up(offline_footprint(trace), options.unit)));
+    std::printf(" %.3f |",
+                ratio(page_peak +
+                      round_up(offline_footprint(trace, 0, trace.events.size()), options.unit)));
   }
   std::printf("\n");
   std::fflush(stdout);
@@ -407,6 +526,8 @@ int main(int argc, char** argv) {
         return 2;
       }
       options.unit = mib << 20;
+    } else if (word == "--steady") {
+      options.steady = true;
     } else if (word == "--offline") {
       options.offline = true;
     } else if (word == "--keep" && arg + 1 < argc) {
@@ -425,8 +546,24 @@ int main(int argc, char** argv) {
   if (paths.empty() || options.keep < 0) {
     std::fprintf(stderr,
                  "usage: unit_placement [--unit MIB] [--keep F] [--fit cost|best] [--offline] "
-                 "TRACE...\n");
+                 "TRACE...\n       unit_placement --steady TRACE...\n");
     return 2;
+  }
+  if (options.steady) {
+    std::printf(
+        "| trace | period (a step) | today's peak | reached in | last two steps' peak in use "
+        "/ the trace's | their offline placement / their peak in use | the first step's offline "
+        "placement / its peak in use |\n"
+        "|---|---|---|---|---|---|---|\n");
+    for (const std::string& path : paths) {
+      try {
+        steady_state(taintpool::replay::load_trace(path));
+      } catch (const std::exception& error) {
+        std::fprintf(stderr, "unit_placement: %s: %s\n", path.c_str(), error.what());
+        return 1;
+      }
+    }
+    return 0;
   }
   std::printf("| trace | touched | held | maps / unmaps / units created, cold first half "
               "| after step 1 | warm replay | events |%s\n|---|---|---|---|---|---|---|%s\n",
