@@ -89,8 +89,12 @@ using taintpool::MemoryManager;
 using taintpool::replay::ProbeStorage;
 using taintpool::replay::Trace;
 
-constexpr std::uint64_t alignment = 256;
-constexpr std::uint64_t largest_sliced = std::uint64_t{64} << 10; // MemoryConfig's default.
+/// The default MemoryConfig, which the pool under simulation uses: its
+/// alignment, its largest sliced request (larger ones go to the arena) and
+/// its arena's growth rule.
+const MemoryConfig defaults{};
+const std::uint64_t alignment = defaults.alignment;
+const std::uint64_t largest_sliced = defaults.sliced.back().max_slice;
 constexpr std::uint64_t address_space = std::uint64_t{1} << 46;
 
 std::uint64_t round_up(std::uint64_t size, std::uint64_t unit) noexcept {
@@ -238,9 +242,11 @@ class UnitArena {
       --idle_;
       return;
     }
-    const bool may_create = static_cast<double>(held_ + 1) <=
-                            (1.0 + options_.keep) * static_cast<double>(peak_touched_);
-    if (!may_create || options_.keep == 0.0) {
+    // --keep: a new unit rather than a remap while held stays in budget.
+    const bool create_first =
+        options_.keep > 0.0 && static_cast<double>(held_ + 1) <=
+                                   (1.0 + options_.keep) * static_cast<double>(peak_touched_);
+    if (!create_first) {
       while (!freed_.empty()) {
         const auto [u, stamp] = freed_.front();
         freed_.pop_front();
@@ -254,8 +260,8 @@ class UnitArena {
     }
     // Create units by the growth rule (MemoryConfig), one of them used.
     const std::uint64_t held = held_ * options_.unit;
-    std::uint64_t step = std::max(held / 64, std::uint64_t{2} << 20);
-    step = std::max(step, std::min(held, std::uint64_t{16} << 20));
+    std::uint64_t step = std::max(held / defaults.arena_growth_divisor, defaults.arena_min_growth);
+    step = std::max(step, std::min(held, defaults.arena_ramp_growth));
     const std::uint64_t units =
         std::max<std::uint64_t>(1, round_up(step, options_.unit) / options_.unit);
     held_ += units;
