@@ -649,10 +649,9 @@ void MemoryManager::end_all_and_give_back_pages() noexcept {
 }
 
 void MemoryManager::reset() {
+  // tombstone_all() empties the allocation table in place (IdTable::clear):
+  // its slots stay for the allocations that come after (see the header).
   end_all_and_give_back_pages();
-  // A device whose memory is lost may never be this big again: the
-  // table's slots go too (restart() keeps them).
-  live_ = detail::IdTable<detail::LiveAllocation>();
 }
 
 void MemoryManager::restart() noexcept {

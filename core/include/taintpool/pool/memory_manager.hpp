@@ -207,7 +207,14 @@ class MemoryManager {
 
   /// Ends every live allocation now — for a device whose memory is lost
   /// (a poisoned CUDA context). Tombstones them (taint cleared, handles see
-  /// NotFound) and gives every page back (P1).
+  /// NotFound) and gives every page back (P1). The allocation table is
+  /// emptied in place: it keeps its slots, as restart() does. Why: a
+  /// manager whose device is lost keeps 16 bytes a slot (2 to 4 slots for
+  /// each allocation it held at its peak), while one that resets and goes on
+  /// serving — a runtime after a lost context, a fuzzer whose inputs reset
+  /// it — would otherwise grow the table again, slot doubling by doubling,
+  /// after every reset (and pool_fuzzer's balance test saw each input after
+  /// a reset keep a block: fuzz/README.md, rounds 54 and 55).
   void reset();
 
   /// What MemoryManager(storage(), graph(), config()) would be if this one
