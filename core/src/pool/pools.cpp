@@ -289,9 +289,8 @@ Slice* SlicedPool::cut(Slice* slice, std::uint64_t keep) noexcept {
   right->extent = slice->extent - keep;
   right->page_prev = slice;
   right->page_next = slice->page_next;
-  if (slice->page_next != nullptr) {
-    slice->page_next->page_prev = right;
-  }
+  Slice** const back = slice->page_next != nullptr ? &slice->page_next->page_prev : &link_sink_;
+  *back = right;
   slice->page_next = right;
   slice->extent = keep;
   return right;
@@ -309,9 +308,8 @@ Slice* SlicedPool::split(Slice* slice, std::uint64_t extent) noexcept {
 void SlicedPool::absorb(Slice* left, Slice* right) noexcept {
   left->extent += right->extent;
   left->page_next = right->page_next;
-  if (right->page_next != nullptr) {
-    right->page_next->page_prev = left;
-  }
+  Slice** const back = right->page_next != nullptr ? &right->page_next->page_prev : &link_sink_;
+  *back = left;
   cache_.give(right);
 }
 

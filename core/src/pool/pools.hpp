@@ -223,6 +223,10 @@ class SlicedPool : public Pool {
   Released drop_free_pages() noexcept;
 
   std::uint64_t page_size_;
+  /// Where cut and absorb write the right neighbour's back link when there
+  /// is none (the page's last slice): selected, not branched on — which
+  /// slice ends a page is a coin toss to the predictor (size_bins.hpp).
+  Slice* link_sink_ = nullptr;
 
  private:
   static_assert((kept_recent & (kept_recent - 1)) == 0, "the recent list is a ring of 2^k slots");
