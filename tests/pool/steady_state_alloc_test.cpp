@@ -113,7 +113,7 @@ TEST_F(PoolTest, TaintAndReleaseOnABoundSliceAllocateNothingForOneClaim) {
 // The handles outlive the reset (tombstoned, P1) and go after it, so both
 // ways of emptying the table are exercised: the reset's own, with live
 // entries, and the next round's discovery of the tombstoned records.
-TEST_F(PoolTest, AResetKeepsTheAllocationTableSoLaterRoundsAllocateOnlyTheirPages) {
+TEST_F(PoolTest, P1_AResetKeepsTheAllocationTableSoLaterRoundsAllocateOnlyTheirPages) {
   std::vector<Allocation> live;
   live.reserve(2000);
   const auto round = [&](bool restart) {
