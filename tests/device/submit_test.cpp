@@ -445,6 +445,32 @@ TEST(Submit, O5_SubmitFromABodyOnItsOwnDeviceIsRefused) {
   EXPECT_FALSE(rig.device.stale_reports(a.whole()).empty()); // S3: torn down.
 }
 
+TEST(LaunchResult, S1_ADefaultResultIsAPlainRanWithNothingToReportInEveryForm) {
+  // Its constructor is written out (launch.hpp: a defaulted one zero-filled
+  // the whole struct with `rep stosq` on every plain launch()), so every
+  // member's start is pinned here, in each way a caller may build one.
+  const auto plain_ran = [](const LaunchResult& result) {
+    return result.ran() && result.status == LaunchStatus::Ran && !result.failure.has_value() &&
+           !result.needed.has_value() && !result.error.has_value() && result.unwritten.empty() &&
+           result.unwritten.capacity() == 0;
+  };
+  const LaunchResult declared;
+  const LaunchResult braced{};
+  const LaunchResult parenthesized = LaunchResult();
+  const auto* on_heap = new LaunchResult();
+  EXPECT_TRUE(plain_ran(declared));
+  EXPECT_TRUE(plain_ran(braced));
+  EXPECT_TRUE(plain_ran(parenthesized));
+  EXPECT_TRUE(plain_ran(*on_heap));
+  delete on_heap;
+  LaunchResult filled;
+  filled.status = LaunchStatus::Skipped;
+  filled.failure = FailureId::from_raw(7);
+  LaunchResult moved(std::move(filled));
+  EXPECT_EQ(moved.status, LaunchStatus::Skipped);
+  EXPECT_EQ(moved.failure, FailureId::from_raw(7));
+}
+
 // LaunchOutcome is one pointer, null for success() (the launch path's
 // answer costs a store and a test); these pin that its four answers still
 // say what they said, and that copies and moves hold no surprise.

@@ -131,6 +131,15 @@ enum class LaunchStatus : std::uint8_t {
 /// What launch() tells the caller. The failure path fills the optionals;
 /// a successful launch leaves them empty and allocates nothing.
 struct LaunchResult {
+  /// Ran, nothing else. User-provided on purpose, not `= default`: with a
+  /// defaulted constructor `LaunchResult{}` zero-fills all 112 bytes first,
+  /// and g++ 12 does that with `rep stosq`, whose start-up costs tens of
+  /// cycles on the Intel hosts of the GPU machines (the plain launch()'s
+  /// answer, issue 11 item 7). Written out, it is six stores: the status,
+  /// three engaged flags and the vector's pointers.
+  // NOLINTNEXTLINE(modernize-use-equals-default): see above.
+  LaunchResult() noexcept {}
+
   LaunchStatus status = LaunchStatus::Ran; ///< Ran, Failed or Skipped.
   /// Failed: the launch's failure, while it still claims bytes (a failure
   /// with an empty write set, or whose every byte was reported written,
