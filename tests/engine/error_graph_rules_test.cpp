@@ -908,10 +908,35 @@ TEST(ErrorGraph, G1_AReservationIsRefusedWithoutAVacantInlineSlotAndChangesNothi
   const FailureId second = graph.insert(Error::launch("second"));
   const FailureId next = graph.next_id();
   EXPECT_FALSE(graph.reserve_provisional().has_value());
+  EXPECT_EQ(graph.reserve_provisional_raw(), 0u); // The launch path's form: 0 for none.
   EXPECT_EQ(graph.next_id(), next);
   EXPECT_EQ(graph.size(), 2u);
   EXPECT_TRUE(graph.contains(first));
   EXPECT_TRUE(graph.contains(second));
+}
+
+TEST(ErrorGraph, G1_TheRawReservationMintsTheSameIdsAsTheOptionalOne) {
+  // reserve_provisional_raw() is what the plain launch calls (device.cpp);
+  // reserve_provisional() is the same reservation as an optional. Two
+  // graphs, one per form, mint the same ids, never 0, and refuse at the
+  // same point.
+  ErrorGraph by_value;
+  ErrorGraph by_raw;
+  for (int round = 0; round < 3; ++round) {
+    const std::optional<FailureId> reserved = by_value.reserve_provisional();
+    const std::uint64_t raw = by_raw.reserve_provisional_raw();
+    ASSERT_TRUE(reserved.has_value());
+    EXPECT_NE(raw, 0u);
+    EXPECT_EQ(reserved->raw(), raw);
+    EXPECT_EQ(by_value.next_id(), by_raw.next_id());
+  }
+  static_cast<void>(by_value.insert(Error::launch("first")));
+  static_cast<void>(by_value.insert(Error::launch("second")));
+  static_cast<void>(by_raw.insert(Error::launch("first")));
+  static_cast<void>(by_raw.insert(Error::launch("second")));
+  EXPECT_FALSE(by_value.reserve_provisional().has_value());
+  EXPECT_EQ(by_raw.reserve_provisional_raw(), 0u);
+  EXPECT_EQ(by_value.next_id(), by_raw.next_id());
 }
 
 TEST(ErrorGraph, G1_MaterializingAnythingButTheNewestUnmadeReservationThrowsAndChangesNothing) {

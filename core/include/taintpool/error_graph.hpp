@@ -158,13 +158,25 @@ class ErrorGraph {
   /// allocate, so the caller inserts instead. Throws as insert() does when
   /// ids run out, changing nothing.
   [[gnu::always_inline]] std::optional<FailureId> reserve_provisional() {
-    if (hot_.id != 0 && resident_.id != 0) [[unlikely]] {
+    const std::uint64_t reserved = reserve_provisional_raw();
+    if (reserved == 0) {
       return std::nullopt;
+    }
+    return FailureId::from_raw(reserved);
+  }
+  /// reserve_provisional() as the id's raw value, 0 for none (ids start at
+  /// 1). For the launch path: there g++ 12 built the optional in the frame
+  /// with two stores (value, flag) and read it back with one 16-byte load,
+  /// which no store can forward — a stall of a dozen cycles on every
+  /// launch that writes (issue 11, item 7).
+  [[gnu::always_inline]] std::uint64_t reserve_provisional_raw() {
+    if (hot_.id != 0 && resident_.id != 0) [[unlikely]] {
+      return 0;
     }
     if (next_id_ == UINT64_MAX) [[unlikely]] {
       throw_ids_exhausted();
     }
-    return FailureId::from_raw(next_id_++);
+    return next_id_++;
   }
 
   /// The node of an id reserve_provisional() gave — 0 tags, TornDown, as

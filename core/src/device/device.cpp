@@ -736,11 +736,9 @@ Device::run_flat(std::uint32_t slot, std::string_view kernel, std::span<const Bi
       plan != nullptr ? plan->owned_.arrays.size() != plan->owned_.reads : !writes.empty();
   if (writes_some) {
     try {
-      const std::optional<FailureId> reserved = graph_.reserve_provisional();
-      deferred = reserved.has_value();
-      if (deferred) [[likely]] {
-        provisional = reserved->raw();
-      } else {
+      provisional = graph_.reserve_provisional_raw();
+      deferred = provisional != 0;
+      if (!deferred) [[unlikely]] {
         // Both slots taken: the table.
         provisional = cold_call([this] { return graph_.insert_provisional(); }).raw();
       }
