@@ -183,6 +183,49 @@ TEST_F(BackendFaults, ABodySeesItsKernelItsBindingsAndTheBackendData) {
   EXPECT_EQ(device.backend().name(), "host");
 }
 
+/// A host backend with data of its own, counting how often it is asked.
+class DataBackend final : public HostBackend {
+ public:
+  int value = 42;
+  int asked = 0;
+  [[nodiscard]] void* backend_data() noexcept override {
+    ++asked;
+    return &value;
+  }
+};
+
+TEST(BackendData, S1_EveryBodySeesTheBackendDataTheDeviceAskedForOnceWhenItWasBuilt) {
+  // backend.hpp: backend_data() is fixed for the backend's life, so the
+  // Device asks once (a virtual call per launch cost the CUDA backend's
+  // plain launch; issue 11, item 7). Every way a body runs — launch,
+  // submit, a plan made and launched, a launch ordered across streams —
+  // sees that value, and the backend is not asked again.
+  DataBackend backend;
+  Device device(backend);
+  EXPECT_EQ(backend.asked, 1);
+  const Allocation in = device.create_buffer(bytes_of(8, 3));
+  const Allocation out = device.create_buffer(8);
+  std::vector<void*> seen;
+  const auto observe = [&](const KernelContext& context) {
+    seen.push_back(context.backend_data());
+    return fill(context);
+  };
+  EXPECT_TRUE(device.launch("plain", {in.whole()}, {out.whole()}, observe).ran());
+  EXPECT_EQ(device.submit("submitted", {in.whole()}, {out.whole()}, observe).status(),
+            LaunchStatus::Ran);
+  const Binding reads[] = {in.whole()};
+  const Binding writes[] = {out.whole()};
+  const LaunchPlan plan = device.plan(reads, writes);
+  EXPECT_TRUE(device.launch(plan, "planned", observe).ran());
+  const StreamId side = device.create_stream();
+  EXPECT_TRUE(device.launch(side, "crossing", {out.whole()}, {in.whole()}, observe).ran());
+  ASSERT_EQ(seen.size(), 4u);
+  for (void* data : seen) {
+    EXPECT_EQ(data, &backend.value);
+  }
+  EXPECT_EQ(backend.asked, 1);
+}
+
 // ------------------------------------------------------------ late failures
 
 TEST_F(BackendFaults, LateFailure_ForALaunchTheDeviceNeverLoggedIsAContractViolation) {

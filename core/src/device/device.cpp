@@ -236,6 +236,7 @@ Device::Device(Backend& backend, MemoryConfig config)
 
 Device::Device(Backend& backend, DeviceOptions options)
     : backend_(backend)
+    , backend_data_(backend.backend_data())
     , reports_late_(backend.reports_late_failures())
     , ordering_(options.ordering)
     , unwritten_reads_(options.unwritten_reads)
@@ -714,10 +715,10 @@ Device::run_flat(std::uint32_t slot, std::string_view kernel, std::span<const Bi
   const BoundBuffer* const bound = bound_store_.data();
   const KernelContext built =
       planned  ? KernelContext(0, {}, {}, {}, nullptr) // Unused (dead where inlined).
-      : !Plain ? KernelContext(launch, kernel, reads_, writes_, backend_.backend_data(),
-                               streams_.id(slot), streams_.handle(slot))
+      : !Plain ? KernelContext(launch, kernel, reads_, writes_, backend_data_, streams_.id(slot),
+                               streams_.handle(slot))
                : KernelContext(launch, kernel, {bound, reads.size()},
-                               {bound + reads.size(), writes.size()}, backend_.backend_data(),
+                               {bound + reads.size(), writes.size()}, backend_data_,
                                streams_.id(slot), streams_.handle(slot));
   const KernelContext& context = planned ? plan->context_.relaunch(launch, kernel) : built;
   // G1: a scope with outputs mints its provisional id; with every output
@@ -1055,8 +1056,8 @@ LaunchPlan Device::plan(StreamId stream, std::span<const Binding> reads,
         bytes.taint, StreamAccess{binding.allocation, binding.range, bytes.size, bytes.lane},
         std::move(held));
   }
-  made.derive(KernelContext(0, {}, {}, {}, backend_.backend_data(), streams_.id(slot),
-                            streams_.handle(slot)));
+  made.derive(
+      KernelContext(0, {}, {}, {}, backend_data_, streams_.id(slot), streams_.handle(slot)));
   return made;
 }
 
@@ -1585,8 +1586,8 @@ void Device::claim_write_set(FailureId provisional) {
 
 LaunchResult Device::enter(std::uint32_t slot, std::uint64_t launch, std::string_view kernel,
                            KernelBody body, bool outputs_clean, bool outputs_fresh) {
-  const KernelContext context(launch, kernel, reads_, writes_, backend_.backend_data(),
-                              streams_.id(slot), streams_.handle(slot));
+  const KernelContext context(launch, kernel, reads_, writes_, backend_data_, streams_.id(slot),
+                              streams_.handle(slot));
   LaunchResult result;
   if (writes_.empty()) {
     // Nothing to claim, nothing to taint: a failure here is only reported.

@@ -262,8 +262,8 @@ void Device::check_exchange_outcome(const ExchangeOutcome& outcome) const {
 
 LaunchResult Device::enter_exchange(std::uint32_t slot, std::uint64_t launch,
                                     std::string_view kernel, ExchangeBody body) {
-  const KernelContext context(launch, kernel, reads_, writes_, backend_.backend_data(),
-                              streams_.id(slot), streams_.handle(slot));
+  const KernelContext context(launch, kernel, reads_, writes_, backend_data_, streams_.id(slot),
+                              streams_.handle(slot));
   const ExchangeContext exchange(
       context, stale_inputs_, std::span<const Report>(input_reports_).first(input_reports_used_));
   ExchangeOutcome said;

@@ -78,7 +78,10 @@ class Backend : public QueueBackend {
   [[nodiscard]] virtual std::optional<Error> copy_out(StreamHandle stream, std::byte* to,
                                                       const std::byte* from, std::size_t bytes) = 0;
 
-  /// What KernelContext::backend_data() returns to bodies.
+  /// What KernelContext::backend_data() returns to bodies. Asked once, when
+  /// a Device is built, so it must not change for the backend's life: a
+  /// virtual call per launch was one of three on the CUDA backend's plain
+  /// launch (issue 11, item 7).
   [[nodiscard]] virtual void* backend_data() noexcept { return nullptr; }
 
   /// Whether launches may be found failed after run() returned (a checked

@@ -743,7 +743,8 @@ class alignas(64) Device {
   void drop_prior_claims() noexcept;
 
   Backend& backend_;
-  bool reports_late_; ///< backend_.reports_late_failures(), asked once.
+  void* backend_data_; ///< backend_.backend_data(), asked once (it is fixed: backend.hpp).
+  bool reports_late_;  ///< backend_.reports_late_failures(), asked once.
   StreamOrdering ordering_;
   UnwrittenReads unwritten_reads_; ///< N2.
   std::uint32_t serial_;           ///< Process-wide, so StreamIds name their Device.
