@@ -457,12 +457,11 @@ TEST(LaunchResult, S1_ADefaultResultIsAPlainRanWithNothingToReportInEveryForm) {
   const LaunchResult declared;
   const LaunchResult braced{};
   const LaunchResult parenthesized = LaunchResult();
-  const auto* on_heap = new LaunchResult();
+  const auto on_heap = std::make_unique<LaunchResult>();
   EXPECT_TRUE(plain_ran(declared));
   EXPECT_TRUE(plain_ran(braced));
   EXPECT_TRUE(plain_ran(parenthesized));
   EXPECT_TRUE(plain_ran(*on_heap));
-  delete on_heap;
   LaunchResult filled;
   filled.status = LaunchStatus::Skipped;
   filled.failure = FailureId::from_raw(7);
