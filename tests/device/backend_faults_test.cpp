@@ -69,8 +69,13 @@ class ScriptedBackend final : public HostBackend {
   [[nodiscard]] bool reports_late_failures() const noexcept override { return true; }
   [[nodiscard]] std::vector<LateFailure> synchronize() override { return std::exchange(late, {}); }
   [[nodiscard]] std::optional<std::uint64_t> oldest_unconfirmed_launch() const noexcept override {
+    ++oldest_asked;
     return oldest;
   }
+  /// What a backend that keeps may_hold_unconfirmed() exact says while it
+  /// holds nothing (backend.hpp), or, with false, before it may again.
+  void holds_nothing(bool nothing) { set_may_hold_unconfirmed(!nothing); }
+  mutable int oldest_asked = 0;
 };
 
 std::vector<std::byte> bytes_of(std::size_t size, std::uint8_t value) {
@@ -244,6 +249,42 @@ TEST_F(BackendFaults, LateFailure_ForALaunchTheDeviceNeverLoggedIsAContractViola
   }
   std::vector<std::byte> bytes(8);
   EXPECT_TRUE(device.read(out.whole(), bytes).ok()) << "nothing changed";
+}
+
+TEST_F(BackendFaults, LateFailure_TheDeviceAsksForTheOldestUnconfirmedLaunchOnlyWhileItMayBeOne) {
+  // backend.hpp: may_hold_unconfirmed() is true unless a backend says
+  // otherwise, and then the Device asks oldest_unconfirmed_launch() after
+  // every launch, as before; false, it asks nothing (the CUDA backend's
+  // plain launch: one virtual call fewer, issue 11, item 7) and logs
+  // nothing, so the flag must be exact, as the CUDA backend keeps it.
+  EXPECT_TRUE(backend.may_hold_unconfirmed());
+  HostBackend host;
+  DeferredHostBackend deferred;
+  EXPECT_TRUE(host.may_hold_unconfirmed());
+  EXPECT_TRUE(deferred.may_hold_unconfirmed());
+  const Allocation a = device.create_buffer(8);
+  const Allocation b = device.create_buffer(8);
+  backend.oldest = 1;
+  EXPECT_TRUE(device.launch("one", {}, {a.whole()}, fill).ran());
+  EXPECT_GT(backend.oldest_asked, 0);
+  backend.late.push_back(LateFailure{1, Error::launch("checked kernel failed"), {}});
+  backend.oldest.reset();
+  device.synchronize();
+  std::vector<std::byte> out(8);
+  EXPECT_FALSE(device.read(a.whole(), out).ok()) << "logged while the flag was true";
+
+  backend.holds_nothing(true);
+  const int asked = backend.oldest_asked;
+  backend.oldest = 2; // What a backend whose flag is false must never say: not asked.
+  EXPECT_TRUE(device.launch("two", {}, {b.whole()}, fill).ran());
+  EXPECT_TRUE(device.submit("three", {}, {b.whole()}, fill).status() == LaunchStatus::Ran);
+  EXPECT_EQ(backend.oldest_asked, asked) << "asked although the backend holds nothing";
+  backend.late.push_back(LateFailure{2, Error::launch("too late"), {}});
+  EXPECT_THROW(device.synchronize(), std::logic_error) << "launch 2 was never logged";
+
+  backend.holds_nothing(false); // Back to asking.
+  EXPECT_TRUE(device.launch("four", {}, {b.whole()}, fill).ran());
+  EXPECT_GT(backend.oldest_asked, asked);
 }
 
 TEST_F(BackendFaults, LateFailure_TheLogForgetsLaunchesOnceTheBackendConfirmsThem) {

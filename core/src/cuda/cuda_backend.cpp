@@ -172,6 +172,7 @@ void CudaBackend::start() {
       unusable(options_.device, "clearing the status-slot arena", error);
     }
     checks_.reserve(64);
+    set_may_hold_unconfirmed(false); // Nothing checked yet (backend.hpp).
   } catch (...) {
     release();
     throw;
@@ -313,6 +314,9 @@ KernelStatus CudaBackend::checked(const KernelContext& context,
   if (poison_) {
     return KernelStatus{};
   }
+  // Before a check or an early drain's failure can be held (backend.hpp):
+  // from here on the Device asks oldest_unconfirmed_launch() again.
+  set_may_hold_unconfirmed(true);
   PendingCheck check;
   check.launch = context.launch();
   check.outputs = static_cast<std::uint32_t>(tile_bytes.size());
@@ -364,6 +368,7 @@ void CudaBackend::forget_checks(std::uint64_t launch) noexcept {
   // Only the newest check can belong to the launch that is running.
   if (!checks_.empty() && checks_.back().launch == launch) {
     checks_.pop_back();
+    refresh_may_hold_unconfirmed();
   }
 }
 
@@ -387,6 +392,7 @@ std::vector<LateFailure> CudaBackend::synchronize() {
   std::vector<LateFailure> failures;
   failures.swap(pending_);
   collect(failures);
+  refresh_may_hold_unconfirmed();
   return failures;
 }
 
@@ -397,6 +403,7 @@ void CudaBackend::fail_unconfirmed(std::vector<LateFailure>& into, const Error& 
   }
   checks_.clear();
   used_ = 0;
+  refresh_may_hold_unconfirmed();
 }
 
 void CudaBackend::collect(std::vector<LateFailure>& into) {

@@ -576,9 +576,9 @@ Device::log_launch(std::uint64_t launch, std::string_view kernel, std::span<cons
   // The common case, decided without touching the log: nothing is logged,
   // the Device is not detecting races, and the backend has nothing
   // unconfirmed from this launch on (one virtual call, and only for a
-  // backend that can report late).
+  // backend that can report late and may hold something unconfirmed).
   if (log_.empty() && ordering_ != StreamOrdering::Detect) [[likely]] {
-    if (!reports_late_) {
+    if (!reports_late_ || !backend_.may_hold_unconfirmed()) {
       return;
     }
     const std::optional<std::uint64_t> oldest = backend_.oldest_unconfirmed_launch();

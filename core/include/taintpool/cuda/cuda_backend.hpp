@@ -282,6 +282,11 @@ class CudaBackend final : public Backend {
   void poison_with(int code, const char* where);
   [[nodiscard]] Error refusal() const;
   void forget_checks(std::uint64_t launch) noexcept;
+  /// may_hold_unconfirmed() made exact again (backend.hpp): after a check
+  /// or a held failure went.
+  void refresh_may_hold_unconfirmed() noexcept {
+    set_may_hold_unconfirmed(!checks_.empty() || !pending_.empty());
+  }
   /// Waits for every stream of the backend; the first error, if any.
   [[nodiscard]] int finish_streams() noexcept;
   /// Waits for the streams, reads every used slot, turns the failures into

@@ -99,6 +99,13 @@ class Backend : public QueueBackend {
     return std::nullopt;
   }
 
+  /// False only while oldest_unconfirmed_launch() is sure to say none: the
+  /// Device asks that virtual after a launch only when this (one load, no
+  /// call) is true. True by default, which is never wrong; the CUDA backend
+  /// keeps it exact, so its plain launch — nothing checked, nothing
+  /// unconfirmed — makes no call for it (issue 11, item 7).
+  [[nodiscard]] bool may_hold_unconfirmed() const noexcept { return may_hold_unconfirmed_; }
+
   /// Whether launch `launch` may still be reported as a LateFailure. The
   /// default says yes for every launch from the oldest unconfirmed one on,
   /// which is never wrong; a backend that knows each launch's state (a
@@ -115,6 +122,15 @@ class Backend : public QueueBackend {
   Backend& operator=(const Backend&) = default;
   Backend(Backend&&) = default;
   Backend& operator=(Backend&&) = default;
+
+  /// For a backend that reports late failures: set false only while it
+  /// holds nothing unconfirmed, and true again before anything can become
+  /// unconfirmed (before, not after: if that step throws, true is still
+  /// right). A backend that never calls this is asked every time.
+  void set_may_hold_unconfirmed(bool may) noexcept { may_hold_unconfirmed_ = may; }
+
+ private:
+  bool may_hold_unconfirmed_ = true;
 };
 
 } // namespace taintpool
