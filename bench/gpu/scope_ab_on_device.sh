@@ -14,7 +14,8 @@
 # "After" is this tree; its bench is taken from build-gpu/ when
 # run_on_device.sh already built it in the same call, else built. Writes
 # $OUT/ab/{before,after}-N.md (each round's whole table) and prints, per
-# row of interest, the median (min-max) of each side and after / before.
+# row of interest, the median (min-max) of each side and after / before,
+# then every round's figures with each scope's share of its round's bare launch.
 set -u
 export PATH=/usr/local/cuda/bin:$PATH
 before_src="${1:?usage: scope_ab_on_device.sh BEFORE_SOURCE_TREE}"
@@ -82,4 +83,23 @@ for name, label in rows:
     print(f"{name}: before {b:.1f} ({min(sides['before']):.1f}-{max(sides['before']):.1f}) "
           f"after {a:.1f} ({min(sides['after']):.1f}-{max(sides['after']):.1f}) "
           f"after/before {a / b:.3f}; per round before {sides['before']} after {sides['after']}")
+
+# The same figures round by round, each scope also as a share of its own
+# round's bare launch: the GPU hosts' CPUs switch between a fast and a slow
+# speed from one process to the next (bench/RESULTS.md, runs EN and EO),
+# which moves the CPU-only bookkeeping (the host column) about 2x and the
+# bare launch 10-20%, so medians over rounds mix speeds and only a round's
+# own ratios compare like with like. A markdown table, for RESULTS.md.
+print("| round | side | bare | plain | submit | plan | host |")
+print("|---|---|---:|---:|---:|---:|---:|")
+for r in range(1, rounds + 1):
+    for side in ("before", "after"):
+        values = [figure(f"{folder}/{side}-{r}.md", label) for _, label in rows[:5]]
+        if None in values:
+            print(f"| {r} | {side} | missing | | | | |")
+            continue
+        bare, plain, submit, plan, host = values
+        share = lambda v: f"{v:.1f} ({100 * v / bare:.2f}%)"
+        print(f"| {r} | {side} | {bare:,.0f} | {share(plain)} | {share(submit)} | {share(plan)} "
+              f"| {host:.1f} |")
 EOF
