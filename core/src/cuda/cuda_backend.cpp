@@ -403,7 +403,10 @@ void CudaBackend::fail_unconfirmed(std::vector<LateFailure>& into, const Error& 
   }
   checks_.clear();
   used_ = 0;
-  refresh_may_hold_unconfirmed();
+  // may_hold_unconfirmed() is not refreshed here but by the callers that end
+  // a holding period (synchronize): an early drain in checked() reaches here
+  // with the flag set for the check it is about to hold, and a refresh with
+  // nothing failed and nothing pending would clear it under that check.
 }
 
 void CudaBackend::collect(std::vector<LateFailure>& into) {
