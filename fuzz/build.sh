@@ -23,6 +23,11 @@
 #                          --sanitizer memory). Ignored when CFLAGS/CXXFLAGS
 #                          are given, as OSS-Fuzz gives them.
 
+# The shebang's -eu is not enough: `bash fuzz/build.sh` ignores it, and then
+# a failed compile went on to copy the last good binaries into $OUT as if
+# they were this tree's. Set here, it holds however the script is started.
+set -euo pipefail
+
 # The repository: next to this script normally; OSS-Fuzz copies build.sh to
 # $SRC/build.sh and the repository to $SRC/taintpool.
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
