@@ -286,6 +286,47 @@ TEST(FreshBytes, S6_AWroteOnlySuccessReleasesOnlyTheRangesItNames) {
   f.device.check_invariants();
 }
 
+// The boundary of the same rule: a named range may end exactly where its
+// output ends, and then releases its last byte too. Bound whole and bound
+// at an offset, so the range's end meets the output's end and not the
+// allocation's. A range ending one byte short was the only shape tested;
+// a one-line slip (`<` for `<=`) that ignored a range ending at the end of
+// its output passed every test and every committed fuzz seed.
+TEST(FreshBytes, S6_ANamedRangeEndingAtItsOutputsEndReleasesItsLastByte) {
+  Fixture f;
+  const Allocation whole = f.device.create_buffer(128);
+  ASSERT_TRUE(
+      f.device
+          .launch("tail", {}, {whole.whole()},
+                  [](const KernelContext& context) {
+                    std::fill(context.write(0).begin() + 64, context.write(0).end(), std::byte{9});
+                    return LaunchOutcome::wrote_only({WrittenRange{0, ByteRange::of(64, 128)}});
+                  })
+          .ran());
+  EXPECT_EQ(f.device.read_bytes(whole.bind(64, 64)), bytes_of(64, 9));
+  const ReadOutcome head = read_all(f.device, whole.bind(0, 64));
+  ASSERT_EQ(head.reports.size(), 1u);
+  EXPECT_EQ(head.reports[0].root.kind(), ErrorKind::NeverWritten);
+  EXPECT_EQ(head.reports[0].stale, ByteRange::of(0, 64));
+
+  const Allocation inner = f.device.create_buffer(128);
+  ASSERT_TRUE(
+      f.device
+          .launch("middle_tail", {}, {inner.bind(32, 64)},
+                  [](const KernelContext& context) {
+                    std::fill(context.write(0).begin() + 32, context.write(0).end(), std::byte{4});
+                    return LaunchOutcome::wrote_only({WrittenRange{0, ByteRange::of(32, 64)}});
+                  })
+          .ran());
+  EXPECT_EQ(f.device.read_bytes(inner.bind(64, 32)), bytes_of(32, 4));
+  EXPECT_FALSE(read_all(f.device, inner.bind(32, 32)).ok());
+  const ReadOutcome after = read_all(f.device, inner.bind(96, 32));
+  ASSERT_EQ(after.reports.size(), 1u);
+  EXPECT_EQ(after.reports[0].root.kind(), ErrorKind::NeverWritten);
+  EXPECT_EQ(after.reports[0].stale, ByteRange::of(96, 128));
+  f.device.check_invariants();
+}
+
 TEST(FreshBytes, S1_AFailedFirstWriteLeavesTheLaunchFailureWhereTheBytesWereNeverWritten) {
   Fixture f;
   const Allocation buffer = f.device.create_buffer(128);

@@ -12,9 +12,11 @@
 // (model::kernel_output_byte), then ends as the plan says: success, failure
 // or partial failure (S2, the plan's written ranges), an exception (S3: a
 // std::runtime_error or an int), a check() or a fail_later() on the
-// DeferredHostBackend (late failures). A wrote_only plan (S6) is the stream
-// rig's (testing/stream_rig.hpp queues its work in pieces), so it throws
-// std::logic_error here: a harness that generates one has a bug.
+// DeferredHostBackend (late failures). A wrote_only plan (S6) writes only
+// its valid named ranges, in the order named, and says so; every other byte
+// of its outputs keeps what it held (model::DeviceModel::write_named). The
+// stream rig runs its own wrote_only bodies, queued in pieces
+// (testing/stream_rig.hpp).
 //
 // The decoding: each fuzzer picks the kind from one byte against its own
 // thresholds and its own error tables, so that its committed corpus keeps
@@ -50,6 +52,21 @@ inline LaunchOutcome run_planned_body(const model::BodyPlan& plan, const KernelC
       digest = model::kernel_digest_step(digest, static_cast<std::uint8_t>(byte));
     }
   }
+  if (plan.kind == model::BodyKind::wrote_only) {
+    for (const WrittenRange& written : plan.written) {
+      if (written.output >= context.writes() ||
+          written.range.end() > context.write(written.output).size()) {
+        continue; // Untrusted (S2, S6): the Device ignores it; so does the body.
+      }
+      const std::span<std::byte> out = context.write(written.output);
+      for (std::uint64_t position = written.range.begin(); position < written.range.end();
+           ++position) {
+        out[static_cast<std::size_t>(position)] = static_cast<std::byte>(
+            model::kernel_output_byte(digest, plan.seed, written.output, position));
+      }
+    }
+    return LaunchOutcome::wrote_only(plan.written);
+  }
   for (std::size_t index = 0; index < context.writes(); ++index) {
     const std::span<std::byte> out = context.write(index);
     for (std::size_t position = 0; position < out.size(); ++position) {
@@ -74,15 +91,16 @@ inline LaunchOutcome run_planned_body(const model::BodyPlan& plan, const KernelC
   case model::BodyKind::fail_late:
     backend.fail_later(context, plan.error, plan.written);
     return LaunchOutcome::success();
-  case model::BodyKind::wrote_only:
-    throw std::logic_error("run_planned_body: wrote_only plans are the stream rig's (S6)");
+  case model::BodyKind::wrote_only: // Returned above.
+    break;
   }
   return LaunchOutcome::success();
 }
 
 /// How a fuzzer's bytes become a plan (decode_plan). The kind byte is
-/// compared with `below` in turn: succeed, fail, partial fail (S2), throw,
-/// check; at or past the last, fail late. An error byte picks
+/// compared with `below` in turn: succeed (or, from `wrote_only_from`,
+/// wrote_only), fail, partial fail (S2), throw, check; at or past the last,
+/// fail late. An error byte picks
 /// `error_kinds[byte % n]` and `messages[(byte / n) % m]`.
 struct PlanDecoding {
   std::array<std::uint8_t, 5> below{};
@@ -98,6 +116,11 @@ struct PlanDecoding {
   /// A throw's kind byte picks std::runtime_error or an int (bit 0) and
   /// its message (`messages`); otherwise a std::runtime_error("boom").
   bool varied_throws = false;
+  /// S6: a kind byte from here up to below[0] is a wrote_only success
+  /// (its ranges decoded as a failure's are); the default, 255, leaves
+  /// every kind below below[0] a plain success. It takes the top of the
+  /// success band, so a decoder without it reads every other kind as before.
+  std::uint8_t wrote_only_from = 255;
 };
 
 /// A plan read from `in` (a fuzz::ByteReader, or anything with byte() and
@@ -141,7 +164,10 @@ model::BodyPlan decode_plan(Reader& in, std::span<const Binding> writes, const P
   model::BodyPlan plan;
   const std::uint8_t kind = in.byte();
   plan.seed = in.byte();
-  if (kind < how.below[0]) {
+  if (kind >= how.wrote_only_from && kind < how.below[0]) {
+    plan.kind = model::BodyKind::wrote_only;
+    plan.written = written();
+  } else if (kind < how.below[0]) {
     plan.kind = model::BodyKind::succeed;
   } else if (kind < how.below[1]) {
     plan.kind = model::BodyKind::fail;
