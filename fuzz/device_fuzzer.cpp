@@ -172,7 +172,9 @@ constexpr std::array<ErrorKind, 4> kErrorKinds = {ErrorKind::Launch, ErrorKind::
 /// to three, untrusted (S2). wrote_only is here, not only in stream_fuzzer,
 /// for its meeting with never-written bytes (N1 x S6: a named range that
 /// ends at its output's end must release the claim there too), which no
-/// other target reaches: a one-line slip there outlived every seed.
+/// other target reaches: a one-line slip there outlived every seed. Seeds
+/// committed before it whose kind byte is 112-127 now decode as wrote_only
+/// plans (reading their range bytes too); they still replay, as other inputs.
 constexpr taintpool::testing::PlanDecoding kPlans{
     {128, 160, 192, 208, 224}, kErrorKinds, kMessages, 3, true, true, 112};
 
