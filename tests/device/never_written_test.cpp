@@ -60,6 +60,19 @@ DeviceOptions never_written(UnwrittenReads reads = UnwrittenReads::Skip) {
 }
 
 /// A device in the never-written mode on the host backend.
+/// N3: a read that met never-written bytes and nothing else: one report,
+/// rooted at the NeverWritten failure, naming exactly `stale`.
+::testing::AssertionResult only_never_written(const ReadOutcome& outcome, ByteRange stale) {
+  if (outcome.reports.size() != 1) {
+    return ::testing::AssertionFailure() << outcome.reports.size() << " reports, expected 1";
+  }
+  const Report& report = outcome.reports[0];
+  if (report.root.kind() != ErrorKind::NeverWritten || report.stale != stale) {
+    return ::testing::AssertionFailure() << "the report: " << to_string(report);
+  }
+  return ::testing::AssertionSuccess();
+}
+
 struct Fixture {
   explicit Fixture(UnwrittenReads reads = UnwrittenReads::Skip)
       : device(host, never_written(reads)) {}
@@ -153,9 +166,7 @@ TEST(FreshBytes, N3_AReadOfNeverWrittenBytesNamesTheAllocationAndTheBytes) {
   ASSERT_TRUE(f.device.write(buffer.bind(512, 512), bytes_of(512, 1)).ran());
   EXPECT_TRUE(read_all(f.device, buffer.bind(0, 256)).ok()); // T2: written bytes read.
   const ReadOutcome outcome = read_all(f.device, buffer.whole());
-  ASSERT_EQ(outcome.reports.size(), 1u);
-  EXPECT_EQ(outcome.reports[0].root.kind(), ErrorKind::NeverWritten);
-  EXPECT_EQ(outcome.reports[0].stale, ByteRange::of(256, 512));
+  ASSERT_TRUE(only_never_written(outcome, ByteRange::of(256, 512)));
   EXPECT_EQ(to_string(outcome.reports[0]),
             to_string(buffer.id()) + " bytes [256, 512) were never written since it was created");
   EXPECT_THROW(static_cast<void>(f.device.read_bytes(buffer.whole())), StaleRead);
@@ -280,9 +291,7 @@ TEST(FreshBytes, S6_AWroteOnlySuccessReleasesOnlyTheRangesItNames) {
   ASSERT_TRUE(result.ran());
   EXPECT_TRUE(read_all(f.device, buffer.bind(0, 64)).ok());
   const ReadOutcome rest = read_all(f.device, buffer.bind(64, 192));
-  ASSERT_EQ(rest.reports.size(), 1u);
-  EXPECT_EQ(rest.reports[0].root.kind(), ErrorKind::NeverWritten);
-  EXPECT_EQ(rest.reports[0].stale, ByteRange::of(64, 256));
+  ASSERT_TRUE(only_never_written(rest, ByteRange::of(64, 256)));
   f.device.check_invariants();
 }
 
@@ -305,9 +314,7 @@ TEST(FreshBytes, S6_ANamedRangeEndingAtItsOutputsEndReleasesItsLastByte) {
           .ran());
   EXPECT_EQ(f.device.read_bytes(whole.bind(64, 64)), bytes_of(64, 9));
   const ReadOutcome head = read_all(f.device, whole.bind(0, 64));
-  ASSERT_EQ(head.reports.size(), 1u);
-  EXPECT_EQ(head.reports[0].root.kind(), ErrorKind::NeverWritten);
-  EXPECT_EQ(head.reports[0].stale, ByteRange::of(0, 64));
+  ASSERT_TRUE(only_never_written(head, ByteRange::of(0, 64)));
 
   const Allocation inner = f.device.create_buffer(128);
   ASSERT_TRUE(
@@ -321,9 +328,7 @@ TEST(FreshBytes, S6_ANamedRangeEndingAtItsOutputsEndReleasesItsLastByte) {
   EXPECT_EQ(f.device.read_bytes(inner.bind(64, 32)), bytes_of(32, 4));
   EXPECT_FALSE(read_all(f.device, inner.bind(32, 32)).ok());
   const ReadOutcome after = read_all(f.device, inner.bind(96, 32));
-  ASSERT_EQ(after.reports.size(), 1u);
-  EXPECT_EQ(after.reports[0].root.kind(), ErrorKind::NeverWritten);
-  EXPECT_EQ(after.reports[0].stale, ByteRange::of(96, 128));
+  ASSERT_TRUE(only_never_written(after, ByteRange::of(96, 128)));
   f.device.check_invariants();
 }
 
