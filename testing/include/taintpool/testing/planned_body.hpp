@@ -1,6 +1,7 @@
 // planned_body.hpp: the kernel body that does what a model::BodyPlan says,
 // and the decoding of a plan from fuzzer bytes — shared by device_fuzzer,
-// collective_fuzzer and the device stateful test (review D3/D5).
+// collective_fuzzer and the device stateful test (review D3/D5); the stream
+// rig takes named_bytes() from here for its own queued wrote_only bodies.
 //
 // Why it exists: DeviceModel::launch predicts a launch from its plan alone
 // (which bytes the body writes, how it ends), so every harness that checks a
@@ -35,11 +36,27 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <vector>
 
 namespace taintpool::testing {
+
+/// The bytes of `context`'s outputs that a wrote_only body's named range
+/// covers, or none when the range is untrusted and lies outside its output
+/// (S2, S6): the Device ignores such a range, and so must every planned
+/// body, here and in the stream rig, for the model's prediction to hold.
+inline std::optional<std::span<std::byte>> named_bytes(const KernelContext& context,
+                                                       const WrittenRange& written) {
+  if (written.output >= context.writes() ||
+      written.range.end() > context.write(written.output).size()) {
+    return std::nullopt;
+  }
+  return context.write(written.output)
+      .subspan(static_cast<std::size_t>(written.range.begin()),
+               static_cast<std::size_t>(written.range.size()));
+}
 
 /// Runs `plan` as a kernel body in `context` (see above); `backend` takes
 /// check() and fail_later(). What it returns or throws is what
@@ -54,15 +71,11 @@ inline LaunchOutcome run_planned_body(const model::BodyPlan& plan, const KernelC
   }
   if (plan.kind == model::BodyKind::wrote_only) {
     for (const WrittenRange& written : plan.written) {
-      if (written.output >= context.writes() ||
-          written.range.end() > context.write(written.output).size()) {
-        continue; // Untrusted (S2, S6): the Device ignores it; so does the body.
-      }
-      const std::span<std::byte> out = context.write(written.output);
-      for (std::uint64_t position = written.range.begin(); position < written.range.end();
-           ++position) {
-        out[static_cast<std::size_t>(position)] = static_cast<std::byte>(
-            model::kernel_output_byte(digest, plan.seed, written.output, position));
+      if (const std::optional<std::span<std::byte>> bytes = named_bytes(context, written)) {
+        for (std::size_t at = 0; at < bytes->size(); ++at) {
+          (*bytes)[at] = static_cast<std::byte>(model::kernel_output_byte(
+              digest, plan.seed, written.output, written.range.begin() + at));
+        }
       }
     }
     return LaunchOutcome::wrote_only(plan.written);

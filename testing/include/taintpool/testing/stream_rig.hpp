@@ -39,6 +39,7 @@
 #include <taintpool/model/device_model.hpp>
 #include <taintpool/model/stream_model.hpp>
 #include <taintpool/testing/arena_storage.hpp>
+#include <taintpool/testing/planned_body.hpp>
 #include <taintpool/testing/stream_check.hpp>
 
 #include <algorithm>
@@ -758,12 +759,8 @@ class StreamRig {
     const std::size_t first = pieces_.size();
     if (plan.kind == BodyKind::wrote_only) {
       for (const WrittenRange& written : plan.written) {
-        if (written.output < context.writes() &&
-            written.range.end() <= context.write(written.output).size()) {
-          pieces_.push_back(Piece{context.write(written.output)
-                                      .subspan(static_cast<std::size_t>(written.range.begin()),
-                                               static_cast<std::size_t>(written.range.size())),
-                                  written.output, written.range.begin()});
+        if (const std::optional<std::span<std::byte>> bytes = named_bytes(context, written)) {
+          pieces_.push_back(Piece{*bytes, written.output, written.range.begin()});
         }
       }
     } else {
