@@ -3,10 +3,13 @@
 #
 # On the leased H100/H200 hosts the CPU-only scope costs about twice as much
 # in some processes as in others, while the bare launch moves 10-20%
-# (bench/RESULTS.md, runs EN and EO). The rows that came back so far point
-# at a busy hyperthread beside the pinned core: the slower a row's code
-# waits on memory or the device, the less it slows. This script tests that
-# directly and rules out the other two explanations, on one lease:
+# (bench/RESULTS.md, runs EN and EO). Run EO's rows pointed at a busy
+# hyperthread beside the pinned core: the slower a row's code waits on
+# memory or the device, the less it slows. This script tests that directly
+# and rules out the other two explanations, on one lease. Its first run (EP,
+# an H200 host) ruled out layout (one slow process among six with the same
+# addresses) and the CUDA path (the CUDA-free bookkeeping slowed as much);
+# that VM showed no sibling, so the direct test was not made there:
 #
 #   layout   each process's stack lands at a random offset (ASLR), which
 #            changes which loads alias earlier stores: the same binary is
