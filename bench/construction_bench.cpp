@@ -2,7 +2,7 @@
 // configurations the fuzzers build per input and the default one, with
 // allocs_per_cycle (global operator new calls per construction and
 // destruction, testing/bench_allocations.hpp). Bytes are not counted here
-// (the shared counter counts calls); fuzz/README.md's thirty-first round
+// (the shared counter counts calls); fuzz/ROUNDS.md's thirty-first round
 // gives them from -trace_malloc.
 //
 // Shapes:

@@ -347,7 +347,7 @@ class Harness {
   /// libFuzzer like a leak, and it runs the input again (and scans the heap
   /// if it still does). Kept through the end of the run, they made 203 of
   /// 1,500 executions from the committed corpus such re-runs (-seed=7;
-  /// issue 13, fuzz/README.md's thirty-second round). The lists' own
+  /// issue 13, fuzz/ROUNDS.md's thirty-second round). The lists' own
   /// capacity stays.
   ~Harness() {
     kept_.results.clear();

@@ -24,7 +24,7 @@
 // input, what that input allocated once its kept lists have their capacity
 // (the first pass gives them that). Kept state that frees in one input what
 // another allocated cost collective_fuzzer a quarter of its time
-// (fuzz/README.md, round 53).
+// (fuzz/ROUNDS.md, round 53).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -56,7 +56,7 @@ namespace fs = std::filesystem;
 /// an armed fault refused (alloc_faults.hpp: device_fuzzer's synchronize
 /// out of memory, the taint targets' faulted core calls) throws bad_alloc
 /// and gives no block to free; counted, each input whose fault fired read
-/// as keeping a block it never had (fuzz/README.md, round 54).
+/// as keeping a block it never had (fuzz/ROUNDS.md, round 54).
 struct Counts {
   std::uint64_t blocks = 0;
   std::uint64_t frees = 0;

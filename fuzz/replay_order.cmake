@@ -16,7 +16,7 @@
 #     every input before it in name order, or after every input after it:
 #     the same run, not merely a passing one; the taint targets too (their
 #     taint_<name>.tla traces), since their harness gives its graph back at
-#     its fresh table capacity (fuzz/README.md, the fourteenth round).
+#     its fresh table capacity (fuzz/ROUNDS.md, the fourteenth round).
 #
 # Cost: the traced form runs the replay driver once per input (5-10 s for
 # device_fuzzer's 397 inputs under the ci or asan preset on the shared

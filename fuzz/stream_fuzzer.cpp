@@ -256,7 +256,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   ByteReader in(data, size);
   const bool detect = (in.byte() & 1u) != 0;
   const std::uint64_t seed = in.bytes(2);
-  // A rig per input (fuzz/README, rounds 49 and 52): a rig kept across
+  // A rig per input (fuzz/ROUNDS.md, rounds 49 and 52): a rig kept across
   // inputs let an input that grew a kept list end with more mallocs than
   // frees, and libFuzzer answers each such input with a re-run and a leak
   // scan of the whole heap, which halved the campaign's speed.

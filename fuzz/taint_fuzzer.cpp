@@ -751,7 +751,7 @@ class Harness {
     // whether an insert allocates, so under an injected allocation fault
     // (fault_at) an op failed alone and succeeded after an input that had
     // grown the table: the same input ran two ways, and libFuzzer kept
-    // inputs for coverage they do not show alone (fuzz/README.md, the
+    // inputs for coverage they do not show alone (fuzz/ROUNDS.md, the
     // fourteenth round; pinned by the traced fuzz.taint_fuzzer.order). And
     // every sweep walks the whole table (IdTable::check_invariants, for_each
     // in check_graph and check_refcounts), so a grown table slowed every

@@ -89,7 +89,7 @@ inline constexpr std::size_t kFreshModes = 3;
 /// Why not destroy a kept Device and build it again (the forty-eighth to
 /// fifty-second rounds): the new one starts with no capacity, so the inputs
 /// after it that refill its lists end with more mallocs than frees, and
-/// libFuzzer runs each such input a second time (fuzz/README, round 53).
+/// libFuzzer runs each such input a second time (fuzz/ROUNDS.md, round 53).
 [[nodiscard]] inline bool runs_on_own_devices(const std::uint8_t* data, std::size_t size) noexcept {
   std::uint64_t hash = 14695981039346656037ull;
   for (std::size_t at = 0; at < size; ++at) {

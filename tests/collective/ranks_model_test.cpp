@@ -195,7 +195,7 @@ TEST(RanksModelRoom, C1_AModelMadeWithARoomAllocatesLessForTheSameCollectiveThan
   const std::uint64_t roomed = testing::allocations_during(
       [&] { expect_as_the_model(CollectiveKind::all_reduce, DataType::u8, 130, &room); });
   // Three ranks' model lists, the contributions and the plan: 349 against
-  // 262 when written (fuzz/README.md's fifty-first round); a model that
+  // 262 when written (fuzz/ROUNDS.md's fifty-first round); a model that
   // took nothing from its room fails this.
   EXPECT_LT(roomed + 50, fresh) << "fresh " << fresh << ", with a room " << roomed;
 }
@@ -206,7 +206,7 @@ TEST(RanksModelRoom, C1_AJobAfterAJobOfFewerRanksEndsWithTheHeapAsItFoundIt) {
   // once it has served the largest job every job frees what it allocates.
   // Where it did not, libFuzzer (which runs an input again when it ends
   // with more mallocs than frees) ran a quarter of collective_fuzzer's
-  // inputs twice (fuzz/README.md, fifty-third round): a collective of
+  // inputs twice (fuzz/ROUNDS.md, fifty-third round): a collective of
   // fewer ranks freed the last rank's contribution lists, which the next
   // one of more ranks allocated again, and the room kept the last
   // collective's fed error, which the next job freed.

@@ -109,7 +109,7 @@ TEST_F(PoolTest, TaintAndReleaseOnABoundSliceAllocateNothingForOneClaim) {
 // from storage — exactly what the same round with restart() allocates,
 // round after round. Before, reset() freed the table's slots, and every
 // round grew them again from 8 slots (ten more allocations a round here;
-// pool_fuzzer's inputs that reset kept a block, fuzz/README.md, round 55).
+// pool_fuzzer's inputs that reset kept a block, fuzz/ROUNDS.md, round 55).
 // The handles outlive the reset (tombstoned, P1) and go after it, so both
 // ways of emptying the table are exercised: the reset's own, with live
 // entries, and the next round's discovery of the tombstoned records.

@@ -214,7 +214,7 @@ class MemoryManager {
   /// serving — a runtime after a lost context, a fuzzer whose inputs reset
   /// it — would otherwise grow the table again, slot doubling by doubling,
   /// after every reset (and pool_fuzzer's balance test saw each input after
-  /// a reset keep a block: fuzz/README.md, rounds 54 and 55).
+  /// a reset keep a block: fuzz/ROUNDS.md, rounds 54 and 55).
   void reset();
 
   /// What MemoryManager(storage(), graph(), config()) would be if this one

@@ -39,7 +39,7 @@ namespace taintpool::testing {
 /// refused call never reaches malloc, or gets null from it) and what
 /// fuzz/replay_main.cpp's -balance compares with heap_frees(): counted as
 /// an allocation, a refusal would make every input whose injected fault
-/// fires look like one that keeps a block (fuzz/README.md, round 54).
+/// fires look like one that keeps a block (fuzz/ROUNDS.md, round 54).
 [[nodiscard]] std::uint64_t heap_refusals() noexcept;
 
 /// Allocations made while running `fn`.
